@@ -1,0 +1,74 @@
+"""The checked-in errata: every place the source is wrong, the evidence, and our correction.
+
+The build applies each entry and reports it. An entry that no longer matches the
+source (upstream fixed it, or the data moved) is an error, never silently skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import SourceError
+
+DEFAULT_ERRATA = Path(__file__).with_name("errata.yaml")
+
+
+class ScoreFix(BaseModel):
+    """Replace the allowed scores of one rubric row (by the item_id the build gives it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    was: str  # the score cell as the source writes it (whitespace collapsed): guards against stale entries
+    now: list[float]
+
+
+class Correction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    values: list[float] | None = None  # replaces question.jsonl `values`
+    scores: list[ScoreFix] = Field(default_factory=list)
+    annulled: list[str] = Field(default_factory=list)  # item_ids annulled by FGV: full marks to everyone
+
+
+class ErrataEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str
+    problem: str
+    evidence: str
+    correction: Correction
+
+    def summary(self) -> str:
+        return " ".join(self.problem.split())
+
+
+def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    except FileNotFoundError:
+        raise SourceError("errata file not found", file=str(path)) from None
+    except yaml.YAMLError as e:
+        line = getattr(getattr(e, "problem_mark", None), "line", None)
+        raise SourceError(
+            f"invalid YAML: {e}", file=str(path), line=None if line is None else line + 1
+        ) from None
+    if not isinstance(raw, list):
+        raise SourceError("expected a list of entries", file=str(path))
+    entries: dict[str, ErrataEntry] = {}
+    for i, item in enumerate(raw):
+        try:
+            entry = ErrataEntry.model_validate(item)
+        except ValidationError as e:
+            first = e.errors()[0]
+            field = f"[{i}]." + ".".join(str(p) for p in first["loc"])
+            raise SourceError(first["msg"], file=str(path), field=field) from None
+        if entry.question_id in entries:
+            raise SourceError(
+                f"second entry for {entry.question_id}", file=str(path), field=f"[{i}].question_id"
+            )
+        entries[entry.question_id] = entry
+    return entries

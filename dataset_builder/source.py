@@ -1,0 +1,85 @@
+"""Typed upstream rows (FastChat-style JSONL) and a reader that says where input is bad."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import SourceError
+
+QUESTIONS_FILE = "question.jsonl"
+GUIDELINES_FILE = "reference_answer/guidelines.jsonl"
+
+
+class SourceQuestion(BaseModel):
+    """One line of `question.jsonl`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: str
+    category: str
+    statement: str
+    turns: list[str] = Field(min_length=1)
+    values: list[float] = Field(min_length=1)
+    system: str
+
+
+class AnswerChoice(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    index: int = 0
+    turns: list[str] = Field(min_length=1)
+
+
+class SourceAnswer(BaseModel):
+    """One line of a FastChat answer file (`reference_answer/guidelines.jsonl`, `model_answer/*.jsonl`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: str
+    model_id: str
+    answer_id: str | None = None
+    choices: list[AnswerChoice] = Field(min_length=1)
+    tstamp: float | None = None
+
+    @property
+    def turns(self) -> list[str]:
+        return self.choices[0].turns
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _field_of(error: ValidationError) -> tuple[str, str]:
+    first = error.errors()[0]
+    return ".".join(str(p) for p in first["loc"]) or "<row>", first["msg"]
+
+
+def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
+    """Yield (line number, row); raise SourceError at the first bad line."""
+    name = label or str(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceError("file not found", file=name) from None
+    with handle:
+        for lineno, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise SourceError(
+                    f"invalid JSON ({e.msg} at column {e.colno})", file=name, line=lineno
+                ) from None
+            if not isinstance(raw, dict):
+                raise SourceError("expected a JSON object", file=name, line=lineno)
+            try:
+                yield lineno, model.model_validate(raw)
+            except ValidationError as e:
+                field, msg = _field_of(e)
+                raise SourceError(msg, file=name, line=lineno, field=field) from None

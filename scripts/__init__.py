@@ -1,0 +1,1 @@
+"""Thin entry points: the `oab-bench` CLI, `oab-bench run`, and benchmark scripts."""

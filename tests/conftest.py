@@ -1,0 +1,50 @@
+"""Shared fixtures. No test touches the network; the upstream data is read from ../shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("OAB_BENCH_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
+
+
+def _require(path: Path) -> Path:
+    if path.exists():
+        return path
+    message = f"upstream data not found at {path} (set OAB_BENCH_SHARED_DATA)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)  # under CI missing data is a failure, never a skip
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def upstream_v1() -> Path:
+    return _require(SHARED_DATA / "oab_bench_v1")
+
+
+@pytest.fixture(scope="session")
+def judge_prompts_v2() -> Path:
+    return _require(SHARED_DATA / "judge_prompts_v2.jsonl")
+
+
+@pytest.fixture(scope="session")
+def built_rows(upstream_v1):
+    from dataset_builder.build import build_rows
+
+    return build_rows(upstream_v1)
+
+
+@pytest.fixture(scope="session")
+def built_dataset(tmp_path_factory, built_rows) -> Path:
+    from dataset_builder.publish import write_dataset
+
+    rows, report = built_rows
+    return write_dataset(rows, report, tmp_path_factory.mktemp("ds") / "oab_bench")

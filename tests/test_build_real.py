@@ -1,0 +1,215 @@
+"""The upstream release in ../shared builds: 105 questions, 21 exams of 10.00, errata explained."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dataset_builder.errata import DEFAULT_ERRATA, load_errata
+from dataset_builder.schema import QuestionRow, money
+from tests import synthetic as syn
+from tests.conftest import REPO
+
+
+def test_all_105_questions_build_into_21_exams_of_10(built_rows):
+    rows, report = built_rows
+    assert len(rows) == 105 and report.questions == 105 and report.exams == 21
+    exams = defaultdict(list)
+    for r in rows:
+        exams[r.exam_id].append(r)
+    assert len(exams) == 21
+    for exam, members in exams.items():
+        assert sorted(m.number for m in members) == [0, 1, 2, 3, 4], exam
+        assert money(sum(m.max_score for m in members)) == 10.0, exam
+
+
+def test_every_items_rubric_adds_up_to_its_max(built_rows):
+    rows, _ = built_rows
+    for r in rows:
+        assert money(sum(i.max_score for i in r.items)) == r.max_score
+        for item in r.items:
+            rubric = r.rubric_for(item.label)
+            assert rubric, (r.question_id, item.label)
+            assert money(sum(x.max_score for x in rubric)) == item.max_score, (r.question_id, item.label)
+            for x in rubric:
+                assert x.allowed_scores[0] == 0.0 and x.allowed_scores[-1] == x.max_score
+
+
+def test_errata_lists_every_correction_with_its_reason(built_rows):
+    rows, report = built_rows
+    errata = load_errata(DEFAULT_ERRATA)
+    assert set(errata) == {
+        "39_direito_penal_questao_1",
+        "40_direito_administrativo_peca_praticoprofissional",
+        "41_direito_administrativo_peca_praticoprofissional",
+        "41_direito_civil_peca_praticoprofissional",
+        "41_direito_do_trabalho_questao_3",
+    }
+    for entry in errata.values():
+        assert len(entry.problem) > 20 and len(entry.evidence) > 40
+    assert len(report.corrections) == len(errata)
+    corrected = {r.question_id for r in rows if r.errata}
+    assert corrected == set(errata)
+    by_id = {r.question_id: r for r in rows}
+    assert [i.max_score for i in by_id["39_direito_penal_questao_1"].items] == [0.65, 0.6]
+    assert [x.item_id for x in by_id["41_direito_do_trabalho_questao_3"].rubric if x.annulled] == ["B1"]
+    assert report.warnings == []
+
+
+def test_the_build_without_errata_fails_naming_each_problem(upstream_v1, tmp_path):
+    empty = tmp_path / "none.yaml"
+    empty.write_text("[]\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "build",
+            "--source",
+            str(upstream_v1),
+            "--output",
+            str(tmp_path / "out"),
+            "--errata",
+            str(empty),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    err = proc.stderr
+    assert "39_direito_penal_questao_1, item A: score table totals 0.65 but the item is worth 0.60" in err
+    assert "40_direito_administrativo_peca_praticoprofissional, the peça: score table totals 6.20" in err
+    assert "41_direito_administrativo_peca_praticoprofissional P3: item row has no score cell" in err
+    assert (
+        "41_direito_civil_peca_praticoprofissional P4: score cell '0,15/0,25/0,35' does not start at 0" in err
+    )
+    assert "41_direito_do_trabalho_questao_3: the source marks items ['B1'] as annulled" in err
+    assert not (tmp_path / "out").exists()
+    assert list(tmp_path.iterdir()) == [empty]  # no temporary folder left behind
+
+
+def test_load_dataset_round_trips_the_rows(built_rows, built_dataset):
+    import datasets
+
+    rows, _ = built_rows
+    ds = datasets.load_dataset(str(built_dataset))
+    assert list(ds) == ["test"]
+    back = [QuestionRow.model_validate(x) for x in ds["test"]]
+    assert back == rows
+
+
+def test_card_yaml_parses_and_names_what_the_hub_needs(built_dataset):
+    text = (built_dataset / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["license"] == "apache-2.0"
+    assert meta["language"] == ["pt"] and meta["language_bcp47"] == ["pt-BR"]
+    assert meta["task_categories"] == ["text-generation"]
+    assert meta["pretty_name"] == "OAB-Bench" and meta["size_categories"] == ["n<1K"]
+    assert meta["configs"][0]["data_files"][0] == {"split": "test", "path": "data/test-*.parquet"}
+    assert "2504.21202" in text and "@inproceedings" in text
+    assert "41_direito_do_trabalho_questao_3" in text  # corrections are listed on the card
+
+
+def test_cli_build_writes_and_refuses_to_clobber(upstream_v1, tmp_path):
+    out = tmp_path / "ds"
+    cmd = [sys.executable, "-m", "scripts.cli", "build", "--source", str(upstream_v1), "--output", str(out)]
+    first = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert "105 questions, 21 exams of 10.00 points" in first.stdout
+    assert first.stdout.count("errata applied:") == 5
+    second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    assert second.returncode == 2 and "exists" in second.stderr
+    third = subprocess.run([*cmd, "--overwrite"], cwd=REPO, capture_output=True, text=True)
+    assert third.returncode == 0
+
+
+def test_cli_bad_input_is_one_line_nonzero_and_writes_nothing(tmp_path):
+    pairs = syn.exam()
+    src = syn.write_source(tmp_path / "src", pairs)
+    text = (src / "question.jsonl").read_text().splitlines()
+    text[1] = text[1][:40]
+    (src / "question.jsonl").write_text("\n".join(text) + "\n")
+    out = tmp_path / "ds"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "build",
+            "--source",
+            str(src),
+            "--output",
+            str(out),
+            "--errata",
+            str(src / "errata.yaml"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oab-bench build: error: question.jsonl:2: invalid JSON (")
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def test_failed_write_leaves_previous_output_intact(built_rows, tmp_path, monkeypatch):
+    from dataset_builder import publish
+
+    rows, report = built_rows
+    out = publish.write_dataset(rows, report, tmp_path / "ds")
+    before = (out / "README.md").read_text()
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(publish, "render_card", boom)
+    with pytest.raises(RuntimeError):
+        publish.write_dataset(rows, report, out, overwrite=True)
+    assert (out / "README.md").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+def test_push_uploads_the_folder(built_dataset, monkeypatch):
+    """Offline: a fake HfApi records what push would send."""
+    import huggingface_hub
+
+    from dataset_builder.publish import push_dataset
+
+    calls = []
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kw):
+            calls.append(("create_repo", repo_id, kw))
+
+        def create_branch(self, repo_id, **kw):
+            calls.append(("create_branch", repo_id, kw))
+
+        def upload_folder(self, **kw):
+            calls.append(("upload_folder", kw))
+            return "https://hub/commit/1"
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    assert push_dataset(built_dataset, "org/oab-bench", private=True, revision="v1") == "https://hub/commit/1"
+    assert calls[0] == (
+        "create_repo",
+        "org/oab-bench",
+        {"repo_type": "dataset", "private": True, "exist_ok": True},
+    )
+    assert calls[1][0] == "create_branch" and calls[1][2]["branch"] == "v1"
+    upload = calls[2][1]
+    assert (
+        upload["folder_path"] == str(built_dataset)
+        and upload["repo_type"] == "dataset"
+        and upload["revision"] == "v1"
+    )
+    with pytest.raises(FileNotFoundError):
+        push_dataset(Path("/nonexistent"), "org/x")

@@ -1,0 +1,457 @@
+"""The builder on made-up questions: every table trap, the 42-44 format, every bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from dataset_builder.build import build_rows
+from dataset_builder.errors import BuildError, SourceError
+from dataset_builder.rubric import parse_reference, parse_scores
+from tests import synthetic as syn
+
+
+def build(tmp_path, pairs, errata=None):
+    src = syn.write_source(tmp_path / "src", pairs, errata=errata)
+    return build_rows(src, src / "errata.yaml")
+
+
+def row_of(rows, suffix):
+    return next(r for r in rows if r.question_id.endswith(suffix))
+
+
+def test_clean_exam_builds(tmp_path):
+    rows, report = build(tmp_path, syn.exam())
+    assert [r.number for r in rows] == [0, 1, 2, 3, 4]
+    assert report.exams == 1 and report.corrections == []
+    peca = rows[0]
+    assert peca.kind == "peca" and peca.max_score == 5.0 and peca.items[0].label == ""
+    assert [r.item_id for r in peca.rubric] == [f"P{i}" for i in range(1, 8)]
+    assert peca.rubric[0].section == "Endereçamento" and peca.rubric[1].section == "Fundamentação"
+    assert peca.rubric[1].label == "2." and peca.rubric[1].description.startswith("Tese inventada")
+    assert peca.statement.startswith("Caio contratou") and "(Valor" not in peca.statement
+    assert peca.reference == ["O examinando deve redigir uma petição fictícia."]
+    q2 = rows[2]
+    assert [i.max_score for i in q2.items] == [0.6, 0.65]
+    assert [(r.item_id, r.part) for r in q2.rubric] == [("A1", "A"), ("B1", "B")]
+    assert q2.statement.startswith("Mévio")
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("0,00/0,55/0,65", [0.0, 0.55, 0.65]),
+        ("0,0/0,10", [0.0, 0.1]),
+        ("0,00/0,25/0,30/0,35 0,40/0,55/0,65", [0.0, 0.25, 0.3, 0.35, 0.4, 0.55, 0.65]),
+        ("0,00/0,10/ 0,20/0,30", [0.0, 0.1, 0.2, 0.3]),
+        ("0,00/0,10/  0,20", [0.0, 0.1, 0.2]),
+        ("0,00/0,30/0,40/0,50 /0,60", [0.0, 0.3, 0.4, 0.5, 0.6]),
+        ("0.00/0,55/0,65", [0.0, 0.55, 0.65]),
+    ],
+)
+def test_score_cell_variants(cell, expected):
+    assert parse_scores(cell) == expected
+
+
+@pytest.mark.parametrize("cell", ["0,00/x/0,65", "0,00-0,65", "zero"])
+def test_unreadable_score_cell(cell):
+    with pytest.raises(ValueError, match="unreadable score cell"):
+        parse_scores(cell)
+
+
+def test_table_traps_labels_sections_padding(tmp_path):
+    rows_ = [
+        ("Endereçamento:", "nan"),
+        ("1. Juízo fictício (0,10).", "0,0/0,10"),
+        ("Qualificação", "nan"),
+        ("Parte autora sem rótulo (0,10).", "0,00/0,10"),  # no label
+        ("2. Parte ré (0,10).", "0,00/0,10"),
+        ("2. Rótulo repetido (0,80), Art. 5º (0,10).", "0,00/0,80/0,90"),  # repeated label
+        ("a) Alínea (1,00).", "0,00/1,00"),
+        ("5.1 Subitem sem ponto final (0,50) OU alternativa (0,50).", "0,00/0,50"),  # OU: only one counts
+        ("II. Romano (1,00).", "0,00/1,00"),
+        ("Pedidos", "nan"),
+        ("3. Pedido (1,30).", "0,00/ 0,65/1,30"),
+    ]
+    pairs = syn.replace(syn.exam(), syn.peca(90, "civil", rows=rows_))
+    rows, _ = build(tmp_path, pairs)
+    peca = rows[0]
+    assert [r.label for r in peca.rubric] == ["1.", "", "2.", "2.", "a)", "5.1", "II.", "3."]
+    assert [r.item_id for r in peca.rubric] == [f"P{i}" for i in range(1, 9)]
+    assert [r.section for r in peca.rubric] == ["Endereçamento:"] + ["Qualificação"] * 6 + ["Pedidos"]
+    assert peca.rubric[5].max_score == 0.5 and " OU " in peca.rubric[5].description
+    assert sum(r.max_score for r in peca.rubric) == pytest.approx(5.0)
+
+
+def test_missing_heading_and_label_variants_in_questao(tmp_path):
+    q = syn.questao(
+        90,
+        "civil",
+        1,
+        rows_a=[("A) Resposta com parêntese (0,55), Art. 1º (0,10).", "0,00/0,55/0,65")],
+        rows_b=[("B1. Primeira parte (0,30).", "0,00/0,30"), ("B2. Segunda parte (0,30).", "0,00/0,30")],
+        heading_b=None,
+    )
+    rows, _ = build(tmp_path, syn.replace(syn.exam(), q))
+    r = row_of(rows, "questao_1")
+    assert [(x.item_id, x.part, x.label) for x in r.rubric] == [
+        ("A1", "A", "A)"),
+        ("B1", "B", "B1."),
+        ("B2", "B", "B2."),
+    ]
+    assert r.reference[1] == "O prazo imaginário é de dez dias."
+
+
+def test_item_total_mismatch_is_an_error_naming_question_item_and_totals(tmp_path):
+    q = syn.questao(90, "civil", 1, rows_b=[("B. Resposta (0,50), Art. (0,10).", "0,00/0,50/0,70")])
+    with pytest.raises(
+        BuildError,
+        match=r"90_direito_civil_questao_1, item B: score table totals 0.70 but the item is worth 0.60",
+    ):
+        build(tmp_path, syn.replace(syn.exam(), q))
+
+
+def test_swapped_values_need_errata_and_errata_fixes_them(tmp_path):
+    q = syn.questao(90, "civil", 1, values=(0.6, 0.65))
+    q[1]["choices"][0]["turns"] = [
+        "A.\n\n" + syn.table([("A. Tese (0,55), Art. (0,10).", "0,00/0,55/0,65")]),
+        "B.\n\n" + syn.table([("B. Tese (0,50), Art. (0,10).", "0,00/0,50/0,60")]),
+    ]
+    pairs = syn.replace(syn.exam(), q)
+    with pytest.raises(BuildError, match=r"item A: score table totals 0.65 but the item is worth 0.60"):
+        build(tmp_path / "a", pairs)
+    errata = [
+        {
+            "question_id": "90_direito_civil_questao_1",
+            "problem": "values swapped",
+            "evidence": "tables say A 0.65, B 0.60",
+            "correction": {"values": [0.65, 0.6]},
+        }
+    ]
+    rows, report = build(tmp_path / "b", pairs, errata)
+    r = row_of(rows, "questao_1")
+    assert [i.max_score for i in r.items] == [0.65, 0.6]
+    assert r.upstream.values == [0.6, 0.65]  # the raw upstream values stay available
+    assert r.errata == ["values swapped"]
+    assert report.corrections == [
+        "90_direito_civil_questao_1: values [0.6, 0.65] -> [0.65, 0.6]: values swapped"
+    ]
+
+
+MERGED = [
+    ("Endereçamento", "nan"),
+    ("1. Juízo (0,10).", "0,00/0,10"),
+    ("Partes", "nan"),
+    ("2. Autor (0,10).", "0,00/0,10/0,20/0,30"),  # merged cell: range of items 2-4
+    ("3. Réu (0,10).", "nan"),
+    ("4. Terceiro (0,10).", "nan"),
+    ("Fundamentação", "nan"),
+    ("5. Tese (2,00), Art. (0,10).", "0,00/2,00/2,10"),
+    ("6. Tese (2,00), Art. (0,10).", "0,00/2,00/2,10"),
+    ("7. Fechamento (0,40).", "0,00/0,40"),
+]
+
+
+def test_merged_cells_are_refused_then_split_by_errata(tmp_path):
+    pairs = syn.replace(syn.exam(), syn.peca(90, "civil", rows=MERGED))
+    with pytest.raises(BuildError, match="P3: item row has no score cell"):
+        build(tmp_path / "a", pairs)
+    fix = {
+        "question_id": "90_direito_civil_peca_praticoprofissional",
+        "problem": "merged cell",
+        "evidence": "items 2-4 share one cell",
+        "correction": {
+            "scores": [
+                {"item_id": "P2", "was": "0,00/0,10/0,20/0,30", "now": [0, 0.1]},
+                {"item_id": "P3", "was": "nan", "now": [0, 0.1]},
+                {"item_id": "P4", "was": "nan", "now": [0, 0.1]},
+            ]
+        },
+    }
+    rows, report = build(tmp_path / "b", pairs, [fix])
+    peca = rows[0]
+    assert [r.max_score for r in peca.rubric[:4]] == [0.1, 0.1, 0.1, 0.1]
+    assert peca.rubric[2].section == "Partes"  # a merged-cell item is not a section
+    assert len(report.corrections) == 1
+
+
+def test_stale_errata_is_an_error(tmp_path):
+    stale = {
+        "question_id": "90_direito_civil_peca_praticoprofissional",
+        "problem": "x",
+        "evidence": "y",
+        "correction": {"scores": [{"item_id": "P1", "was": "0,00/0,99", "now": [0, 0.1]}]},
+    }
+    with pytest.raises(BuildError, match="errata expects P1 to read '0,00/0,99'"):
+        build(tmp_path / "a", syn.exam(), [stale])
+    unknown = {**stale, "question_id": "90_direito_penal_questao_1"}
+    with pytest.raises(BuildError, match=r"not in question\.jsonl"):
+        build(tmp_path / "b", syn.exam(), [unknown])
+    same = {**stale, "correction": {"values": [5.0]}}
+    with pytest.raises(BuildError, match="already has"):
+        build(tmp_path / "c", syn.exam(), [same])
+
+
+def test_annulled_item_must_be_recorded_and_is_marked(tmp_path):
+    q = syn.questao(90, "civil", 3, rows_b=[("B. (Anulada)", "0,00/0,50/0,60")])
+    pairs = syn.replace(syn.exam(), q)
+    with pytest.raises(BuildError, match=r"marks items \['B1'\] as annulled"):
+        build(tmp_path / "a", pairs)
+    entry = {
+        "question_id": "90_direito_civil_questao_3",
+        "problem": "annulled",
+        "evidence": "(Anulada)",
+        "correction": {"annulled": ["B1"]},
+    }
+    rows, report = build(tmp_path / "b", pairs, [entry])
+    b1 = row_of(rows, "questao_3").rubric[1]
+    assert b1.annulled and b1.max_score == 0.6
+    assert "annulled B1" in report.corrections[0]
+
+
+def test_cell_without_zero_is_an_error(tmp_path):
+    rows_ = [(t, "0,15/0,25/0,35" if t.startswith("1.") else c) for t, c in syn.PECA_TABLE]
+    with pytest.raises(BuildError, match="does not start at 0"):
+        build(tmp_path, syn.replace(syn.exam(), syn.peca(90, "civil", rows=rows_)))
+
+
+# --- editions 42-44: the newer question format -------------------------------------------------
+
+
+def test_newer_format_differences(tmp_path):
+    peca = syn.peca(
+        92,
+        "do_trabalho",
+        suffix="peca_profissional",
+        statement="PEÇA PRÁTICO-PROFISSIONAL\nCaio foi dispensado de modo imaginário.\nParágrafo extra da área trabalhista.\nRedija a peça. (Valor: 5.00)",
+    )
+    q1 = syn.questao(
+        92,
+        "do_trabalho",
+        1,
+        statement="QUESTÃO 1\nTício dirigiram- se ao juízo fictício.",
+        turns=[
+            "A) Tício tem razão? Justifique. (Valor: 0,65)",
+            "B) Qual o recurso? Justifique. (Valor: 0,60)",
+        ],
+    )
+    q2 = syn.questao(
+        92,
+        "do_trabalho",
+        2,
+        values=(0.6, 0.65),
+        statement="Sem prefixo algum.",
+        turns=[
+            "A) Item A? (Valor: 0,60)",
+            "B) Item B? (Valor: 0,65)\nObs .: o(a) examinando(a) deve fundamentar, nota inventada.",
+        ],
+    )
+    pairs = [peca, q1, q2] + [
+        syn.questao(92, "do_trabalho", n, values=(0.65, 0.6) if n % 2 else (0.6, 0.65)) for n in (3, 4)
+    ]
+    rows, report = build(tmp_path, pairs)
+    p = rows[0]
+    assert p.question_id.endswith("peca_profissional") and p.kind == "peca"
+    assert (
+        p.statement
+        == "Caio foi dispensado de modo imaginário.\nParágrafo extra da área trabalhista.\nRedija a peça."
+    )
+    r1 = row_of(rows, "questao_1")
+    assert r1.statement == "Tício dirigiram- se ao juízo fictício."  # hyphenation artefacts are text: kept
+    assert [i.prompt for i in r1.items] == ["Tício tem razão? Justifique.", "Qual o recurso? Justifique."]
+    assert r1.upstream.turns[0].startswith("A) ")
+    r2 = row_of(rows, "questao_2")
+    assert r2.statement == "Sem prefixo algum.\nObs .: o(a) examinando(a) deve fundamentar, nota inventada."
+    assert r2.items[1].prompt == "Item B?"
+    assert any("moved its 'Obs.:' note" in n for n in report.normalisations)
+
+
+@pytest.mark.parametrize(
+    ("turns", "statement", "match"),
+    [
+        (
+            ["A) x (Valor: 0,60)", "B) y (Valor: 0,60)"],
+            None,
+            r"turns.0': item says \(Valor: 0,60\) but values\[0\] is 0.65",
+        ),
+        (["B) x", "A) y"], None, r"turns.0': item starts with 'B\)' but is turn 1"),
+        (None, "QUESTÃO 3\nTexto.", "heading says QUESTÃO 3 but the id says questao_1"),
+        (["x (Valor: 0,65) resto", "y"], None, r"text after '\(Valor: ...\)'"),
+    ],
+)
+def test_newer_format_disagreements_are_errors(tmp_path, turns, statement, match):
+    q = syn.questao(92, "civil", 1, turns=turns, statement=statement)
+    with pytest.raises(SourceError, match=match) as info:
+        build(tmp_path, syn.replace(syn.exam(92, "civil"), q))
+    assert info.value.file == "question.jsonl" and info.value.line == 2
+
+
+def test_peca_value_disagreement(tmp_path):
+    pairs = syn.replace(syn.exam(), syn.peca(90, "civil", statement="Redija. (Valor: 4,00)"))
+    with pytest.raises(
+        SourceError, match=r"question.jsonl:1: field 'statement': statement says \(Valor: 4,00\)"
+    ):
+        build(tmp_path, pairs)
+
+
+# --- bad input: one clear line naming file, line and field -----------------------------------------
+
+
+def _write_raw(tmp_path, questions: list[str], guidelines: list[str]):
+    src = tmp_path / "src"
+    (src / "reference_answer").mkdir(parents=True)
+    (src / "question.jsonl").write_text("\n".join(questions) + "\n", encoding="utf-8")
+    (src / "reference_answer" / "guidelines.jsonl").write_text("\n".join(guidelines) + "\n", encoding="utf-8")
+    (src / "errata.yaml").write_text("[]\n")
+    return src
+
+
+def _lines(pairs):
+    return [json.dumps(q, ensure_ascii=False) for q, _ in pairs], [
+        json.dumps(g, ensure_ascii=False) for _, g in pairs
+    ]
+
+
+def _bad(tmp_path, mutate):
+    qs, gs = _lines(syn.exam())
+    mutate(qs, gs)
+    src = _write_raw(tmp_path, qs, gs)
+    with pytest.raises(SourceError) as info:
+        build_rows(src, src / "errata.yaml")
+    return str(info.value)
+
+
+def test_malformed_json(tmp_path):
+    def mutate(qs, gs):
+        qs[2] = qs[2][:-5]
+
+    assert _bad(tmp_path, mutate).startswith("question.jsonl:3: invalid JSON")
+
+
+def test_missing_field_and_wrong_type(tmp_path):
+    def drop(qs, gs):
+        qs[1] = json.dumps({k: v for k, v in json.loads(qs[1]).items() if k != "values"})
+
+    assert _bad(tmp_path / "a", drop) == "question.jsonl:2: field 'values': Field required"
+
+    def wrong(qs, gs):
+        d = json.loads(qs[1])
+        d["values"] = ["muito", 0.6]
+        qs[1] = json.dumps(d)
+
+    assert _bad(tmp_path / "b", wrong).startswith("question.jsonl:2: field 'values.0':")
+
+
+def test_question_without_reference(tmp_path):
+    def mutate(qs, gs):
+        del gs[3]
+
+    assert _bad(tmp_path, mutate) == (
+        "question.jsonl:4: field 'question_id': no reference answer for '90_direito_civil_questao_3' "
+        "in reference_answer/guidelines.jsonl"
+    )
+
+
+def test_reference_for_unknown_question(tmp_path):
+    def mutate(qs, gs):
+        d = json.loads(gs[0])
+        d["question_id"] = "90_direito_civil_questao_9"
+        gs.append(json.dumps(d))
+
+    assert "reference_answer/guidelines.jsonl:6: field 'question_id': reference for unknown question" in _bad(
+        tmp_path, mutate
+    )
+
+
+def test_turn_counts_disagree(tmp_path):
+    def fewer_ref_turns(qs, gs):
+        d = json.loads(gs[1])
+        d["choices"][0]["turns"] = d["choices"][0]["turns"][:1]
+        gs[1] = json.dumps(d)
+
+    assert _bad(tmp_path / "a", fewer_ref_turns) == (
+        "question.jsonl:2: field 'turns': reference has 1 turn(s) but the question has 2"
+    )
+
+    def values_vs_turns(qs, gs):
+        d = json.loads(qs[1])
+        d["values"] = [1.25]
+        qs[1] = json.dumps(d)
+
+    assert _bad(tmp_path / "b", values_vs_turns) == "question.jsonl:2: field 'values': 1 values for 2 turns"
+
+
+def test_duplicate_id(tmp_path):
+    def mutate(qs, gs):
+        qs.append(qs[1])
+
+    assert _bad(tmp_path, mutate) == (
+        "question.jsonl:6: field 'question_id': duplicate question id '90_direito_civil_questao_1' (first at line 2)"
+    )
+
+
+def test_id_that_does_not_parse(tmp_path):
+    def mutate(qs, gs):
+        d = json.loads(qs[1])
+        d["question_id"] = "90_direito_maritimo_questao_1"
+        qs[1] = json.dumps(d)
+
+    msg = _bad(tmp_path, mutate)
+    assert msg.startswith(
+        "question.jsonl:2: field 'question_id': question id '90_direito_maritimo_questao_1' does not parse"
+    )
+
+
+def test_category_disagrees_with_id(tmp_path):
+    def mutate(qs, gs):
+        d = json.loads(qs[1])
+        d["category"] = "91_direito_civil"
+        qs[1] = json.dumps(d)
+
+    assert "field 'category'" in _bad(tmp_path, mutate)
+
+
+@pytest.mark.parametrize(
+    ("reference", "match"),
+    [
+        ("Só texto, sem tabela.", "no score table"),
+        ("x\n\n| ITEM | NOTA |\n|:--|:--|\n| A. y (0,65) | 0,00/0,65 |\n", "header"),
+        ("x\n\n| ITEM | PONTUAÇÃO |\n| A. y (0,65) | 0,00/0,65 |\n", "separator"),
+        ("x\n\n| ITEM | PONTUAÇÃO |\n|:--|:--|\n| A. y | 0,00 | 0,65 |\n", "row 1 has 3 cells"),
+        ("x\n\n| ITEM | PONTUAÇÃO |\n|:--|:--|\n| A. y (0,65) | 0,00/abc |\n", "unreadable score cell"),
+        ("x\n\n| ITEM | PONTUAÇÃO |\n|:--|:--|\ntexto no meio\n| A. y (0,65) | 0,00/0,65 |\n", "interrupted"),
+    ],
+)
+def test_unreadable_table(tmp_path, reference, match):
+    def mutate(qs, gs):
+        d = json.loads(gs[1])
+        d["choices"][0]["turns"][0] = reference
+        gs[1] = json.dumps(d)
+
+    msg = _bad(tmp_path, mutate)
+    assert msg.startswith("reference_answer/guidelines.jsonl:2: field 'choices.0.turns.0':") and match in msg
+
+
+def test_incomplete_exam_is_an_error(tmp_path):
+    with pytest.raises(BuildError, match=r"exam 90_direito_civil is incomplete: has \[0, 1, 2, 3\]"):
+        build(tmp_path, syn.exam()[:4])
+
+
+def test_parse_reference_keeps_commented_answer_exact():
+    text = "Linha um.\nLinha dois com (parênteses).\n\nDistribuição dos Pontos\n\n" + syn.table(
+        [("A. x (0,65)", "0,00/0,65")], heading=None
+    )
+    parsed = parse_reference(text)
+    assert parsed.commented_answer == "Linha um.\nLinha dois com (parênteses)."
+    assert parsed.rows[0].scores == [0.0, 0.65]
+
+
+def test_errata_file_errors(tmp_path):
+    from dataset_builder.errata import load_errata
+
+    p = tmp_path / "e.yaml"
+    p.write_text(yaml.safe_dump([{"question_id": "x", "problem": "p", "correction": {}}]))
+    with pytest.raises(SourceError, match=r"field '\[0\].evidence': Field required"):
+        load_errata(p)
