@@ -32,6 +32,12 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judge(args: argparse.Namespace) -> int:
+    from judge.cli import run_judge_command
+
+    return run_judge_command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -50,6 +56,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--revision", help="branch to push to (created if missing)")
     p.set_defaults(func=_push)
 
+    p = sub.add_parser("judge", help="grade answers against each question's rubric")
+    p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
+    p.add_argument(
+        "--answers", required=True, nargs="+", help="FastChat answer files (.jsonl) or lighteval details"
+    )
+    p.add_argument("--judge-model", required=True, help="litellm model name, e.g. openai/gpt-5.2")
+    p.add_argument("--api-base", help="OpenAI-compatible base URL (a local vLLM server, a proxy...)")
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--mode", choices=["structured", "legacy"], default="structured")
+    p.add_argument("--prompt", choices=["oab", "upstream-v1", "upstream-v2"], default="oab")
+    p.add_argument("--upstream-prompts", help="upstream's judge_prompts.jsonl (with --prompt upstream-*)")
+    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
+    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
+    p.add_argument("--output", required=True, help="judgments JSONL to write")
+    p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
+    p.add_argument("--max-tokens", type=int, default=16000)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--reasoning-effort", help="e.g. high (GPT-5.2, upstream's recommended judge)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per judge call")
+    p.add_argument("--max-attempts", type=int, default=6, help="API attempts per call (429/5xx/timeouts)")
+    p.add_argument(
+        "--price-input", type=float, help="USD per 1M prompt tokens (overrides litellm's cost map)"
+    )
+    p.add_argument("--price-cached-input", type=float, help="USD per 1M cached prompt tokens")
+    p.add_argument("--price-output", type=float, help="USD per 1M completion tokens")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_judge)
+
     return parser
 
 
@@ -59,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (SourceError, BuildError, FileExistsError, FileNotFoundError) as e:
+    except (SourceError, BuildError, FileExistsError, FileNotFoundError, ValueError) as e:
         for line in str(e).splitlines():
             print(f"oab-bench {args.command}: error: {line}", file=sys.stderr)
         return 2

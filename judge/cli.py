@@ -1,0 +1,92 @@
+"""`oab-bench judge`: answers in, one JSON line per (model, question) out."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from .answers import Answer, load_answers
+from .dataset import load_rows
+from .models import JudgeSettings, Judgment
+from .runner import Judge, dump_jsonl, run_judge_all, summarise
+from .store import JudgmentStore, default_cache_dir
+
+
+def settings_from_args(args: argparse.Namespace) -> JudgeSettings:
+    return JudgeSettings(
+        judge_model=args.judge_model,
+        api_base=args.api_base,
+        mode=args.mode,
+        prompt=args.prompt,
+        upstream_prompts=args.upstream_prompts,
+        concurrency=args.concurrency,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        reasoning_effort=args.reasoning_effort,
+        timeout=args.timeout,
+        max_attempts=args.max_attempts,
+        input_price=args.price_input,
+        cached_input_price=args.price_cached_input,
+        output_price=args.price_output,
+    )
+
+
+def pair_answers(rows, answers: list[Answer]):
+    """Every (row, answer) to grade; a question a model did not answer is a `no_answer` judgment."""
+    by_id = {r.question_id: r for r in rows}
+    unknown = sorted({a.question_id for a in answers} - set(by_id))
+    models: dict[str, dict[str, Answer]] = {}
+    for a in answers:
+        if a.question_id in by_id:
+            models.setdefault(a.model, {})[a.question_id] = a
+    pairs, missing = [], []
+    for model, got in models.items():
+        for row in rows:
+            if row.question_id in got:
+                pairs.append((row, got[row.question_id]))
+            else:
+                missing.append((row, model))
+    return pairs, missing, unknown
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def run_judge_command(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    rows = load_rows(args.dataset, questions=args.questions)
+    if not rows:
+        raise ValueError(f"no questions in {args.dataset} match {args.questions}")
+    answers = [a for path in args.answers for a in load_answers(Path(path))]
+    pairs, missing, unknown = pair_answers(rows, answers)
+    if unknown and not args.questions:
+        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+
+    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    judge = Judge(settings, store)
+    judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    judgments += [
+        Judgment(
+            **judge._base(row, Answer(model=model, question_id=row.question_id, turns=[""]), ""),
+            status="no_answer",
+            error="the answer files have no answer to this question",
+        )
+        for row, model in missing
+    ]
+    write_atomic(Path(args.output), dump_jsonl(judgments))
+    print(summarise(judgments).line(), file=sys.stderr)
+    failed = [j for j in judgments if j.status != "ok"]
+    for j in failed[:20]:
+        print(f"not ok: {j.model} {j.question_id}: {j.status}: {j.error}", file=sys.stderr)
+    if len(failed) > 20:
+        print(f"... and {len(failed) - 20} more", file=sys.stderr)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 1 if failed else 0

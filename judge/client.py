@@ -1,0 +1,189 @@
+"""One judge call through litellm: retried on transient errors, classified, usage and cost counted.
+
+Retries: 429 waits what Retry-After says (capped), 5xx/timeouts/connection errors wait an
+exponential backoff with jitter; other 4xx fail at once. The key comes from
+OAB_JUDGE_API_KEY, else litellm reads the provider's usual variable; it is passed to
+litellm and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any, NamedTuple
+
+# litellm's bundled cost map, not a fetch from GitHub at import: offline-safe and reproducible.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from .models import JudgeSettings, Usage
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "OAB_JUDGE_API_KEY"
+
+litellm.suppress_debug_info = True
+litellm.telemetry = False
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+_TRANSIENT = (
+    litellm.RateLimitError,
+    litellm.Timeout,
+    litellm.APIConnectionError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    asyncio.TimeoutError,
+)
+
+
+class CallResult(NamedTuple):
+    status: str  # ok | api_error | truncated | refused | parse_error (empty reply)
+    content: str
+    usage: Usage
+    cost_usd: float | None
+    error: str | None
+    attempts: int
+
+
+def api_key() -> str | None:
+    return os.environ.get(API_KEY_ENV) or None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds from a Retry-After header carried by a litellm/openai exception, if any."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    """An error message for records; scrubbed of the key just in case a provider echoes it."""
+    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+    key = api_key()
+    return text.replace(key, "***") if key else text
+
+
+def _usage(resp: Any) -> Usage:
+    u = getattr(resp, "usage", None)
+    if u is None:
+        return Usage()
+    details_in = getattr(u, "prompt_tokens_details", None)
+    details_out = getattr(u, "completion_tokens_details", None)
+    return Usage(
+        prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
+        cached_tokens=int(getattr(details_in, "cached_tokens", 0) or 0) if details_in else 0,
+        completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
+        reasoning_tokens=int(getattr(details_out, "reasoning_tokens", 0) or 0) if details_out else 0,
+    )
+
+
+def cost(settings: JudgeSettings, usage: Usage, resp: Any) -> float | None:
+    """Dollars: explicit prices when given, else litellm's cost map; None when unknown."""
+    if settings.input_price is not None or settings.output_price is not None:
+        cached_price = (
+            settings.cached_input_price if settings.cached_input_price is not None else settings.input_price
+        )
+        fresh = usage.prompt_tokens - usage.cached_tokens
+        return (
+            fresh * (settings.input_price or 0.0)
+            + usage.cached_tokens * (cached_price or 0.0)
+            + usage.completion_tokens * (settings.output_price or 0.0)
+        ) / 1e6
+    try:
+        return float(litellm.completion_cost(completion_response=resp))
+    except Exception:
+        return None
+
+
+def _wait(settings: JudgeSettings):
+    backoff = wait_exponential_jitter(
+        initial=settings.backoff_initial, max=settings.backoff_max, jitter=settings.backoff_initial
+    )
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = retry_after(exc) if exc else None
+        if after is not None:
+            return min(after, settings.backoff_max)
+        return backoff(state)
+
+    return wait
+
+
+async def call_judge(
+    settings: JudgeSettings, messages: list[dict], response_format: dict | None
+) -> CallResult:
+    kwargs: dict[str, Any] = {
+        "model": settings.judge_model,
+        "messages": messages,
+        "max_tokens": settings.max_tokens,
+        "timeout": settings.timeout,
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+    }
+    if settings.api_base:
+        kwargs["api_base"] = settings.api_base
+    key = api_key()
+    if key:
+        kwargs["api_key"] = key
+    if settings.temperature is not None:
+        kwargs["temperature"] = settings.temperature
+    if settings.reasoning_effort:
+        kwargs["reasoning_effort"] = settings.reasoning_effort
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+
+    attempts = 0
+    try:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(settings.max_attempts),
+            wait=_wait(settings),
+            retry=retry_if_exception(lambda e: isinstance(e, _TRANSIENT)),
+            reraise=True,
+        ):
+            with attempt:
+                attempts += 1
+                resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=settings.timeout + 5)
+    except litellm.ContentPolicyViolationError as e:
+        return CallResult("refused", "", Usage(), None, _describe(e), attempts)
+    except Exception as e:
+        return CallResult("api_error", "", Usage(), None, _describe(e), attempts)
+
+    usage = _usage(resp)
+    price = cost(settings, usage, resp)
+    choice = resp.choices[0]
+    message = choice.message
+    content = message.content or ""
+    refusal = getattr(message, "refusal", None)
+    finish = choice.finish_reason
+    if refusal or finish == "content_filter":
+        return CallResult("refused", content, usage, price, f"refusal: {refusal or finish}", attempts)
+    if finish == "length":
+        return CallResult(
+            "truncated", content, usage, price, "finish_reason=length (max_tokens reached)", attempts
+        )
+    if not content.strip():
+        if usage.reasoning_tokens:
+            return CallResult("truncated", "", usage, price, "empty content after reasoning tokens", attempts)
+        return CallResult("parse_error", "", usage, price, "empty reply", attempts)
+    return CallResult("ok", content, usage, price, None, attempts)

@@ -1,0 +1,27 @@
+"""Dataset rows from a folder made by `oab-bench build` or a Hub id."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+from dataset_builder.schema import QuestionRow
+
+
+def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:
+    """`dataset` is a local folder (any path) or a Hub id; `questions` are glob patterns on question/exam ids."""
+    import datasets
+
+    path = Path(dataset).expanduser()
+    source = (
+        str(path.resolve()) if path.exists() else dataset
+    )  # lighteval/datasets take a relative path for a Hub id
+    ds = datasets.load_dataset(source, split="test")
+    rows = [QuestionRow.model_validate(r) for r in ds]
+    if questions:
+        rows = [
+            r
+            for r in rows
+            if any(fnmatch.fnmatch(r.question_id, p) or fnmatch.fnmatch(r.exam_id, p) for p in questions)
+        ]
+    return rows

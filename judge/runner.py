@@ -1,0 +1,337 @@
+"""Grade many (question, answer) pairs: cache first, then concurrent calls, a progress bar, totals."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from functools import cached_property
+
+from pydantic import BaseModel
+from tqdm import tqdm
+
+from dataset_builder.schema import QuestionRow, money
+
+from .answers import Answer, strip_reasoning
+from .client import call_judge
+from .legacy import parse_legacy_score_detailed
+from .models import ItemScore, JudgeSettings, Judgment, Usage
+from .prompts import PROMPT_VERSION, build_messages
+from .schema import GradingError, grading_schema, response_format, schema_hash, validate_grading
+from .scoring import annulled_items, question_score
+from .store import JudgmentStore, cache_key
+from .upstream import (
+    load_upstream_prompts,
+    parse_upstream_v2,
+    prompt_version,
+    upstream_calls,
+    upstream_v2_format,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class Summary(BaseModel):
+    total: int = 0
+    cached: int = 0
+    statuses: dict[str, int] = {}
+    usage: Usage = Usage()
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+
+    def line(self) -> str:
+        st = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
+        u = self.usage
+        return (
+            f"{self.total} judgments ({self.cached} from cache): {st}; tokens: prompt {u.prompt_tokens} "
+            f"(cached {u.cached_tokens}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
+            f"cost ${self.cost_usd:.4f}"
+            + (f" (+{self.unpriced_calls} calls with no known price)" if self.unpriced_calls else "")
+        )
+
+
+class Judge:
+    """Holds what every grading of a run shares: settings, upstream prompts, the store."""
+
+    def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
+        self.settings = settings
+        self.store = store if store is not None else JudgmentStore(None)
+        self.upstream = None
+        if settings.prompt != "oab":
+            if not settings.upstream_prompts:
+                raise ValueError(
+                    f"--prompt {settings.prompt} needs --upstream-prompts FILE (upstream's judge_prompts.jsonl)"
+                )
+            self.upstream = load_upstream_prompts(settings.upstream_prompts)
+
+    @cached_property
+    def prompt_version(self) -> str:
+        if self.upstream is None:
+            return PROMPT_VERSION
+        return prompt_version(self.settings.prompt, self.upstream)
+
+    @property
+    def mode(self) -> str:
+        s = self.settings
+        if s.prompt == "upstream-v1":
+            return "legacy"
+        if s.prompt == "upstream-v2":
+            return "structured"
+        return s.mode
+
+    def key(self, row: QuestionRow, answer_text: str) -> str:
+        schema = (
+            grading_schema(row)
+            if self.settings.prompt == "oab" and self.mode == "structured"
+            else self.settings.prompt
+        )
+        return cache_key(
+            judge_model=self.settings.judge_model,
+            prompt_version=self.prompt_version,
+            mode=self.mode,
+            schema=schema_hash(schema) if isinstance(schema, dict) else schema,
+            row=row.content_hash(),
+            answer=hashlib.sha256(answer_text.encode()).hexdigest(),
+            sampling=self.settings.sampling(),
+        )
+
+    def _base(self, row: QuestionRow, answer: Answer, key: str) -> dict:
+        return {
+            "question_id": row.question_id,
+            "exam_id": row.exam_id,
+            "model": answer.model,
+            "judge_model": self.settings.judge_model,
+            "prompt_version": self.prompt_version,
+            "mode": self.mode,
+            "max_score": row.max_score,
+            "cache_key": key,
+        }
+
+    async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
+        turns = [strip_reasoning(t) for t in answer.turns]
+        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
+        key = self.key(row, text)
+        base = self._base(row, answer, key)
+        if not any(t.strip() for t in turns):
+            return Judgment(
+                **base,
+                status="no_answer",
+                error="empty answer (nothing left after removing reasoning blocks)",
+            )
+        cached = self.store.get(key)
+        if cached is not None:
+            return cached.model_copy(update={"model": answer.model, "cached": True})
+        if self.upstream is not None:
+            judgment = await self._grade_upstream(row, turns, base)
+        else:
+            judgment = await self._grade_ours(row, text, base)
+        self.store.put(judgment)
+        return judgment
+
+    async def _call(
+        self, messages, fmt, parse
+    ) -> tuple[str, str, Usage, float | None, int, str | None, object]:
+        """Call until the reply parses (up to parse_attempts); return the last outcome and the parsed value."""
+        usage, cost, attempts = Usage(), 0.0, 0
+        unpriced = False
+        status, content, error, parsed = "api_error", "", None, None
+        for _ in range(self.settings.parse_attempts):
+            result = await call_judge(self.settings, messages, fmt)
+            usage = usage + result.usage
+            attempts += result.attempts
+            if result.cost_usd is None:
+                unpriced = unpriced or result.usage.prompt_tokens > 0
+            else:
+                cost += result.cost_usd
+            status, content, error = result.status, result.content, result.error
+            if status == "ok":
+                try:
+                    parsed = parse(content)
+                    break
+                except (GradingError, ValueError, KeyError, TypeError) as e:
+                    status, error = "parse_error", str(e)[:500]
+            elif status != "parse_error":
+                break  # api errors were already retried; truncation and refusals would repeat
+        return status, content, usage, (None if unpriced and cost == 0 else cost), attempts, error, parsed
+
+    async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
+        structured = self.mode == "structured"
+        messages = build_messages(row, text, self.mode)
+        fmt = response_format(row) if structured else None
+
+        def parse(content: str):
+            if structured:
+                return validate_grading(row, content)
+            found = parse_legacy_score_detailed(content)
+            if found is None:
+                raise GradingError("no [[nota]] in the reply")
+            gradable_max = sum(r.max_score for r in row.rubric if not r.annulled)
+            if not 0 <= found.score <= gradable_max + 1e-9:
+                raise GradingError(f"score {found.score} outside 0..{gradable_max}")
+            return found
+
+        status, content, usage, cost, attempts, error, parsed = await self._call(messages, fmt, parse)
+        fields = dict(base, usage=usage, cost_usd=cost, judge_text=content, attempts=attempts)
+        if status != "ok":
+            return Judgment(**fields, status=status, error=error)
+        annulled = annulled_items(row)
+        if structured:
+            items = [*parsed, *annulled]
+            return Judgment(**fields, status="ok", score=question_score(items), items=items)
+        score = money(parsed.score + sum(i.score for i in annulled))
+        return Judgment(**fields, status="ok", score=score, items=annulled, parse_method=parsed.method)
+
+    async def _grade_upstream(self, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
+        calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)
+        items: list[ItemScore] = []
+        texts, methods = [], []
+        usage, cost, attempts = Usage(), 0.0, 0
+        unpriced = False
+        for call in calls:
+
+            def parse(content: str, call=call):
+                if call.structured:
+                    return parse_upstream_v2(content)
+                found = parse_legacy_score_detailed(content)
+                if found is None:
+                    raise GradingError("no score found (upstream would record -1)")
+                return found
+
+            status, content, u, c, a, error, parsed = await self._call(
+                call.messages, upstream_v2_format() if call.structured else None, parse
+            )
+            usage, attempts = usage + u, attempts + a
+            if c is None:
+                unpriced = True
+            else:
+                cost += c
+            texts.append(content if len(calls) == 1 else f"# {call.label}:\n{content}")
+            if status != "ok":
+                fields = dict(
+                    base,
+                    usage=usage,
+                    cost_usd=None if unpriced else cost,
+                    judge_text="\n\n".join(texts),
+                    attempts=attempts,
+                )
+                return Judgment(**fields, status=status, error=f"{call.label or 'question'}: {error}")
+            if call.structured:
+                total, raw_items = parsed
+                items += [
+                    ItemScore(
+                        item_id=str(i.get("item_id", "")),
+                        score=float(i["score"]),
+                        max_score=0.0,
+                        analysis=str(i.get("analysis", "")),
+                    )
+                    for i in raw_items
+                ]
+                items.append(ItemScore(item_id=call.label or "total", score=total, max_score=call.max_score))
+            else:
+                methods.append(parsed.method)
+                items.append(
+                    ItemScore(
+                        item_id=call.label or "total",
+                        score=parsed.score,
+                        max_score=call.max_score,
+                        analysis="",
+                    )
+                )
+        score = money(sum(i.score for i in items if i.max_score > 0))
+        return Judgment(
+            **base,
+            status="ok",
+            score=score,
+            items=items,
+            usage=usage,
+            cost_usd=None if unpriced else cost,
+            judge_text="\n\n".join(texts),
+            attempts=attempts,
+            parse_method=",".join(methods) or None,
+        )
+
+
+def summarise(judgments: Iterable[Judgment]) -> Summary:
+    s = Summary()
+    statuses: Counter[str] = Counter()
+    for j in judgments:
+        s.total += 1
+        statuses[j.status] += 1
+        if j.cached:
+            s.cached += 1
+            continue
+        s.usage = s.usage + j.usage
+        if j.cost_usd is None:
+            s.unpriced_calls += 1 if j.usage.prompt_tokens else 0
+        else:
+            s.cost_usd += j.cost_usd
+    s.statuses = dict(statuses)
+    return s
+
+
+async def judge_all(
+    judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
+) -> list[Judgment]:
+    """Grade every pair, at most `concurrency` calls at a time; results in input order."""
+    semaphore = asyncio.Semaphore(judge.settings.concurrency)
+    bar = tqdm(total=len(pairs), desc="judging", unit="q", disable=not progress, dynamic_ncols=True)
+    failures, spent = 0, 0.0
+
+    async def one(row: QuestionRow, answer: Answer) -> Judgment:
+        nonlocal failures, spent
+        async with semaphore:
+            j = await judge.grade(row, answer)
+        if j.status != "ok":
+            failures += 1
+        if not j.cached and j.cost_usd:
+            spent += j.cost_usd
+        bar.set_postfix_str(f"failed {failures}, ${spent:.4f}", refresh=False)
+        bar.update(1)
+        return j
+
+    try:
+        return list(await asyncio.gather(*(one(r, a) for r, a in pairs)))
+    finally:
+        bar.close()
+
+
+def run_judge_all(
+    judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
+) -> list[Judgment]:
+    """Sync wrapper (also safe when called from inside a running event loop, e.g. a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(judge_all(judge, pairs, progress=progress))
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, judge_all(judge, pairs, progress=progress)).result()
+
+
+def dump_jsonl(judgments: Iterable[Judgment]) -> str:
+    keep = {
+        "question_id",
+        "exam_id",
+        "model",
+        "judge_model",
+        "prompt_version",
+        "mode",
+        "status",
+        "score",
+        "max_score",
+        "items",
+        "usage",
+        "cost_usd",
+        "judge_text",
+        "error",
+        "attempts",
+        "parse_method",
+        "cached",
+    }
+    return "".join(
+        json.dumps(j.model_dump(mode="json", include=keep), ensure_ascii=False) + "\n" for j in judgments
+    )

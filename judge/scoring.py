@@ -1,0 +1,25 @@
+"""Code, not the judge, adds the scores."""
+
+from __future__ import annotations
+
+from dataset_builder.schema import QuestionRow, money
+
+from .models import ItemScore
+
+
+def annulled_items(row: QuestionRow) -> list[ItemScore]:
+    """FGV gives every candidate the full value of an annulled item."""
+    return [
+        ItemScore(
+            item_id=r.item_id,
+            score=r.max_score,
+            max_score=r.max_score,
+            analysis="Item anulado pela banca: pontuação atribuída a todos.",
+        )
+        for r in row.rubric
+        if r.annulled
+    ]
+
+
+def question_score(items: list[ItemScore]) -> float:
+    return money(sum(i.score for i in items))
