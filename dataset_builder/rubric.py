@@ -77,7 +77,7 @@ def parse_reference(text: str) -> ParsedReference:
 
     Raises SourceError (field left for the caller) when there is no readable table.
     """
-    lines = text.splitlines()
+    lines = [line.rstrip("\r") for line in text.split("\n")]  # not splitlines(): U+2028 etc. are text
     table_idx = [i for i, line in enumerate(lines) if line.lstrip().startswith("|")]
     if not table_idx:
         raise SourceError("no score table (`| ITEM | PONTUAÇÃO |`) found")

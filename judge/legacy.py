@@ -30,7 +30,7 @@ def parse_legacy_score_detailed(text: str) -> LegacyScore | None:
         m = pattern.search(text)
         if m:
             return LegacyScore(_number(m.group(1)), method)
-    lines = [line for line in text.strip().splitlines() if line.strip()]
+    lines = [line for line in text.strip().split("\n") if line.strip()]
     if lines:
         m = _TOTAL_LINE.match(lines[-1].strip())
         if m:

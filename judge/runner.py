@@ -20,7 +20,7 @@ from .client import call_judge
 from .legacy import parse_legacy_score_detailed
 from .models import ItemScore, JudgeSettings, Judgment, Usage
 from .prompts import PROMPT_VERSION, build_messages
-from .schema import GradingError, grading_schema, response_format, schema_hash, validate_grading
+from .schema import GradingError, response_format, schema_hash, validate_grading
 from .scoring import annulled_items, question_score
 from .store import JudgmentStore, cache_key
 from .upstream import (
@@ -60,6 +60,7 @@ class Judge:
         self.settings = settings
         self.store = store if store is not None else JudgmentStore(None)
         self.upstream = None
+        self._per_row: dict[tuple[str, int], tuple[str, dict, str]] = {}
         if settings.prompt != "oab":
             if not settings.upstream_prompts:
                 raise ValueError(
@@ -82,18 +83,26 @@ class Judge:
             return "structured"
         return s.mode
 
+    def _row_facts(self, row: QuestionRow) -> tuple[str, dict | None, str]:
+        """(content hash, response format, schema id) of a row, computed once per row."""
+        memo = (row.question_id, id(row))
+        if memo not in self._per_row:
+            if self.settings.prompt == "oab" and self.mode == "structured":
+                fmt = response_format(row)
+                schema_id = schema_hash(fmt["json_schema"]["schema"])
+            else:
+                fmt, schema_id = None, self.settings.prompt
+            self._per_row[memo] = (row.content_hash(), fmt, schema_id)
+        return self._per_row[memo]
+
     def key(self, row: QuestionRow, answer_text: str) -> str:
-        schema = (
-            grading_schema(row)
-            if self.settings.prompt == "oab" and self.mode == "structured"
-            else self.settings.prompt
-        )
+        row_hash, _, schema_id = self._row_facts(row)
         return cache_key(
             judge_model=self.settings.judge_model,
             prompt_version=self.prompt_version,
             mode=self.mode,
-            schema=schema_hash(schema) if isinstance(schema, dict) else schema,
-            row=row.content_hash(),
+            schema=schema_id,
+            row=row_hash,
             answer=hashlib.sha256(answer_text.encode()).hexdigest(),
             sampling=self.settings.sampling(),
         )
@@ -128,7 +137,7 @@ class Judge:
             judgment = await self._grade_upstream(row, turns, base)
         else:
             judgment = await self._grade_ours(row, text, base)
-        self.store.put(judgment)
+        await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
         return judgment
 
     async def _call(
@@ -160,7 +169,7 @@ class Judge:
     async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
         structured = self.mode == "structured"
         messages = build_messages(row, text, self.mode)
-        fmt = response_format(row) if structured else None
+        fmt = self._row_facts(row)[1]
 
         def parse(content: str):
             if structured:

@@ -61,7 +61,8 @@ class UpstreamCall(NamedTuple):
 
 def load_upstream_prompts(path: str | Path) -> dict[str, dict]:
     prompts = {}
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    # split on "\n" only: str.splitlines() also splits on U+2028 and friends inside JSON strings
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -48,3 +48,30 @@ def built_dataset(tmp_path_factory, built_rows) -> Path:
 
     rows, report = built_rows
     return write_dataset(rows, report, tmp_path_factory.mktemp("ds") / "oab_bench")
+
+
+SECRET = "sk-oabtest-0123456789abcdefghijKLMNOP"
+
+
+@pytest.fixture
+def judge_key(monkeypatch):
+    """A distinctive key in the environment: it must reach the server and nothing we write."""
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", SECRET)
+    return SECRET
+
+
+@pytest.fixture
+def stub():
+    """Start OpenAI-compatible stub servers on 127.0.0.1: `stub(policy=..., faults=[...])`."""
+    from tests.openai_stub import StubServer
+
+    servers = []
+
+    def start(**kwargs):
+        server = StubServer(**kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for s in servers:
+        s.stop()

@@ -1,7 +1,7 @@
 """An OpenAI-compatible chat server on 127.0.0.1 for tests: deterministic answers, injectable faults.
 
-It plays two parts, chosen by the request's model name:
-- a *judge* (model name starting with "judge"): given a `json_schema` response format it
+It plays two parts, chosen by the request:
+- a *judge* (a `json_schema` response format, or a model name starting with "judge"): it
   fills the schema; each enum (a rubric item's allowed scores) gets a value chosen by
   `policy`. Without a schema it answers free text ending in `[[nota]]` (`legacy_score`).
 - a *candidate* (any other model): a fixed Portuguese answer naming the model and a hash
@@ -92,11 +92,14 @@ class StubServer:
         self.record = record
         self.requests: list[dict] = []
         self.count = 0
+        self.inflight = 0
+        self.max_inflight = 0
         self.port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._stopping: asyncio.Event | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -112,6 +115,7 @@ class StubServer:
         return app
 
     async def _start(self, port: int) -> None:
+        self._stopping = asyncio.Event()
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
@@ -132,13 +136,24 @@ class StubServer:
         ready.wait(10)
         return self
 
+    async def _shutdown(self) -> None:
+        self._stopping.set()  # hung handlers return now
+        if self._runner:
+            await self._runner.cleanup()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in others:
+            t.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
     def stop(self) -> None:
-        if self._loop and self._runner:
-            fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+        if self._loop and self._loop.is_running():
+            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
             with contextlib.suppress(Exception):
-                fut.result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
+                fut.result(15)
             self._runner = None
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread:
+                self._thread.join(5)
 
     def __enter__(self) -> StubServer:
         return self.start()
@@ -161,6 +176,16 @@ class StubServer:
         return None
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            return await self._chat(request)
+        finally:
+            with self._lock:
+                self.inflight -= 1
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.text()
         body = json.loads(raw)
         with self._lock:
@@ -186,7 +211,8 @@ class StubServer:
                 {"error": {"message": f"injected {kind}", "type": "server_error"}}, status=int(kind)
             )
         if kind == "hang":
-            await asyncio.sleep(fault.get("seconds", 3600))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), fault.get("seconds", 3600))
 
         model = body.get("model", "")
         content, finish, reasoning_tokens, refusal = self._content(body, model, kind)
@@ -220,7 +246,7 @@ class StubServer:
             return "", "stop", 0, None
         if kind == "empty_reasoning":
             return "", "length", 500, None
-        if model.startswith("judge"):
+        if model.startswith("judge") or (body.get("response_format") or {}).get("type") == "json_schema":
             text = self._judge(body, kind)
         else:
             user = body["messages"][-1]["content"]
