@@ -38,6 +38,12 @@ def _judge(args: argparse.Namespace) -> int:
     return run_judge_command(args)
 
 
+def _run(args: argparse.Namespace) -> int:
+    from scripts.run import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--price-output", type=float, help="USD per 1M completion tokens")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_judge)
+
+    from scripts.run import add_arguments
+
+    p = sub.add_parser("run", help="generate with lighteval (litellm backend), judge, score")
+    add_arguments(p)
+    p.set_defaults(func=_run)
 
     return parser
 

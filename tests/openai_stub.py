@@ -7,8 +7,9 @@ It plays two parts, chosen by the request:
 - a *candidate* (any other model): a fixed Portuguese answer naming the model and a hash
   of the prompt, optionally wrapped in a `<think>` block.
 
-Faults are rules `{kind, count, match}` applied in order to the requests whose body
-contains `match` (all when empty); `count` None means forever. Kinds: `429`
+Faults are rules `{kind, count, match, after}` applied in order to the requests whose body
+contains `match` (all when empty), once `after` of them went through; `count` None means
+forever. Kinds: `429`
 (`retry_after` seconds in the header), `500`, `400`, `hang` (sleeps `seconds`),
 `malformed` (judge content that is not JSON), `bad_score` (a score outside the enum),
 `truncated` (finish_reason length), `empty_reasoning` (no content, reasoning tokens),
@@ -110,8 +111,8 @@ class StubServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self.chat)
-        app.router.add_get("/health", lambda r: web.json_response({"ok": True}))
-        app.router.add_get("/v1/models", lambda r: web.json_response({"data": [], "object": "list"}))
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/v1/models", self.models)
         return app
 
     async def _start(self, port: int) -> None:
@@ -168,12 +169,21 @@ class StubServer:
             for rule in self.faults:
                 if rule.get("match") and rule["match"] not in raw:
                     continue
+                if rule.get("after", 0) > 0:  # let this many matching requests through first
+                    rule["after"] -= 1
+                    continue
                 if rule.get("count") is None:
                     return rule
                 if rule["count"] > 0:
                     rule["count"] -= 1
                     return rule
         return None
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"data": [], "object": "list"})
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         with self._lock:
@@ -194,7 +204,7 @@ class StubServer:
                 self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
         if self.latency:
             await asyncio.sleep(self.latency)
-        fault = self._fault_for(raw)
+        fault = self._fault_for(raw + json.dumps(body, ensure_ascii=False))  # match escaped or not
         kind = fault["kind"] if fault else None
         if kind == "die":
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._runner.cleanup()))

@@ -1,0 +1,74 @@
+"""Question scores -> exam totals -> a model's figures. Failures are never zeros.
+
+An exam counts only when every one of its questions was judged `ok` and their maxima
+add up to 10.00 (the peça and four questões); any other exam is left out of the exam
+figures and shows in coverage instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
+
+
+class QuestionResult(BaseModel):
+    """What aggregation needs of one judged (model, question)."""
+
+    question_id: str
+    exam_id: str
+    status: str
+    score: float | None
+    max_score: float
+    cost_usd: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.score is not None
+
+
+class ExamTotal(BaseModel):
+    exam_id: str
+    total: float | None  # None unless complete
+    complete: bool
+    questions: int
+    judged_ok: int
+
+
+def exam_totals(results: Iterable[QuestionResult]) -> dict[str, ExamTotal]:
+    by_exam: dict[str, list[QuestionResult]] = defaultdict(list)
+    for r in results:
+        by_exam[r.exam_id].append(r)
+    out = {}
+    for exam, rs in sorted(by_exam.items()):
+        ok = [r for r in rs if r.ok]
+        complete = len(ok) == len(rs) and money(sum(r.max_score for r in rs)) == EXAM_MAX
+        out[exam] = ExamTotal(
+            exam_id=exam,
+            total=money(sum(r.score for r in ok)) if complete else None,
+            complete=complete,
+            questions=len(rs),
+            judged_ok=len(ok),
+        )
+    return out
+
+
+def task_figures(results: list[QuestionResult]) -> dict[str, float]:
+    """The corpus figures of the lighteval task. NaN where there is nothing to average."""
+    exams = exam_totals(results)
+    totals = [e.total for e in exams.values() if e.complete]
+    ok = [r for r in results if r.ok]
+    nan = math.nan
+    return {
+        "exam_score": sum(totals) / len(totals) if totals else nan,
+        "pass_rate": sum(t >= PASS_MARK for t in totals) / len(totals) if totals else nan,
+        "question_score_pct": 100 * sum(r.score / r.max_score for r in ok) / len(ok) if ok else nan,
+        "coverage": len(ok) / len(results) if results else nan,
+        "cost_usd": sum(r.cost_usd or 0.0 for r in results),
+        "exams_complete": float(len(totals)),
+        "exams_passed": float(sum(t >= PASS_MARK for t in totals)),
+    }

@@ -1,0 +1,210 @@
+"""
+name:
+OAB-Bench
+
+dataset:
+$OAB_BENCH_DATASET: a Hub id, or an absolute folder made by `oab-bench build`
+(default: oab-bench/oab-bench)
+
+abstract:
+Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça
+prático-profissional, 5.00 points) and four discursive questions of two items each
+(1.25 points per question). An LLM judge grades each answer item by item against the
+official score table; code adds the scores; an exam passes at 6.00 of 10.00.
+
+languages:
+portuguese
+
+tags:
+legal, generation, llm-as-a-judge, rubric
+
+paper:
+https://arxiv.org/abs/2504.21202
+
+Usage:
+    OAB_BENCH_DATASET=/abs/path/oab_bench OAB_JUDGE_MODEL=openai/gpt-5.2 \\
+    lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
+
+Tasks: `oab_bench` (all questions), `oab_bench:<area>` (penal, civil, ...), and
+`oab_bench:<edition>` (39 ... 44). The judge is configured by OAB_JUDGE_MODEL,
+OAB_JUDGE_API_BASE, OAB_JUDGE_API_KEY (else the provider's usual variable),
+OAB_JUDGE_MODE (structured|legacy), OAB_JUDGE_CONCURRENCY, OAB_JUDGE_CACHE.
+
+Prompt: the exam's rules are the system message; one user message holds the
+statement and every item, labelled with its value, and asks for all answers in one
+reply, like the exam's answer sheet. Upstream instead asks item B in a second turn of
+the same conversation, after the model has answered A.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import os
+from pathlib import Path
+
+import litellm
+from lighteval.metrics.metrics_sample import SampleLevelComputation
+from lighteval.metrics.utils.metric_utils import SampleLevelMetric
+from lighteval.tasks.lighteval_task import LightevalTaskConfig
+from lighteval.tasks.prompt_manager import PromptManager
+from lighteval.tasks.registry import Registry
+from lighteval.tasks.requests import Doc, SamplingMethod
+
+from dataset_builder.ids import AREAS
+from dataset_builder.schema import QuestionRow
+from judge.aggregate import QuestionResult, task_figures
+from judge.lighteval_judge import judge_responses, settings_from_env
+
+logger = logging.getLogger(__name__)
+
+TASK = "oab_bench"
+DEFAULT_DATASET = "oab-bench/oab-bench"
+EDITIONS = range(39, 45)
+SYSTEM_KEY = "oab_system_prompt"
+
+# lighteval passes caching=True on every litellm call; a hit then crashes inside litellm and
+# the run quietly returns empty answers. No litellm cache, ever (lighteval sets one at import).
+litellm.cache = None
+
+
+def dataset_path() -> str:
+    """A local folder must be absolute for lighteval (a relative path is taken for a Hub id)."""
+    value = os.environ.get("OAB_BENCH_DATASET", DEFAULT_DATASET)
+    path = Path(value).expanduser()
+    return str(path.resolve()) if path.exists() else value
+
+
+def _pt(x: float) -> str:
+    return f"{x:.2f}".replace(".", ",")
+
+
+def candidate_prompt(row: QuestionRow) -> str:
+    """The answer sheet: statement, then each item with its value; all answers in one reply."""
+    if row.kind == "peca":
+        return f"{row.statement}\n\n(Valor: {_pt(row.max_score)})\n\nRedija a peça completa em uma única resposta."
+    items = "\n\n".join(f"{i.label}) {i.prompt} (Valor: {_pt(i.max_score)})" for i in row.items)
+    labels = ", ".join(i.label for i in row.items)
+    return (
+        f"{row.statement}\n\n{items}\n\n"
+        f"Responda a todos os itens ({labels}) em uma única resposta, identificando cada resposta pela letra do item."
+    )
+
+
+@functools.cache
+def _check_judge_configured() -> None:
+    settings_from_env()  # fail while loading the task, not after every answer was generated
+
+
+def oab_prompt(line: dict, task_name: str = "") -> Doc:
+    _check_judge_configured()
+    row = QuestionRow.model_validate(line)
+    return Doc(
+        task_name=task_name,
+        query=candidate_prompt(row),
+        choices=[],
+        gold_index=[],
+        instruction=None,
+        specific={SYSTEM_KEY: row.system_prompt, "question_id": row.question_id, "row": line},
+    )
+
+
+# --- lighteval wiring ------------------------------------------------------------------------
+
+
+def _install_system_prompt_from_doc() -> None:
+    """Make the exam's rules a real system message with every backend and the plain CLI.
+
+    lighteval 0.13 has no per-document system message (a Doc's `instruction` is pasted into
+    the user message). Its PromptManager builds every chat prompt (API and local models);
+    for documents carrying SYSTEM_KEY we give it that system prompt. A system prompt set in
+    the model config comes first, joined with ours.
+    """
+    original = PromptManager._prepare_chat_template
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def prepare(self, doc: Doc, tokenize: bool = True):
+        exam_rules = (doc.specific or {}).get(SYSTEM_KEY)
+        if exam_rules is None:
+            return original(self, doc, tokenize)
+        manager = copy.copy(self)  # no shared state: prompts may be built from several threads
+        manager.system_prompt = f"{self.system_prompt}\n\n{exam_rules}" if self.system_prompt else exam_rules
+        return original(manager, doc, tokenize)
+
+    prepare._oab_bench = True
+    PromptManager._prepare_chat_template = prepare
+
+
+def _run_only_the_named_task() -> None:
+    """`oab_bench` is a task and a prefix: lighteval would expand it to every `oab_bench:*`
+    task too and generate each answer three times. An exact task name means that task."""
+    original = Registry._expand_task_definition
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def expand(self, task_definition: str):
+        if task_definition == TASK:
+            return [TASK]
+        return original(self, task_definition)
+
+    expand._oab_bench = True
+    Registry._expand_task_definition = expand
+
+
+_install_system_prompt_from_doc()
+_run_only_the_named_task()
+
+
+class OabJudge(SampleLevelComputation):
+    """Grade a task's answers in one batch with our judge (never lighteval's JudgeLLM)."""
+
+    def compute(self, responses, docs, **kwargs) -> list[dict]:
+        rows = [QuestionRow.model_validate(doc.specific["row"]) for doc in docs]
+        answers = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
+        return judge_responses(rows, answers)
+
+
+def corpus_figures(values: list[dict]) -> dict[str, float]:
+    """Exam figures from the per-question values (a dict, so lighteval does not bootstrap it)."""
+    return task_figures([QuestionResult.model_validate(v) for v in values])
+
+
+oab_judge = SampleLevelMetric(
+    metric_name="oab_judgment",
+    higher_is_better=True,
+    category=SamplingMethod.GENERATIVE,
+    sample_level_fn=OabJudge(),
+    corpus_level_fn=corpus_figures,
+    batched_compute=True,
+)
+
+
+def _keep(field: str, value, line: dict) -> bool:
+    return line[field] == value
+
+
+def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
+    return LightevalTaskConfig(
+        name=name,
+        prompt_function=oab_prompt,
+        hf_repo=dataset_path(),
+        hf_subset="default",
+        hf_filter=hf_filter,
+        hf_avail_splits=["test"],
+        evaluation_splits=["test"],
+        few_shots_split=None,
+        few_shots_select=None,
+        generation_size=int(os.environ.get("OAB_BENCH_GENERATION_SIZE", "8192")),
+        stop_sequence=[],
+        metrics=[oab_judge],
+        version=1,
+    )
+
+
+TASKS_TABLE = [
+    _task(TASK),
+    *(_task(f"{TASK}:{area}", functools.partial(_keep, "area", area)) for area in AREAS),
+    *(_task(f"{TASK}:{edition}", functools.partial(_keep, "edition", edition)) for edition in EDITIONS),
+]

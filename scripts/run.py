@@ -1,0 +1,211 @@
+"""`oab-bench run`: generate with lighteval's litellm backend, judge, score, print the leaderboard row.
+
+lighteval 0.13 has sharp edges (../shared/notes/lighteval-0.13.md): its response cache
+is keyed by model and task only and replays failed calls as empty answers, and a run
+whose calls all failed still exits 0. So each run gets a fresh lighteval cache, and this
+command exits non-zero, naming the questions, when an answer is empty or a judgment failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from judge.aggregate import QuestionResult, task_figures
+
+from .lighteval_offline import ensure_offline_safe
+
+JUDGMENTS_FILE = "judgments.jsonl"
+SUMMARY_FILE = "oab_bench_summary.json"
+
+
+def task_file() -> str:
+    spec = importlib.util.find_spec("oab_bench_task")
+    if spec is None or not spec.origin:
+        raise FileNotFoundError("oab_bench_task.py is not importable: install the project (pip install -e .)")
+    return spec.origin
+
+
+def task_spec(tasks: str) -> str:
+    return ",".join(t if "|" in t else f"{t}|0" for t in (x.strip() for x in tasks.split(",")) if t)
+
+
+def model_config(args: argparse.Namespace, cache_dir: Path) -> dict:
+    params: dict = {
+        "model_name": args.model,
+        "max_model_length": args.max_model_length,
+        "concurrent_requests": args.concurrency,
+        "cache_dir": str(cache_dir),
+        "api_max_retry": args.candidate_retries,
+        "api_retry_sleep": args.candidate_retry_sleep,
+        "timeout": args.candidate_timeout,
+        "generation_parameters": {"temperature": args.temperature},
+    }
+    if args.api_base:
+        params["base_url"] = args.api_base
+    return {"model_parameters": params}  # never an api_key: lighteval copies it into the results JSON
+
+
+def child_env(args: argparse.Namespace, out: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    dataset = Path(args.dataset).expanduser()
+    if dataset.exists():
+        env["OAB_BENCH_DATASET"] = str(dataset.resolve())
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("HF_DATASETS_OFFLINE", "1")
+    else:
+        env["OAB_BENCH_DATASET"] = args.dataset
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    env["OAB_BENCH_GENERATION_SIZE"] = str(args.max_new_tokens)
+    env["OAB_CANDIDATE_MODEL"] = args.model
+    env["OAB_JUDGE_OUTPUT"] = str(out / JUDGMENTS_FILE)
+    env["OAB_JUDGE_MODEL"] = args.judge_model
+    for flag, var in (
+        ("judge_api_base", "OAB_JUDGE_API_BASE"),
+        ("judge_mode", "OAB_JUDGE_MODE"),
+        ("judge_concurrency", "OAB_JUDGE_CONCURRENCY"),
+        ("judge_cache", "OAB_JUDGE_CACHE"),
+        ("judge_reasoning_effort", "OAB_JUDGE_REASONING_EFFORT"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            env[var] = str(value)
+    if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
+        env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
+    return env
+
+
+def newest_results(out: Path) -> Path | None:
+    files = sorted((out / "results").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
+    return files[-1] if files else None
+
+
+def read_judgments(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+
+
+def leaderboard_line(model: str, judge_model: str, figures: dict) -> str:
+    def f(x, fmt):
+        return "n/a" if x != x else format(x, fmt)  # NaN: no complete exam
+
+    return (
+        f"| {model} | judge {judge_model} | exam score {f(figures['exam_score'], '.2f')} | "
+        f"passed {int(figures['exams_passed'])}/{int(figures['exams_complete'])} exams ({f(figures['pass_rate'] * 100, '.0f')}%) | "
+        f"questions {f(figures['question_score_pct'], '.1f')}% | coverage {figures['coverage'] * 100:.0f}% | "
+        f"judge cost ${figures['cost_usd']:.4f} |"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.output_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / JUDGMENTS_FILE).unlink(missing_ok=True)
+    ensure_offline_safe()
+    cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
+    config = out / "model_config.yaml"
+    config.write_text(yaml.safe_dump(model_config(args, cache_dir), sort_keys=False), encoding="utf-8")
+    cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), task_spec(args.tasks)]
+    cmd += ["--custom-tasks", task_file(), "--output-dir", str(out), "--save-details"]
+    if args.max_samples:
+        cmd += ["--max-samples", str(args.max_samples)]
+    print("running:", " ".join(cmd), file=sys.stderr)
+    try:
+        proc = subprocess.run(cmd, env=child_env(args, out))
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+    judgments = read_judgments(out / JUDGMENTS_FILE)
+    results = newest_results(out)
+    if proc.returncode != 0 or results is None or not judgments:
+        print(
+            f"oab-bench run: error: lighteval exited {proc.returncode}; no results or judgments in {out}",
+            file=sys.stderr,
+        )
+        return proc.returncode or 1
+
+    figures = task_figures([QuestionResult.model_validate(j) for j in judgments])
+    empty = [j["question_id"] for j in judgments if j["status"] == "no_answer"]
+    failed = [
+        f"{j['question_id']} ({j['status']}: {j.get('error') or ''})"
+        for j in judgments
+        if j["status"] not in ("ok", "no_answer")
+    ]
+    summary = {
+        "model": args.model,
+        "judge_model": args.judge_model,
+        "results": str(results),
+        "figures": figures,
+        "empty_answers": empty,
+        "failed_judgments": failed,
+    }
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(leaderboard_line(args.model, args.judge_model, figures))
+    print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
+    if empty or failed:
+        if empty:
+            print(
+                f"oab-bench run: {len(empty)} empty answers (failed generations?): {', '.join(empty)}",
+                file=sys.stderr,
+            )
+        if failed:
+            print(f"oab-bench run: {len(failed)} failed judgments: {'; '.join(failed)}", file=sys.stderr)
+        print("oab-bench run: the exams of these questions have no score (see coverage)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model",
+        required=True,
+        help="candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with --api-base",
+    )
+    p.add_argument(
+        "--api-base", help="candidate's OpenAI-compatible server (e.g. vLLM: http://127.0.0.1:8000/v1)"
+    )
+    p.add_argument(
+        "--dataset",
+        default=os.environ.get("OAB_BENCH_DATASET", "oab-bench/oab-bench"),
+        help="folder made by `oab-bench build`, or a Hub id",
+    )
+    p.add_argument(
+        "--tasks", default="oab_bench", help="comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."
+    )
+    p.add_argument("--output-dir", required=True)
+    p.add_argument("--judge-model", default=os.environ.get("OAB_JUDGE_MODEL", "openai/gpt-5.2"))
+    p.add_argument("--judge-api-base", default=os.environ.get("OAB_JUDGE_API_BASE"))
+    p.add_argument("--judge-mode", choices=["structured", "legacy"])
+    p.add_argument("--judge-concurrency", type=int)
+    p.add_argument("--judge-cache", help="judgment cache folder, or 'off'")
+    p.add_argument("--judge-reasoning-effort", help="e.g. high for openai/gpt-5.2")
+    p.add_argument("--concurrency", type=int, default=10, help="candidate requests at a time")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.7,
+        help="candidate sampling temperature (upstream's paper: 0.7)",
+    )
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=8192,
+        help="answer length (lighteval gives reasoning models 10x, capped)",
+    )
+    p.add_argument("--max-model-length", type=int, default=32768, help="candidate context length")
+    p.add_argument(
+        "--max-samples", type=int, help="lighteval's --max-samples (partial exams get no exam score)"
+    )
+    p.add_argument("--candidate-retries", type=int, default=8)
+    p.add_argument("--candidate-retry-sleep", type=float, default=1.0)
+    p.add_argument("--candidate-timeout", type=float, default=900.0, help="seconds per candidate call")

@@ -1,0 +1,303 @@
+"""End to end, offline: build from ../shared, local stub servers as candidate and judge,
+`oab-bench run` and the plain `lighteval endpoint litellm` command."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from dataset_builder.schema import PASS_MARK, money
+from tests.conftest import REPO, SECRET
+
+pytestmark = pytest.mark.e2e
+TASK = "oab_bench:penal"  # 3 whole exams, 15 questions: enough, and quick
+
+
+def alternate_score(row) -> float:
+    """What the stub judge (policy 'alternate') gives: even-positioned items full, odd ones 0; annulled full."""
+    gradable = [r for r in row.rubric if not r.annulled]
+    return money(
+        sum(r.max_score for i, r in enumerate(gradable) if i % 2 == 0)
+        + sum(r.max_score for r in row.rubric if r.annulled)
+    )
+
+
+def expected_figures(rows) -> dict:
+    rows = [r for r in rows if r.area == "penal"]
+    exams = defaultdict(float)
+    for r in rows:
+        exams[r.exam_id] += alternate_score(r)
+    totals = [money(t) for t in exams.values()]
+    return {
+        "exam_score": sum(totals) / len(totals),
+        "pass_rate": sum(t >= PASS_MARK for t in totals) / len(totals),
+        "question_score_pct": 100 * sum(alternate_score(r) / r.max_score for r in rows) / len(rows),
+        "coverage": 1.0,
+        "exams_complete": float(len(totals)),
+    }
+
+
+def env_for(**extra) -> dict:
+    env = dict(os.environ)
+    env.update(
+        {
+            "OPENAI_API_KEY": SECRET,
+            "OAB_JUDGE_API_KEY": SECRET,
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def results_json(out: Path) -> dict:
+    (path,) = list((out / "results").rglob("results_*.json"))
+    return json.loads(path.read_text())
+
+
+def check_no_secret(out: Path, *texts: str) -> None:
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert SECRET.encode() not in p.read_bytes(), p
+    for t in texts:
+        assert SECRET not in t
+
+
+def check_candidate_requests(server, rows) -> None:
+    system_prompts = {r.system_prompt for r in rows}
+    candidate = [
+        r["body"]
+        for r in server.requests
+        if r["body"].get("response_format", {}).get("type") != "json_schema"
+    ]
+    assert len(candidate) == 15
+    for body in candidate:
+        assert body["messages"][0]["role"] == "system" and body["messages"][0]["content"] in system_prompts
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+        assert "(Valor: " in body["messages"][1]["content"]
+
+
+def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
+    rows, _ = built_rows
+    server = stub(policy="alternate", think=True)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "scripts.cli", "run", "--model", "openai/cand-e2e", "--api-base", server.url]
+    cmd += [
+        "--dataset",
+        str(built_dataset),
+        "--tasks",
+        TASK,
+        "--judge-model",
+        "openai/judge-e2e",
+        "--judge-api-base",
+        server.url,
+    ]
+    cmd += ["--judge-cache", str(tmp_path / "jc"), "--output-dir", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    got = results_json(out)["results"][f"{TASK}|0"]
+    for key, value in expected_figures(rows).items():
+        assert got[key] == pytest.approx(value), key
+    assert "cost_usd" in got
+    check_candidate_requests(server, rows)
+
+    judgments = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    assert len(judgments) == 15 and {j["status"] for j in judgments} == {"ok"}
+    by_id = {r.question_id: r for r in rows}
+    for j in judgments:
+        assert j["score"] == pytest.approx(alternate_score(by_id[j["question_id"]]))
+        assert j["model"] == "openai/cand-e2e"
+    # the stub wrapped every answer in <think>...</think>: the judge never saw it
+    judge_bodies = [r["body"] for r in server.requests if r["body"].get("response_format")]
+    assert judge_bodies and all("<think>" not in b["messages"][-1]["content"] for b in judge_bodies)
+
+    (details,) = list((out / "details").rglob("*.parquet"))
+    df = pd.read_parquet(details)
+    first = df["metric"][0]["oab_judgment"]
+    assert (
+        first["status"] == "ok"
+        and len(first["items"]) > 0
+        and {"item_id", "score", "max_score", "analysis"} <= set(first["items"][0])
+    )
+    assert "exam score" in proc.stdout and "coverage 100%" in proc.stdout
+    check_no_secret(out, proc.stdout, proc.stderr)
+
+    # the judge CLI reads lighteval details as answers, and its cache already holds every judgment
+    jout = tmp_path / "from_details.jsonl"
+    jcmd = [
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "judge",
+        "--dataset",
+        str(built_dataset),
+        "--answers",
+        str(out),
+    ]
+    jcmd += ["--judge-model", "openai/judge-e2e", "--api-base", server.url, "--cache", str(tmp_path / "jc")]
+    jcmd += ["--output", str(jout), "--questions", "*_direito_penal_*", "--no-progress"]
+    jproc = subprocess.run(
+        jcmd,
+        cwd=REPO,
+        env=env_for(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert jproc.returncode == 0, jproc.stderr[-2000:]
+    again = [json.loads(line) for line in jout.read_text().splitlines()]
+    assert (
+        len(again) == 15
+        and all(j["cached"] for j in again)
+        and {j["model"] for j in again} == {"openai/cand-e2e"}
+    )
+
+
+def test_plain_lighteval_command(stub, built_rows, built_dataset, tmp_path):
+    """What a lighteval user types: the model YAML, the task name, the custom-tasks file."""
+    rows, _ = built_rows
+    server = stub(policy="alternate")
+    config = tmp_path / "model.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model_parameters": {
+                    "model_name": "openai/cand-plain",
+                    "base_url": server.url,
+                    "max_model_length": 32768,
+                    "cache_dir": str(tmp_path / "lighteval-cache"),
+                }
+            }
+        )
+    )
+    out = tmp_path / "out"
+    env = env_for(
+        OAB_BENCH_DATASET=str(built_dataset),
+        OAB_JUDGE_MODEL="openai/judge-plain",
+        OAB_JUDGE_API_BASE=server.url,
+        OAB_JUDGE_CACHE=str(tmp_path / "jc"),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), f"{TASK}|0"]
+    cmd += ["--custom-tasks", str(REPO / "oab_bench_task.py"), "--output-dir", str(out), "--save-details"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = results_json(out)["results"][f"{TASK}|0"]
+    for key, value in expected_figures(rows).items():
+        assert got[key] == pytest.approx(value), key
+    check_candidate_requests(server, rows)
+    check_no_secret(out, proc.stdout, proc.stderr)
+
+
+def test_candidate_errors_fail_the_run_and_their_exams_get_no_figure(
+    stub, built_rows, built_dataset, tmp_path
+):
+    rows, _ = built_rows
+    penal = [r for r in rows if r.area == "penal"]
+    victim = next(r for r in penal if r.edition == 40 and r.number == 2)
+    candidate = stub(faults=[{"kind": "500", "match": victim.statement[:40]}])
+    judge = stub(policy="alternate")
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "run",
+        "--model",
+        "openai/cand-err",
+        "--api-base",
+        candidate.url,
+    ]
+    cmd += [
+        "--dataset",
+        str(built_dataset),
+        "--tasks",
+        TASK,
+        "--judge-model",
+        "openai/judge-e2e",
+        "--judge-api-base",
+        judge.url,
+    ]
+    cmd += [
+        "--judge-cache",
+        str(tmp_path / "jc"),
+        "--output-dir",
+        str(out),
+        "--candidate-retries",
+        "2",
+        "--candidate-retry-sleep",
+        "0.05",
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    assert f"1 empty answers (failed generations?): {victim.question_id}" in proc.stderr
+    got = results_json(out)["results"][f"{TASK}|0"]
+    assert got["coverage"] == pytest.approx(14 / 15) and got["exams_complete"] == 2.0
+    others = [r for r in penal if r.exam_id != victim.exam_id]
+    totals = defaultdict(float)
+    for r in others:
+        totals[r.exam_id] += alternate_score(r)
+    assert got["exam_score"] == pytest.approx(sum(totals.values()) / 2)
+    summary = json.loads((out / "oab_bench_summary.json").read_text())
+    assert summary["empty_answers"] == [victim.question_id]
+
+
+def test_candidate_server_dying_mid_run(stub, built_rows, built_dataset, tmp_path):
+    rows, _ = built_rows
+    candidate = stub(faults=[{"kind": "die", "after": 5, "count": 1}])  # the 6th request kills it
+    judge = stub(policy="max")
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "run",
+        "--model",
+        "openai/cand-die",
+        "--api-base",
+        candidate.url,
+        "--concurrency",
+        "1",
+    ]
+    cmd += [
+        "--dataset",
+        str(built_dataset),
+        "--tasks",
+        TASK,
+        "--judge-model",
+        "openai/judge-e2e",
+        "--judge-api-base",
+        judge.url,
+    ]
+    cmd += [
+        "--judge-cache",
+        str(tmp_path / "jc"),
+        "--output-dir",
+        str(out),
+        "--candidate-retries",
+        "2",
+        "--candidate-retry-sleep",
+        "0.05",
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    summary = json.loads((out / "oab_bench_summary.json").read_text())
+    empty = summary["empty_answers"]
+    assert len(empty) == 10 and all(q in proc.stderr for q in empty)
+    figures = results_json(out)["results"][f"{TASK}|0"]
+    assert figures["coverage"] == pytest.approx(5 / 15)
+    hit = {r.exam_id for r in rows if r.question_id in empty}
+    assert figures["exams_complete"] == 3 - len(hit)  # an exam with an empty answer gets no figure
+    if not figures["exams_complete"]:
+        assert math.isnan(figures["exam_score"]) and math.isnan(figures["pass_rate"])
