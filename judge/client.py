@@ -115,7 +115,7 @@ def cost(settings: JudgeSettings, usage: Usage, resp: Any) -> float | None:
 
 def _wait(settings: JudgeSettings):
     backoff = wait_exponential_jitter(
-        initial=settings.backoff_initial, max=settings.backoff_max, jitter=settings.backoff_initial
+        multiplier=settings.backoff_initial, max=settings.backoff_max, jitter=settings.backoff_initial
     )
 
     def wait(state: RetryCallState) -> float:
