@@ -78,6 +78,7 @@ def sample_value(j: Judgment) -> dict:
         "cost_usd": None if j.cached else j.cost_usd,
         "judge_model": j.judge_model,
         "prompt_version": j.prompt_version,
+        "mode": j.mode,
         "cached": j.cached,
     }
 

@@ -44,6 +44,66 @@ def _run(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _records(args: argparse.Namespace):
+    from judge.results_io import load_records
+
+    max_scores, expected = {}, None
+    if args.dataset:
+        from judge.dataset import load_rows
+
+        rows = load_rows(args.dataset)
+        max_scores = {r.question_id: r.max_score for r in rows}
+        expected = set(max_scores)
+    return [r for path in args.inputs for r in load_records(Path(path), max_scores)], expected
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from judge import leaderboard as lb
+
+    records, expected = _records(args)
+    tables, notes = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
+    if args.format == "markdown":
+        text = lb.render_markdown(tables, notes, by=args.by)
+    elif args.format == "csv":
+        text = lb.render_csv(tables)
+    else:
+        text = lb.render_json(tables, notes)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if args.format != "markdown":
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+    if args.plot:
+        from judge.plot import plot_tables
+
+        print(f"wrote {plot_tables(tables, Path(args.plot))}", file=sys.stderr)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from judge import leaderboard as lb
+
+    records, expected = _records(args)
+    tables, _ = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
+    comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
+    if not comparisons:
+        raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")
+    sys.stdout.write(lb.render_comparisons(comparisons))
+    return 0
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dataset",
+        help="dataset folder or Hub id: the questions expected (default: those seen in the inputs)",
+    )
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples of whole exams")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +155,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="generate with lighteval (litellm backend), judge, score")
     add_arguments(p)
     p.set_defaults(func=_run)
+
+    p = sub.add_parser(
+        "leaderboard", help="exam scores, pass rates, intervals, per area and edition, per judge"
+    )
+    p.add_argument(
+        "inputs", nargs="+", help="our judgment files, lighteval output folders, upstream judgment files"
+    )
+    p.add_argument("--format", choices=["markdown", "csv", "json"], default="markdown")
+    p.add_argument("--output", help="write the table here instead of stdout")
+    p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")
+    p.add_argument("--by", choices=["area", "edition"], help="add a breakdown table (markdown)")
+    _report_args(p)
+    p.set_defaults(func=_leaderboard)
+
+    p = sub.add_parser("compare", help="paired comparison of two models over the exams both completed")
+    p.add_argument("model_a")
+    p.add_argument("model_b")
+    p.add_argument("inputs", nargs="+")
+    _report_args(p)
+    p.set_defaults(func=_compare)
 
     return parser
 

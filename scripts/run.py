@@ -95,16 +95,13 @@ def read_judgments(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
-def leaderboard_line(model: str, judge_model: str, figures: dict) -> str:
-    def f(x, fmt):
-        return "n/a" if x != x else format(x, fmt)  # NaN: no complete exam
+def leaderboard(out: Path) -> str:
+    """The run's row, as `oab-bench leaderboard` prints it (with its 95% interval)."""
+    from judge.leaderboard import build_tables, render_markdown
+    from judge.results_io import load_records
 
-    return (
-        f"| {model} | judge {judge_model} | exam score {f(figures['exam_score'], '.2f')} | "
-        f"passed {int(figures['exams_passed'])}/{int(figures['exams_complete'])} exams ({f(figures['pass_rate'] * 100, '.0f')}%) | "
-        f"questions {f(figures['question_score_pct'], '.1f')}% | coverage {figures['coverage'] * 100:.0f}% | "
-        f"judge cost ${figures['cost_usd']:.4f} |"
-    )
+    tables, notes = build_tables(load_records(out / JUDGMENTS_FILE))
+    return render_markdown(tables, notes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -150,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         "failed_judgments": failed,
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(leaderboard_line(args.model, args.judge_model, figures))
+    print(leaderboard(out))
     print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
     if empty or failed:
         if empty:

@@ -130,7 +130,41 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
         and len(first["items"]) > 0
         and {"item_id", "score", "max_score", "analysis"} <= set(first["items"][0])
     )
-    assert "exam score" in proc.stdout and "coverage 100%" in proc.stdout
+    expected = expected_figures(rows)
+    row = f"| openai/cand-e2e | {expected['exam_score']:.2f} | {expected['pass_rate']:.0%} (0/3) |"
+    assert row in proc.stdout and "| 100% |" in proc.stdout
+
+    # the leaderboard reads lighteval's output folder (its details) to the same figures
+    lb = subprocess.run(  # the lighteval folder and our judgments file: one judge, duplicates noted
+        [
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "leaderboard",
+            str(out),
+            str(out / "judgments.jsonl"),
+            "--format",
+            "json",
+            "--resamples",
+            "500",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert lb.returncode == 0, lb.stderr
+    board = json.loads(lb.stdout)
+    (lrow,) = board["rows"]
+    assert board["notes"] == [
+        "15 records repeat a (judge, model, question) already read; the later input was used"
+    ]
+    assert lrow["model"] == "openai/cand-e2e" and lrow["judge"] == "openai/judge-e2e [oab-pt-v1, structured]"
+    assert (
+        lrow["mean_exam_score"] == pytest.approx(expected["exam_score"])
+        and lrow["exams"] == 3
+        and lrow["coverage"] == 1.0
+    )
     check_no_secret(out, proc.stdout, proc.stderr)
 
     # the judge CLI reads lighteval details as answers, and its cache already holds every judgment

@@ -1,0 +1,372 @@
+"""The benchmark's headline table: per judge, per model, exam scores with uncertainty.
+
+Rankings are per judge (a judge model with its prompt); two judges are never mixed.
+Exam figures use only complete exams (every question judged ok); coverage says how much
+is missing. The 95% interval resamples whole exams (seeded bootstrap, scipy).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+from pydantic import BaseModel
+from scipy import stats
+
+from dataset_builder.ids import AREAS
+from dataset_builder.schema import PASS_MARK
+
+from .aggregate import QuestionResult, exam_totals
+from .results_io import Record, unjudged
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 0
+
+_FAMILIES = {
+    "openai": r"\b(gpt|o1|o3|o4|chatgpt|davinci)\b|^o\d",
+    "anthropic": r"claude",
+    "google": r"gemini|gemma|palm",
+    "meta": r"llama",
+    "qwen": r"qwen|qwq",
+    "deepseek": r"deepseek",
+    "mistral": r"mistral|mixtral|magistral|ministral",
+    "maritaca": r"sabi[aá]",
+    "xai": r"grok",
+}
+
+
+def family(model: str) -> str | None:
+    """The vendor family of a model name, for flagging a judge that grades its own family."""
+    name = model.lower().split("/")[-1].split(" [")[0]
+    for fam, pattern in _FAMILIES.items():
+        if re.search(pattern, name):
+            return fam
+    return None
+
+
+class Row(BaseModel):
+    model: str
+    judge: str
+    exams: int  # complete exams: every question judged ok
+    passed: int
+    mean_exam_score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    coverage: float
+    per_area: dict[str, float]
+    per_edition: dict[str, float]
+    best_area: str | None
+    complete: bool  # coverage 1.0: every expected question judged ok
+    same_family_as_judge: bool
+    exam_totals: dict[str, float]  # exam id -> total, complete exams only
+
+
+def bootstrap_ci(
+    values: list[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> tuple[float | None, float | None]:
+    """95% percentile interval of the mean, resampling the values (whole exams). None below 2 values."""
+    if len(values) < 2:
+        return None, None
+    data = np.asarray(values, dtype=float)
+    if np.all(data == data[0]):
+        return float(data[0]), float(data[0])
+    res = stats.bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _mean(xs: Iterable[float]) -> float | None:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else None
+
+
+def _best(per_area: dict[str, float]) -> str | None:
+    if not per_area:
+        return None
+    return max(sorted(per_area), key=lambda a: per_area[a])  # ties: the first alphabetically
+
+
+def model_row(
+    model: str, judge: str, records: list[Record], expected: dict[str, Record], *, resamples: int, seed: int
+) -> Row:
+    """`expected`: one record per question the table expects (any model's), for max scores and areas."""
+    mine = {r.question_id: r for r in records}
+    results = []
+    for qid, ref in expected.items():
+        r = mine.get(qid)
+        results.append(
+            QuestionResult(
+                question_id=qid,
+                exam_id=ref.exam_id,
+                status=r.status if r else "missing",
+                score=r.score if r else None,
+                max_score=ref.max_score,
+            )
+        )
+    totals = {e.exam_id: e.total for e in exam_totals(results).values() if e.complete}
+    meta = {ref.exam_id: ref for ref in expected.values()}
+    by_area: dict[str, list[float]] = defaultdict(list)
+    by_edition: dict[str, list[float]] = defaultdict(list)
+    for exam, total in totals.items():
+        by_area[meta[exam].area].append(total)
+        by_edition[str(meta[exam].edition)].append(total)
+    per_area = {a: _mean(v) for a, v in sorted(by_area.items())}
+    low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
+    ok = sum(1 for r in results if r.ok)
+    return Row(
+        model=model,
+        judge=judge,
+        exams=len(totals),
+        passed=sum(t >= PASS_MARK for t in totals.values()),
+        mean_exam_score=_mean(totals.values()),
+        ci_low=low,
+        ci_high=high,
+        coverage=ok / len(results) if results else 0.0,
+        per_area=per_area,
+        per_edition={e: _mean(v) for e, v in sorted(by_edition.items(), key=lambda kv: int(kv[0]))},
+        best_area=_best(per_area),
+        complete=ok == len(results),
+        same_family_as_judge=family(model) is not None and family(model) == family(judge),
+        exam_totals=totals,
+    )
+
+
+class Table(BaseModel):
+    judge: str
+    rows: list[Row]
+
+
+def _sort_key(row: Row):
+    return (-(row.mean_exam_score if row.mean_exam_score is not None else -math.inf), -row.passed, row.model)
+
+
+def build_tables(
+    records: list[Record],
+    *,
+    expected_ids: set[str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[list[Table], list[str]]:
+    """One ranked table per judge, and notes (duplicates, several judges) to show the reader."""
+    notes: list[str] = []
+    by_judge: dict[str, dict[str, dict[str, Record]]] = defaultdict(lambda: defaultdict(dict))
+    duplicates = 0
+    for r in records:
+        slot = by_judge[r.judge][r.model]
+        if r.question_id in slot:
+            duplicates += 1
+        slot[r.question_id] = r  # the later input wins
+    if duplicates:
+        notes.append(
+            f"{duplicates} records repeat a (judge, model, question) already read; the later input was used"
+        )
+    if len(by_judge) > 1:
+        notes.append(
+            f"the inputs come from {len(by_judge)} judges: one table each, never one ranking across judges"
+        )
+    tables = []
+    for judge, models in sorted(by_judge.items()):
+        expected: dict[str, Record] = {}
+        for recs in models.values():
+            for qid, r in recs.items():
+                if expected_ids is None or qid in expected_ids:
+                    expected.setdefault(qid, r)
+        if expected_ids is not None:
+            missing_everywhere = sorted(expected_ids - set(expected))
+            if missing_everywhere:
+                notes.append(
+                    f"{judge}: {len(missing_everywhere)} expected questions have no judgment from any model"
+                )
+            expected.update({qid: unjudged(qid, judge) for qid in missing_everywhere})
+        rows = [
+            model_row(m, judge, list(recs.values()), expected, resamples=resamples, seed=seed)
+            for m, recs in models.items()
+        ]
+        for row in rows:
+            if not row.complete:
+                notes.append(
+                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its {row.exams} complete exams only"
+                )
+            if row.same_family_as_judge:
+                notes.append(
+                    f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})"
+                )
+        tables.append(Table(judge=judge, rows=sorted(rows, key=_sort_key)))
+    return tables, notes
+
+
+# --- paired comparison -----------------------------------------------------------------------
+
+
+class Comparison(BaseModel):
+    judge: str
+    model_a: str
+    model_b: str
+    exams: int  # complete for both
+    mean_difference: float | None  # A - B, exam points
+    ci_low: float | None
+    ci_high: float | None
+    a_passed_b_failed: int
+    b_passed_a_failed: int
+
+
+def compare(
+    tables: list[Table],
+    model_a: str,
+    model_b: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> list[Comparison]:
+    out = []
+    for t in tables:
+        rows = {r.model: r for r in t.rows}
+        if model_a not in rows or model_b not in rows:
+            continue
+        a, b = rows[model_a].exam_totals, rows[model_b].exam_totals
+        both = sorted(set(a) & set(b))
+        diffs = [a[e] - b[e] for e in both]
+        low, high = bootstrap_ci(diffs, resamples=resamples, seed=seed)  # paired: resample exams, keep pairs
+        out.append(
+            Comparison(
+                judge=t.judge,
+                model_a=model_a,
+                model_b=model_b,
+                exams=len(both),
+                mean_difference=_mean(diffs),
+                ci_low=low,
+                ci_high=high,
+                a_passed_b_failed=sum(a[e] >= PASS_MARK > b[e] for e in both),
+                b_passed_a_failed=sum(b[e] >= PASS_MARK > a[e] for e in both),
+            )
+        )
+    return out
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def _f(x: float | None, fmt: str = ".2f") -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def area_name(slug: str) -> str:
+    return AREAS.get(slug, slug)
+
+
+def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = None) -> str:
+    out = []
+    for t in tables:
+        out += [f"### Judge: {t.judge}", ""]
+        out += [
+            "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in t.rows:
+            mark = " *" if not r.complete else ""
+            mark += " †" if r.same_family_as_judge else ""
+            rate = f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)"
+            best = f"{area_name(r.best_area)} ({r.per_area[r.best_area]:.2f})" if r.best_area else "n/a"
+            ci = f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a"
+            out.append(
+                f"| {r.model}{mark} | {_f(r.mean_exam_score)} | {rate} | {best} | {ci} | {r.coverage:.0%} |"
+            )
+        if by:
+            keys = sorted(
+                {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)},
+                key=lambda k: (len(k), k),
+            )
+            names = [area_name(k) if by == "area" else f"Exame {k}" for k in keys]
+            out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
+            for r in t.rows:
+                values = r.per_area if by == "area" else r.per_edition
+                out.append(f"| {r.model} | " + " | ".join(_f(values.get(k)) for k in keys) + " |")
+        out.append("")
+    legend = ["Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00."]
+    if any(not r.complete for t in tables for r in t.rows):
+        legend.append("* incomplete coverage: exam figures use complete exams only.")
+    if any(r.same_family_as_judge for t in tables for r in t.rows):
+        legend.append("† graded by a judge of the same model family.")
+    out += legend + [f"Note: {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+JSON_KEYS = [
+    "model",
+    "judge",
+    "exams",
+    "passed",
+    "mean_exam_score",
+    "ci_low",
+    "ci_high",
+    "coverage",
+    "per_area",
+    "per_edition",
+    "best_area",
+]
+
+
+def render_json(tables: list[Table], notes: list[str]) -> str:
+    rows = [
+        r.model_dump(include=set(JSON_KEYS) | {"complete", "same_family_as_judge"})
+        for t in tables
+        for r in t.rows
+    ]
+    return json.dumps({"rows": rows, "notes": notes}, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_csv(tables: list[Table]) -> str:
+    rows = [r for t in tables for r in t.rows]
+    areas = sorted({a for r in rows for a in r.per_area})
+    editions = sorted({e for r in rows for e in r.per_edition}, key=int)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(
+        [k for k in JSON_KEYS if k not in ("per_area", "per_edition")]
+        + ["complete", "same_family_as_judge"]
+        + [f"area_{a}" for a in areas]
+        + [f"edition_{e}" for e in editions]
+    )
+    for r in rows:
+        w.writerow(
+            [
+                r.model,
+                r.judge,
+                r.exams,
+                r.passed,
+                r.mean_exam_score,
+                r.ci_low,
+                r.ci_high,
+                r.coverage,
+                r.best_area,
+                r.complete,
+                r.same_family_as_judge,
+            ]
+            + [r.per_area.get(a) for a in areas]
+            + [r.per_edition.get(e) for e in editions]
+        )
+    return buf.getvalue()
+
+
+def render_comparisons(comparisons: list[Comparison]) -> str:
+    out = []
+    for c in comparisons:
+        ci = f"[{_f(c.ci_low)}, {_f(c.ci_high)}]" if c.ci_low is not None else "n/a"
+        out.append(
+            f"judge {c.judge}: {c.model_a} - {c.model_b} = {_f(c.mean_difference, '+.2f')} exam points over {c.exams} exams "
+            f"both completed (95% paired bootstrap CI {ci}); {c.model_a} passed {c.a_passed_b_failed} that "
+            f"{c.model_b} failed, {c.model_b} passed {c.b_passed_a_failed} that {c.model_a} failed"
+        )
+    return "\n".join(out) + "\n"

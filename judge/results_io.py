@@ -1,0 +1,207 @@
+"""Read judged results from any of our inputs into one record type.
+
+Inputs: our judgment files (`oab-bench judge`, `oab-bench run`), lighteval output folders
+of the oab_bench task (details parquet), and upstream judgment files
+(`model_judgment/<judge>_single.jsonl`, one record per question turn). The format is told
+by the keys; nothing is skipped silently: an unparsed upstream score (-1) is a failed
+judgment of its question, a missing turn leaves the question unjudged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from dataset_builder.errors import SourceError
+from dataset_builder.ids import parse_question_id
+from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, money
+
+OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
+UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
+
+
+class Record(BaseModel):
+    """One judged (judge, model, question)."""
+
+    judge: str  # judge model and prompt: rankings never mix two of them
+    model: str
+    question_id: str
+    exam_id: str
+    area: str
+    edition: int
+    status: str
+    score: float | None
+    max_score: float
+    source: str
+
+
+def _ids(question_id: str) -> tuple[str, str, int, float]:
+    q = parse_question_id(question_id)
+    return q.exam_id, q.area, q.edition, PECA_MAX if q.kind == "peca" else QUESTAO_MAX
+
+
+def _prompt(record: dict) -> str | None:
+    """Our prompt version and mode: the same judge model with another prompt is another judge."""
+    prompt, mode = record.get("prompt_version"), record.get("mode")
+    return f"{prompt}, {mode}" if prompt and mode else prompt
+
+
+def _judge_label(model: str, prompt: str | None) -> str:
+    return f"{model} [{prompt}]" if prompt else model
+
+
+def unjudged(question_id: str, judge: str, model: str = "") -> Record:
+    """A question expected but judged by nobody: it counts against coverage."""
+    exam, area, edition, max_score = _ids(question_id)
+    return Record(
+        judge=judge,
+        model=model,
+        question_id=question_id,
+        exam_id=exam,
+        area=area,
+        edition=edition,
+        status="missing",
+        score=None,
+        max_score=max_score,
+        source="",
+    )
+
+
+def _jsonl(path: Path) -> list[tuple[int, dict]]:
+    out = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise SourceError(f"invalid JSON ({e.msg})", file=str(path), line=lineno) from None
+    return out
+
+
+def _from_ours(path: Path, rows: list[tuple[int, dict]]) -> list[Record]:
+    out = []
+    for lineno, r in rows:
+        missing = OURS_KEYS - set(r)
+        if missing:
+            raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
+        _, area, edition, _ = _ids(r["question_id"])
+        out.append(
+            Record(
+                judge=_judge_label(r["judge_model"], _prompt(r)),
+                model=r["model"],
+                question_id=r["question_id"],
+                exam_id=r["exam_id"],
+                area=area,
+                edition=edition,
+                status=r["status"],
+                score=r["score"] if r["status"] == "ok" else None,
+                max_score=r["max_score"],
+                source=str(path),
+            )
+        )
+    return out
+
+
+def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[str, float]) -> list[Record]:
+    """Sum a question's turns; a -1 (no score found) or a missing turn is not a zero."""
+    turns: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
+    prompts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for lineno, r in rows:
+        missing = UPSTREAM_KEYS - set(r)
+        if missing:
+            raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
+        judge_model, prompt = [*r["judge"], None][:2]
+        key = (judge_model, r["model"], r["question_id"])
+        turns[key][int(r["turn"])] = float(r["score"])
+        prompts[key].add((prompt or "").removesuffix("-multi-turn"))
+    out = []
+    for (judge_model, model, qid), by_turn in sorted(turns.items()):
+        exam, area, edition, default_max = _ids(qid)
+        n_turns = 1 if "peca" in qid else 2
+        scores = [by_turn.get(t) for t in range(1, n_turns + 1)]
+        if any(s is None for s in scores):
+            status, score = "missing_turn", None
+        elif any(s < 0 for s in scores):
+            status, score = "parse_error", None
+        else:
+            status, score = "ok", money(sum(scores))
+        prompt = ",".join(sorted(p for p in prompts[(judge_model, model, qid)] if p)) or None
+        out.append(
+            Record(
+                judge=_judge_label(judge_model, prompt),
+                model=model,
+                question_id=qid,
+                exam_id=exam,
+                area=area,
+                edition=edition,
+                status=status,
+                score=score,
+                max_score=max_scores.get(qid, default_max),
+                source=str(path),
+            )
+        )
+    return out
+
+
+def _from_lighteval(path: Path) -> list[Record]:
+    import pandas as pd
+
+    from .details import details_files, model_of
+
+    out = []
+    for file in details_files(path):
+        df = pd.read_parquet(file, columns=["metric"])
+        model = model_of(file)
+        for n, metric in enumerate(df["metric"], start=1):
+            v = (metric or {}).get("oab_judgment")
+            if not v:
+                raise SourceError(
+                    "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
+                )
+            _, area, edition, _ = _ids(v["question_id"])
+            out.append(
+                Record(
+                    judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
+                    model=model,
+                    question_id=v["question_id"],
+                    exam_id=v["exam_id"],
+                    area=area,
+                    edition=edition,
+                    status=v["status"],
+                    score=v["score"] if v["status"] == "ok" else None,
+                    max_score=v["max_score"],
+                    source=str(file),
+                )
+            )
+    return out
+
+
+def load_records(path: Path, max_scores: dict[str, float] | None = None) -> list[Record]:
+    """Records from one input; the format is told by its keys (or its being a folder/parquet)."""
+    path = Path(path)
+    if not path.exists():
+        raise SourceError("not found", file=str(path))
+    try:
+        if path.is_dir() or path.suffix == ".parquet":
+            return _from_lighteval(path)
+        rows = _jsonl(path)
+        if not rows:
+            raise SourceError("empty file", file=str(path))
+        keys = set(rows[0][1])
+        if keys >= UPSTREAM_KEYS and "judgment" in keys:
+            return _from_upstream(path, rows, max_scores or {})
+        if keys >= OURS_KEYS:
+            return _from_ours(path, rows)
+        raise SourceError(
+            f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's",
+            file=str(path),
+            line=rows[0][0],
+        )
+    except (ValidationError, ValueError) as e:
+        if isinstance(e, SourceError):
+            raise
+        raise SourceError(str(e).splitlines()[0], file=str(path)) from None

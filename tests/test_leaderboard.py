@@ -1,0 +1,251 @@
+"""Leaderboard on made-up judgments where every figure can be checked by hand, and on
+upstream's published sample (per-exam totals as upstream's own aggregation gives them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+from dataset_builder.errors import SourceError
+from judge import leaderboard as lb
+from judge.results_io import load_records
+from tests.conftest import REPO
+
+J1, J2 = "openai/gpt-5.2", "anthropic/claude-judge"
+
+
+def exam_records(model, judge, exam, peca, questao, *, failed=(), missing=()):
+    """A made-up exam: the peça scores `peca`, each questão `questao` (ok unless listed)."""
+    out = []
+    for n in range(5):
+        qid = f"{exam}_peca_praticoprofissional" if n == 0 else f"{exam}_questao_{n}"
+        if n in missing:
+            continue
+        status = "api_error" if n in failed else "ok"
+        out.append(
+            {
+                "question_id": qid,
+                "exam_id": exam,
+                "model": model,
+                "judge_model": judge,
+                "prompt_version": "oab-pt-v1",
+                "mode": "structured",
+                "status": status,
+                "score": None if status != "ok" else (peca if n == 0 else questao),
+                "max_score": 5.0 if n == 0 else 1.25,
+            }
+        )
+    return out
+
+
+@pytest.fixture
+def made_up(tmp_path):
+    recs = []
+    # A: 8.0, 6.0 (a pass: >= 6.00), 4.0 -> mean 6.0, passed 2
+    recs += exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0)
+    recs += exam_records("model-a", J1, "90_direito_penal", 3.0, 0.75)
+    recs += exam_records("model-a", J1, "91_direito_civil", 2.0, 0.5)
+    # B: a failed judgment in 90 penal -> that exam is out; 7.0, 7.0 -> mean 7.0
+    recs += exam_records("model-b", J1, "90_direito_civil", 3.0, 1.0)
+    recs += exam_records("model-b", J1, "90_direito_penal", 3.0, 1.0, failed=(2,))
+    recs += exam_records("model-b", J1, "91_direito_civil", 3.0, 1.0)
+    # C: ties A's mean (6.0) but passes 3
+    for exam in ("90_direito_civil", "90_direito_penal", "91_direito_civil"):
+        recs += exam_records("model-c", J1, exam, 2.0, 1.0)
+    # gpt-4o: one exam only, the others never answered
+    recs += exam_records("gpt-4o", J1, "90_direito_civil", 5.0, 1.25)
+    # a second judge grades model-a
+    for exam in ("90_direito_civil", "90_direito_penal", "91_direito_civil"):
+        recs += exam_records("model-a", J2, exam, 1.0, 0.5)
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def tables_of(path, **kw):
+    return lb.build_tables(load_records(path), resamples=2000, **kw)
+
+
+def test_figures_by_hand(made_up):
+    tables, notes = tables_of(made_up)
+    assert [t.judge for t in tables] == [f"{J2} [oab-pt-v1, structured]", f"{J1} [oab-pt-v1, structured]"]
+    j1 = {r.model: r for r in tables[1].rows}
+    a, b, c, g = j1["model-a"], j1["model-b"], j1["model-c"], j1["gpt-4o"]
+
+    assert (a.exams, a.passed, a.mean_exam_score, a.coverage) == (3, 2, 6.0, 1.0)
+    assert a.exam_totals == {"90_direito_civil": 8.0, "90_direito_penal": 6.0, "91_direito_civil": 4.0}
+    assert (
+        a.per_area == {"civil": 6.0, "penal": 6.0} and a.best_area == "civil"
+    )  # a tie: the first alphabetically
+    assert a.per_edition == {"90": 7.0, "91": 4.0}
+    assert a.ci_low <= 6.0 <= a.ci_high and a.ci_low >= 4.0 and a.ci_high <= 8.0
+
+    assert (b.exams, b.passed, b.mean_exam_score) == (2, 2, 7.0)
+    assert b.coverage == pytest.approx(14 / 15) and not b.complete
+    assert "90_direito_penal" not in b.exam_totals  # a failed judgment is never a zero
+
+    assert (c.exams, c.passed, c.mean_exam_score) == (3, 3, 6.0)
+    assert (c.ci_low, c.ci_high) == (6.0, 6.0)
+
+    assert (g.exams, g.passed, g.mean_exam_score, g.coverage) == (1, 1, 10.0, pytest.approx(5 / 15))
+    assert (g.ci_low, g.ci_high) == (None, None)  # one exam: no interval
+    assert g.same_family_as_judge and not a.same_family_as_judge
+
+    # ranking: mean, then exams passed (C above A on the tie), then name
+    assert [r.model for r in tables[1].rows] == ["gpt-4o", "model-b", "model-c", "model-a"]
+    assert any("2 judges" in n for n in notes)
+    assert any("model-b has coverage 93%" in n for n in notes)
+    assert any("gpt-4o is graded by a judge of its own family (openai)" in n for n in notes)
+
+    j2 = tables[0].rows
+    assert [(r.model, r.mean_exam_score) for r in j2] == [("model-a", 3.0)]  # never mixed with J1
+
+
+def test_expected_questions_from_the_dataset_lower_coverage(made_up):
+    ids = {r.question_id for r in load_records(made_up)} | {"92_direito_civil_questao_1"}
+    tables, notes = tables_of(made_up, expected_ids=ids)
+    a = next(r for r in tables[1].rows if r.model == "model-a")
+    assert a.coverage == pytest.approx(15 / 16) and a.exams == 3
+    assert any("1 expected questions have no judgment" in n for n in notes)
+
+
+def test_bootstrap_is_seeded():
+    values = [8.0, 6.0, 4.0, 7.5, 5.5]
+    assert lb.bootstrap_ci(values, resamples=3000, seed=1) == lb.bootstrap_ci(values, resamples=3000, seed=1)
+    low, high = lb.bootstrap_ci(values, resamples=3000, seed=1)
+    assert low < sum(values) / 5 < high
+
+
+def test_compare_by_hand(made_up):
+    tables, _ = tables_of(made_up)
+    (c,) = lb.compare(tables, "model-a", "model-c", resamples=2000)
+    # diffs 8-6, 6-6, 4-6 -> mean 0; C passed 91 civil (6.0) which A failed (4.0)
+    assert (c.exams, c.mean_difference, c.a_passed_b_failed, c.b_passed_a_failed) == (3, 0.0, 0, 1)
+    assert c.ci_low <= 0.0 <= c.ci_high
+    (d,) = lb.compare(tables, "model-a", "model-b", resamples=2000)
+    assert d.exams == 2 and d.mean_difference == pytest.approx(((8 - 7) + (4 - 7)) / 2)
+    assert lb.compare(tables, "model-a", "nobody") == []
+
+
+def test_renderings(made_up, tmp_path):
+    tables, notes = tables_of(made_up)
+    md = lb.render_markdown(tables, notes, by="area")
+    assert "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |" in md
+    assert "| model-b * | 7.00 | 100% (2/2) | Direito Civil (7.00) |" in md
+    assert "| gpt-4o * † | 10.00 | 100% (1/1) |" in md
+    assert "| Model | Direito Civil | Direito Penal |" in md
+    data = json.loads(lb.render_json(tables, notes))
+    assert set(lb.JSON_KEYS) <= set(data["rows"][0]) and data["notes"] == notes
+    header = lb.render_csv(tables).splitlines()[0].split(",")
+    assert header[:9] == [
+        "model",
+        "judge",
+        "exams",
+        "passed",
+        "mean_exam_score",
+        "ci_low",
+        "ci_high",
+        "coverage",
+        "best_area",
+    ]
+    assert "area_civil" in header and "edition_91" in header
+
+
+def test_cli_leaderboard_and_plot(made_up, tmp_path):
+    png = tmp_path / "lb.png"
+    out = tmp_path / "lb.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "leaderboard",
+        str(made_up),
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        "--plot",
+        str(png),
+        "--resamples",
+        "500",
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["rows"][0]["model"] == "model-a"  # J2's table first
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    cmp = subprocess.run(
+        [sys.executable, "-m", "scripts.cli", "compare", "model-a", "model-c", str(made_up)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cmp.returncode == 0 and "model-a - model-c = +0.00 exam points over 3 exams" in cmp.stdout
+
+
+# --- upstream judgment files ------------------------------------------------------------------
+
+
+def test_upstream_sample_matches_upstreams_own_aggregation(upstream_v1, tmp_path):
+    """Upstream's show_result sums the turns of each question, then the questions of each exam."""
+    path = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
+    raw = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    upstream = defaultdict(float)
+    for r in raw:
+        exam = r["question_id"].rsplit("_peca", 1)[0].rsplit("_questao", 1)[0]
+        upstream[(r["model"], exam)] += r["score"]
+
+    tables, _ = lb.build_tables(load_records(path), resamples=500)
+    (table,) = tables
+    assert table.judge == "o3-2025-04-16 [single-oab-v1]"
+    ours = {(row.model, exam): total for row in table.rows for exam, total in row.exam_totals.items()}
+    assert set(ours) == set(upstream) and len(ours) == 4
+    for key, total in upstream.items():
+        assert ours[key] == pytest.approx(total), key
+    assert all(row.coverage == 1.0 for row in table.rows)
+
+
+def test_upstream_unparsed_score_and_missing_turn_are_failures(upstream_v1, tmp_path):
+    path = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
+    lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    records = [json.loads(line) for line in lines]
+    # upstream records -1 when it finds no score; then sums it into the exam: we do not
+    target = next(
+        r
+        for r in records
+        if r["question_id"] == "39_direito_penal_questao_2"
+        and r["turn"] == 1
+        and r["model"] == "o3-2025-04-16"
+    )
+    target["score"] = -1
+    dropped = next(
+        r
+        for r in records
+        if r["question_id"] == "39_direito_penal_questao_4"
+        and r["turn"] == 2
+        and r["model"] == "sabia-3.1-2025-05-08"
+    )
+    records.remove(dropped)
+    f = tmp_path / "upstream_single.jsonl"
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    recs = {(r.model, r.question_id): r for r in load_records(f)}
+    assert recs[("o3-2025-04-16", "39_direito_penal_questao_2")].status == "parse_error"
+    assert recs[("sabia-3.1-2025-05-08", "39_direito_penal_questao_4")].status == "missing_turn"
+    tables, _ = lb.build_tables(list(recs.values()), resamples=500)
+    rows = {r.model: r for r in tables[0].rows}
+    assert rows["o3-2025-04-16"].exams == 1 and "39_direito_penal" not in rows["o3-2025-04-16"].exam_totals
+    assert rows["sabia-3.1-2025-05-08"].coverage == pytest.approx(9 / 10)
+
+
+def test_unknown_format_names_the_file(tmp_path):
+    f = tmp_path / "x.jsonl"
+    f.write_text('{"foo": 1}\n')
+    with pytest.raises(SourceError, match="unknown format"):
+        load_records(f)
+    f.write_text('{"foo": 1\n')
+    with pytest.raises(SourceError, match=r"x.jsonl:1: invalid JSON"):
+        load_records(f)
