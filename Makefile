@@ -1,5 +1,12 @@
 # One command to set up and test: `make test`. The main job: `make run MODEL=...` (see README).
 PY ?= python3
+DATA ?= ../shared/data/oab_bench_v1
+DATASET ?= out/oab_bench
+MODEL ?= openai/gpt-4o-mini
+JUDGE ?= openai/gpt-5.2
+JUDGE_EFFORT ?= high
+TASKS ?= oab_bench
+OUT ?= runs/$(subst /,_,$(MODEL))
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -29,3 +36,13 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m scripts.bench_build
+	$(BIN)/python -m scripts.bench_judge
+
+dataset: setup
+	$(BIN)/oab-bench build --source $(DATA) --output $(DATASET) --overwrite
+
+# Generate with MODEL (API_BASE for a local OpenAI-compatible server), judge with JUDGE, score.
+run: dataset
+	$(BIN)/oab-bench run --model $(MODEL) $(if $(API_BASE),--api-base $(API_BASE)) --dataset $(DATASET) \
+		--tasks $(TASKS) --judge-model $(JUDGE) $(if $(JUDGE_API_BASE),--judge-api-base $(JUDGE_API_BASE)) \
+		$(if $(JUDGE_EFFORT),--judge-reasoning-effort $(JUDGE_EFFORT)) --output-dir $(OUT)

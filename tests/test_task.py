@@ -1,0 +1,100 @@
+"""The lighteval task file's own behaviour, without running lighteval end to end."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def task_module(built_dataset):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OAB_BENCH_DATASET", str(built_dataset))
+        mp.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+        import oab_bench_task
+
+        yield oab_bench_task
+
+
+def test_exact_task_name_is_one_task_and_subtasks_exist(task_module):
+    from lighteval.tasks.registry import Registry
+
+    registry = Registry(tasks="oab_bench|0", custom_tasks=str(REPO / "oab_bench_task.py"))
+    assert list(registry.task_to_configs) == ["oab_bench"]
+    registry = Registry(
+        tasks="oab_bench:penal|0,oab_bench:41|0", custom_tasks=str(REPO / "oab_bench_task.py")
+    )
+    assert sorted(registry.task_to_configs) == ["oab_bench:41", "oab_bench:penal"]
+    names = {t.name for t in task_module.TASKS_TABLE}
+    assert {"oab_bench", "oab_bench:do_trabalho", "oab_bench:39", "oab_bench:44"} <= names and len(
+        names
+    ) == 1 + 7 + 6
+
+
+def test_system_prompt_is_a_system_message_and_joins_a_configured_one(task_module, built_rows):
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    rows, _ = built_rows
+    row = rows[1]
+    doc = task_module.oab_prompt(row.model_dump(mode="json"), "oab_bench")
+    plain = PromptManager(use_chat_template=True).prepare_prompt_api(doc)
+    assert plain == [{"role": "system", "content": row.system_prompt}, {"role": "user", "content": doc.query}]
+    configured = PromptManager(use_chat_template=True, system_prompt="Seja conciso.").prepare_prompt_api(doc)
+    assert configured[0] == {"role": "system", "content": f"Seja conciso.\n\n{row.system_prompt}"}
+    assert len(configured) == 2
+
+
+def test_candidate_prompt_lists_items_with_values(task_module, built_rows):
+    rows, _ = built_rows
+    by_id = {r.question_id: r for r in rows}
+    q = task_module.candidate_prompt(by_id["39_direito_penal_questao_1"])
+    assert "A) " in q and "(Valor: 0,65)" in q and "B) " in q and "(Valor: 0,60)" in q  # the corrected values
+    assert q.endswith("identificando cada resposta pela letra do item.")
+    p = task_module.candidate_prompt(by_id["39_direito_penal_peca_praticoprofissional"])
+    assert "(Valor: 5,00)" in p and "PEÇA PRÁTICO" not in p
+
+
+def test_missing_judge_fails_while_loading_the_task(task_module, monkeypatch, built_rows):
+    from judge.lighteval_judge import JudgeNotConfigured
+
+    rows, _ = built_rows
+    monkeypatch.delenv("OAB_JUDGE_MODEL")
+    task_module._check_judge_configured.cache_clear()
+    with pytest.raises(JudgeNotConfigured, match="OAB_JUDGE_MODEL is not set"):
+        task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
+    task_module._check_judge_configured.cache_clear()
+
+
+def test_corpus_figures_leave_out_incomplete_exams(task_module):
+    def v(exam, n, status="ok", score=1.0):
+        return {
+            "question_id": f"{exam}_questao_{n}",
+            "exam_id": exam,
+            "status": status,
+            "score": score if status == "ok" else None,
+            "max_score": 1.25,
+        }
+
+    def peca(exam, score):
+        return {
+            "question_id": f"{exam}_peca_praticoprofissional",
+            "exam_id": exam,
+            "status": "ok",
+            "score": score,
+            "max_score": 5.0,
+        }
+
+    values = [peca("90_direito_civil", 4.0), *(v("90_direito_civil", n) for n in range(1, 5))]
+    values += [
+        peca("90_direito_penal", 5.0),
+        *(v("90_direito_penal", n) for n in range(1, 4)),
+        v("90_direito_penal", 4, "no_answer"),
+    ]
+    f = task_module.corpus_figures(values)
+    assert f["exam_score"] == 8.0 and f["pass_rate"] == 1.0 and f["exams_complete"] == 1.0
+    assert f["coverage"] == pytest.approx(9 / 10)
+    none = task_module.corpus_figures(values[5:])
+    assert math.isnan(none["exam_score"]) and math.isnan(none["pass_rate"]) and none["exams_complete"] == 0.0
