@@ -401,3 +401,21 @@ def test_upstream_v1_parity_run_through_the_server(stub, judge_key, upstream_v1,
     assert j.prompt_version.startswith("upstream-v1@") and len(server.requests) == 2
     # upstream's raw (swapped) value for turn 1 is what upstream sent: 0.6
     assert "[[0.6]]" in server.requests[0]["body"]["messages"][1]["content"]
+
+
+def test_upstream_v2_parity_run_through_the_server(stub, judge_key, judge_prompts_v2, built_rows):
+    rows, _ = built_rows
+    row = next(r for r in rows if r.question_id == "39_direito_penal_questao_1")
+    server = stub()
+    judge = Judge(settings(server, prompt="upstream-v2", upstream_prompts=str(judge_prompts_v2)))
+    (j,) = run_judge_all(
+        judge,
+        [(row, Answer(model="m", question_id=row.question_id, turns=["Resp A", "Resp B"]))],
+        progress=False,
+    )
+    assert j.status == "ok" and j.prompt_version.startswith("upstream-v2@") and j.mode == "structured"
+    body = server.requests[-1]["body"]
+    assert body["response_format"]["json_schema"]["name"] == "OABJudgment"
+    assert "# A:\nResp A\n\n# B:\nResp B" in body["messages"][1]["content"]
+    # upstream's total is the sum of the item scores the judge returned (the stub returns one item at 0)
+    assert j.score == 0.0 and j.items[-1].item_id == "total" and j.items[-1].max_score == pytest.approx(1.25)
