@@ -82,27 +82,30 @@ def _jsonl(path: Path) -> list[tuple[int, dict]]:
     return out
 
 
+def _judged(v: dict, model: str, source: str) -> Record:
+    """A record from one of our judgment dicts (a judgments file line or a details metric value)."""
+    _, area, edition, _ = _ids(v["question_id"])
+    return Record(
+        judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
+        model=model,
+        question_id=v["question_id"],
+        exam_id=v["exam_id"],
+        area=area,
+        edition=edition,
+        status=v["status"],
+        score=v["score"] if v["status"] == "ok" else None,
+        max_score=v["max_score"],
+        source=source,
+    )
+
+
 def _from_ours(path: Path, rows: list[tuple[int, dict]]) -> list[Record]:
     out = []
     for lineno, r in rows:
         missing = OURS_KEYS - set(r)
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
-        _, area, edition, _ = _ids(r["question_id"])
-        out.append(
-            Record(
-                judge=_judge_label(r["judge_model"], _prompt(r)),
-                model=r["model"],
-                question_id=r["question_id"],
-                exam_id=r["exam_id"],
-                area=area,
-                edition=edition,
-                status=r["status"],
-                score=r["score"] if r["status"] == "ok" else None,
-                max_score=r["max_score"],
-                source=str(path),
-            )
-        )
+        out.append(_judged(r, r["model"], str(path)))
     return out
 
 
@@ -162,21 +165,7 @@ def _from_lighteval(path: Path) -> list[Record]:
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            _, area, edition, _ = _ids(v["question_id"])
-            out.append(
-                Record(
-                    judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
-                    model=model,
-                    question_id=v["question_id"],
-                    exam_id=v["exam_id"],
-                    area=area,
-                    edition=edition,
-                    status=v["status"],
-                    score=v["score"] if v["status"] == "ok" else None,
-                    max_score=v["max_score"],
-                    source=str(file),
-                )
-            )
+            out.append(_judged(v, model, str(file)))
     return out
 
 

@@ -60,6 +60,31 @@ def env_for(**extra) -> dict:
     return env
 
 
+def run_bench(
+    model, candidate_url, judge_url, dataset, tmp_path, *extra
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """`oab-bench run` on TASK, as a user types it; returns the output folder and the process."""
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "scripts.cli",
+        "run",
+        "--model",
+        model,
+        "--api-base",
+        candidate_url,
+        "--dataset",
+        str(dataset),
+    ]
+    cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
+    cmd += ["--judge-cache", str(tmp_path / "jc"), "--output-dir", str(out), *extra]
+    return out, subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+
+
+FAST_RETRIES = ("--candidate-retries", "2", "--candidate-retry-sleep", "0.05")
+
+
 def results_json(out: Path) -> dict:
     (path,) = list((out / "results").rglob("results_*.json"))
     return json.loads(path.read_text())
@@ -90,20 +115,7 @@ def check_candidate_requests(server, rows) -> None:
 def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     rows, _ = built_rows
     server = stub(policy="alternate", think=True)
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "scripts.cli", "run", "--model", "openai/cand-e2e", "--api-base", server.url]
-    cmd += [
-        "--dataset",
-        str(built_dataset),
-        "--tasks",
-        TASK,
-        "--judge-model",
-        "openai/judge-e2e",
-        "--judge-api-base",
-        server.url,
-    ]
-    cmd += ["--judge-cache", str(tmp_path / "jc"), "--output-dir", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    out, proc = run_bench("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     got = results_json(out)["results"][f"{TASK}|0"]
@@ -242,38 +254,7 @@ def test_candidate_errors_fail_the_run_and_their_exams_get_no_figure(
     victim = next(r for r in penal if r.edition == 40 and r.number == 2)
     candidate = stub(faults=[{"kind": "500", "match": victim.statement[:40]}])
     judge = stub(policy="alternate")
-    out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "scripts.cli",
-        "run",
-        "--model",
-        "openai/cand-err",
-        "--api-base",
-        candidate.url,
-    ]
-    cmd += [
-        "--dataset",
-        str(built_dataset),
-        "--tasks",
-        TASK,
-        "--judge-model",
-        "openai/judge-e2e",
-        "--judge-api-base",
-        judge.url,
-    ]
-    cmd += [
-        "--judge-cache",
-        str(tmp_path / "jc"),
-        "--output-dir",
-        str(out),
-        "--candidate-retries",
-        "2",
-        "--candidate-retry-sleep",
-        "0.05",
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    out, proc = run_bench("openai/cand-err", candidate.url, judge.url, built_dataset, tmp_path, *FAST_RETRIES)
     assert proc.returncode == 1
     assert f"1 empty answers (failed generations?): {victim.question_id}" in proc.stderr
     got = results_json(out)["results"][f"{TASK}|0"]
@@ -291,40 +272,16 @@ def test_candidate_server_dying_mid_run(stub, built_rows, built_dataset, tmp_pat
     rows, _ = built_rows
     candidate = stub(faults=[{"kind": "die", "after": 5, "count": 1}])  # the 6th request kills it
     judge = stub(policy="max")
-    out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "scripts.cli",
-        "run",
-        "--model",
+    out, proc = run_bench(
         "openai/cand-die",
-        "--api-base",
         candidate.url,
+        judge.url,
+        built_dataset,
+        tmp_path,
         "--concurrency",
         "1",
-    ]
-    cmd += [
-        "--dataset",
-        str(built_dataset),
-        "--tasks",
-        TASK,
-        "--judge-model",
-        "openai/judge-e2e",
-        "--judge-api-base",
-        judge.url,
-    ]
-    cmd += [
-        "--judge-cache",
-        str(tmp_path / "jc"),
-        "--output-dir",
-        str(out),
-        "--candidate-retries",
-        "2",
-        "--candidate-retry-sleep",
-        "0.05",
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+        *FAST_RETRIES,
+    )
     assert proc.returncode == 1
     summary = json.loads((out / "oab_bench_summary.json").read_text())
     empty = summary["empty_answers"]

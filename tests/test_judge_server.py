@@ -198,6 +198,21 @@ def _answers_file(tmp_path, upstream_v1, n=None):
     return path, [json.loads(line)["question_id"] for line in lines]
 
 
+def _judge_args(dataset, answers, server, cache, out, *extra) -> list[str]:
+    common = ["--dataset", str(dataset), "--answers", str(answers), "--judge-model", "openai/judge-test"]
+    return [
+        *common,
+        "--api-base",
+        server.url,
+        "--cache",
+        str(cache),
+        "--output",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
+
+
 def _cli(args, env_extra=None, **kw):
     env = dict(os.environ, **(env_extra or {}))
     return subprocess.Popen(
@@ -215,26 +230,8 @@ def test_cli_writes_every_judgment_and_no_key(stub, judge_key, tmp_path, upstrea
     server = stub(policy="alternate")
     answers, ids = _answers_file(tmp_path, upstream_v1, 10)
     out, cache = tmp_path / "out.jsonl", tmp_path / "cache"
-    args = [
-        "--dataset",
-        str(built_dataset),
-        "--answers",
-        str(answers),
-        "--judge-model",
-        "openai/judge-test",
-        "--api-base",
-        server.url,
-    ]
-    args += [
-        "--cache",
-        str(cache),
-        "--output",
-        str(out),
-        "--questions",
-        "39_direito_administrativo*",
-        "39_direito_civil*",
-        "--no-progress",
-    ]
+    questions = ["--questions", "39_direito_administrativo*", "39_direito_civil*"]
+    args = _judge_args(built_dataset, answers, server, cache, out, *questions)
     proc = _cli(args)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
@@ -269,27 +266,8 @@ def test_cli_exits_nonzero_after_writing_all_when_a_judgment_fails(
     server = stub(faults=[{"kind": "500", "match": "## Item A"}])  # every questão fails, peças pass
     answers, _ = _answers_file(tmp_path, upstream_v1, 5)
     out = tmp_path / "out.jsonl"
-    args = [
-        "--dataset",
-        str(built_dataset),
-        "--answers",
-        str(answers),
-        "--judge-model",
-        "openai/judge-test",
-        "--api-base",
-        server.url,
-    ]
-    args += [
-        "--cache",
-        str(tmp_path / "c"),
-        "--output",
-        str(out),
-        "--questions",
-        "39_direito_administrativo",
-        "--no-progress",
-        "--max-attempts",
-        "2",
-    ]
+    extra = ["--questions", "39_direito_administrativo", "--max-attempts", "2"]
+    args = _judge_args(built_dataset, answers, server, tmp_path / "c", out, *extra)
     proc = _cli(args)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1
@@ -305,24 +283,15 @@ def test_cli_resumes_after_a_kill_and_bills_nothing_twice(
     server = stub(latency=0.3)
     answers, ids = _answers_file(tmp_path, upstream_v1, 20)
     out, cache = tmp_path / "out.jsonl", tmp_path / "cache"
-    args = [
-        "--dataset",
-        str(built_dataset),
-        "--answers",
-        str(answers),
-        "--judge-model",
-        "openai/judge-test",
-        "--api-base",
-        server.url,
-    ]
-    args += ["--cache", str(cache), "--output", str(out), "--concurrency", "2", "--no-progress"]
-    args += [
-        "--questions",
+    areas = [
         "39_direito_administrativo*",
         "39_direito_civil*",
         "39_direito_constitucional*",
         "39_direito_do_trabalho*",
     ]
+    args = _judge_args(
+        built_dataset, answers, server, cache, out, "--concurrency", "2", "--questions", *areas
+    )
     proc = _cli(args, start_new_session=True)
     store = cache / "judgments.jsonl"
     deadline = time.time() + 90
@@ -348,25 +317,9 @@ def test_cli_missing_answers_are_no_answer_judgments(stub, judge_key, tmp_path, 
     server = stub()
     answers, _ = _answers_file(tmp_path, upstream_v1, 3)
     out = tmp_path / "out.jsonl"
-    args = [
-        "--dataset",
-        str(built_dataset),
-        "--answers",
-        str(answers),
-        "--judge-model",
-        "openai/judge-test",
-        "--api-base",
-        server.url,
-    ]
-    args += [
-        "--cache",
-        str(tmp_path / "c"),
-        "--output",
-        str(out),
-        "--questions",
-        "39_direito_administrativo",
-        "--no-progress",
-    ]
+    args = _judge_args(
+        built_dataset, answers, server, tmp_path / "c", out, "--questions", "39_direito_administrativo"
+    )
     proc = _cli(args)
     proc.communicate(timeout=120)
     assert proc.returncode == 1
