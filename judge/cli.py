@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .answers import Answer, load_answers
 from .dataset import load_rows
-from .models import JudgeSettings, Judgment
+from .models import JudgeSettings
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .store import JudgmentStore, default_cache_dir
 
@@ -74,11 +74,7 @@ def run_judge_command(args: argparse.Namespace) -> int:
     judge = Judge(settings, store)
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     judgments += [
-        Judgment(
-            **judge._base(row, Answer(model=model, question_id=row.question_id, turns=[""]), ""),
-            status="no_answer",
-            error="the answer files have no answer to this question",
-        )
+        judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing
     ]
     write_atomic(Path(args.output), dump_jsonl(judgments))

@@ -9,6 +9,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable
 from functools import cached_property
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from tqdm import tqdm
@@ -24,6 +25,7 @@ from .schema import GradingError, response_format, schema_hash, validate_grading
 from .scoring import annulled_items, question_score
 from .store import JudgmentStore, cache_key
 from .upstream import (
+    UpstreamCall,
     load_upstream_prompts,
     parse_upstream_v2,
     prompt_version,
@@ -107,11 +109,11 @@ class Judge:
             sampling=self.settings.sampling(),
         )
 
-    def _base(self, row: QuestionRow, answer: Answer, key: str) -> dict:
+    def _base(self, row: QuestionRow, model: str, key: str) -> dict:
         return {
             "question_id": row.question_id,
             "exam_id": row.exam_id,
-            "model": answer.model,
+            "model": model,
             "judge_model": self.settings.judge_model,
             "prompt_version": self.prompt_version,
             "mode": self.mode,
@@ -119,16 +121,18 @@ class Judge:
             "cache_key": key,
         }
 
+    def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:
+        """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
+        return Judgment(**self._base(row, model, key), status="no_answer", error=why)
+
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         turns = [strip_reasoning(t) for t in answer.turns]
         text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
         key = self.key(row, text)
-        base = self._base(row, answer, key)
+        base = self._base(row, answer.model, key)
         if not any(t.strip() for t in turns):
-            return Judgment(
-                **base,
-                status="no_answer",
-                error="empty answer (nothing left after removing reasoning blocks)",
+            return self.unanswered(
+                row, answer.model, "empty answer (nothing left after removing reasoning blocks)", key
             )
         cached = self.store.get(key)
         if cached is not None:
@@ -140,21 +144,14 @@ class Judge:
         await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
         return judgment
 
-    async def _call(
-        self, messages, fmt, parse
-    ) -> tuple[str, str, Usage, float | None, int, str | None, object]:
-        """Call until the reply parses (up to parse_attempts); return the last outcome and the parsed value."""
-        usage, cost, attempts = Usage(), 0.0, 0
-        unpriced = False
+    async def _call(self, messages: list[dict], fmt: dict | None, parse) -> Outcome:
+        """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
+        usage, costs, attempts = Usage(), [], 0
         status, content, error, parsed = "api_error", "", None, None
         for _ in range(self.settings.parse_attempts):
             result = await call_judge(self.settings, messages, fmt)
-            usage = usage + result.usage
-            attempts += result.attempts
-            if result.cost_usd is None:
-                unpriced = unpriced or result.usage.prompt_tokens > 0
-            else:
-                cost += result.cost_usd
+            usage, attempts = usage + result.usage, attempts + result.attempts
+            costs.append(_priced(result.cost_usd, result.usage))
             status, content, error = result.status, result.content, result.error
             if status == "ok":
                 try:
@@ -164,7 +161,7 @@ class Judge:
                     status, error = "parse_error", str(e)[:500]
             elif status != "parse_error":
                 break  # api errors were already retried; truncation and refusals would repeat
-        return status, content, usage, (None if unpriced and cost == 0 else cost), attempts, error, parsed
+        return Outcome(status, content, usage, _total(costs), attempts, error, parsed)
 
     async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
         structured = self.mode == "structured"
@@ -182,23 +179,21 @@ class Judge:
                 raise GradingError(f"score {found.score} outside 0..{gradable_max}")
             return found
 
-        status, content, usage, cost, attempts, error, parsed = await self._call(messages, fmt, parse)
-        fields = dict(base, usage=usage, cost_usd=cost, judge_text=content, attempts=attempts)
-        if status != "ok":
-            return Judgment(**fields, status=status, error=error)
+        o = await self._call(messages, fmt, parse)
+        fields = dict(base, usage=o.usage, cost_usd=o.cost_usd, judge_text=o.content, attempts=o.attempts)
+        if o.status != "ok":
+            return Judgment(**fields, status=o.status, error=o.error)
         annulled = annulled_items(row)
         if structured:
-            items = [*parsed, *annulled]
+            items = [*o.parsed, *annulled]
             return Judgment(**fields, status="ok", score=question_score(items), items=items)
-        score = money(parsed.score + sum(i.score for i in annulled))
-        return Judgment(**fields, status="ok", score=score, items=annulled, parse_method=parsed.method)
+        score = money(o.parsed.score + sum(i.score for i in annulled))
+        return Judgment(**fields, status="ok", score=score, items=annulled, parse_method=o.parsed.method)
 
     async def _grade_upstream(self, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
+        """Upstream's protocol: one call per turn (v1) or per question (v2); the score is the sum of the parts."""
         calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)
-        items: list[ItemScore] = []
-        texts, methods = [], []
-        usage, cost, attempts = Usage(), 0.0, 0
-        unpriced = False
+        outcomes: list[tuple[UpstreamCall, Outcome]] = []
         for call in calls:
 
             def parse(content: str, call=call):
@@ -209,26 +204,26 @@ class Judge:
                     raise GradingError("no score found (upstream would record -1)")
                 return found
 
-            status, content, u, c, a, error, parsed = await self._call(
-                call.messages, upstream_v2_format() if call.structured else None, parse
-            )
-            usage, attempts = usage + u, attempts + a
-            if c is None:
-                unpriced = True
-            else:
-                cost += c
-            texts.append(content if len(calls) == 1 else f"# {call.label}:\n{content}")
-            if status != "ok":
-                fields = dict(
-                    base,
-                    usage=usage,
-                    cost_usd=None if unpriced else cost,
-                    judge_text="\n\n".join(texts),
-                    attempts=attempts,
-                )
-                return Judgment(**fields, status=status, error=f"{call.label or 'question'}: {error}")
+            o = await self._call(call.messages, upstream_v2_format() if call.structured else None, parse)
+            outcomes.append((call, o))
+            if o.status != "ok":
+                break
+        texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]
+        fields = dict(
+            base,
+            usage=sum((o.usage for _, o in outcomes), Usage()),
+            cost_usd=_total([o.cost_usd for _, o in outcomes]),
+            judge_text="\n\n".join(texts),
+            attempts=sum(o.attempts for _, o in outcomes),
+        )
+        call, last = outcomes[-1]
+        if last.status != "ok":
+            return Judgment(**fields, status=last.status, error=f"{call.label or 'question'}: {last.error}")
+        items: list[ItemScore] = []
+        parts: list[float] = []
+        for call, o in outcomes:
             if call.structured:
-                total, raw_items = parsed
+                total, raw_items = o.parsed
                 items += [
                     ItemScore(
                         item_id=str(i.get("item_id", "")),
@@ -238,29 +233,32 @@ class Judge:
                     )
                     for i in raw_items
                 ]
-                items.append(ItemScore(item_id=call.label or "total", score=total, max_score=call.max_score))
             else:
-                methods.append(parsed.method)
-                items.append(
-                    ItemScore(
-                        item_id=call.label or "total",
-                        score=parsed.score,
-                        max_score=call.max_score,
-                        analysis="",
-                    )
-                )
-        score = money(sum(i.score for i in items if i.max_score > 0))
-        return Judgment(
-            **base,
-            status="ok",
-            score=score,
-            items=items,
-            usage=usage,
-            cost_usd=None if unpriced else cost,
-            judge_text="\n\n".join(texts),
-            attempts=attempts,
-            parse_method=",".join(methods) or None,
-        )
+                total = o.parsed.score
+            parts.append(total)
+            items.append(ItemScore(item_id=call.label or "total", score=total, max_score=call.max_score))
+        methods = ",".join(o.parsed.method for c, o in outcomes if not c.structured) or None
+        return Judgment(**fields, status="ok", score=money(sum(parts)), items=items, parse_method=methods)
+
+
+class Outcome(NamedTuple):
+    status: str
+    content: str
+    usage: Usage
+    cost_usd: float | None
+    attempts: int
+    error: str | None
+    parsed: Any
+
+
+def _priced(cost: float | None, usage: Usage) -> float | None:
+    """A call that billed no tokens cost nothing, priced or not."""
+    return 0.0 if cost is None and usage.prompt_tokens == 0 and usage.completion_tokens == 0 else cost
+
+
+def _total(costs: list[float | None]) -> float | None:
+    """Unknown as soon as one billed call had no price: an understated total would mislead."""
+    return None if any(c is None for c in costs) else sum(costs)
 
 
 def summarise(judgments: Iterable[Judgment]) -> Summary:
