@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -84,8 +85,12 @@ def child_env(args: argparse.Namespace, out: Path) -> dict[str, str]:
     return env
 
 
-def newest_results(out: Path) -> Path | None:
-    files = sorted((out / "results").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
+def newest_results(out: Path, since: float) -> Path | None:
+    """This run's results JSON: an older run's, left in the same folder, must not stand in for it."""
+    files = sorted(
+        (p for p in (out / "results").rglob("results_*.json") if p.stat().st_mtime >= since),
+        key=lambda p: p.stat().st_mtime,
+    )
     return files[-1] if files else None
 
 
@@ -108,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
+    started = time.time()
     ensure_offline_safe()
     cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
     config = out / "model_config.yaml"
@@ -123,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(cache_dir, ignore_errors=True)
 
     judgments = read_judgments(out / JUDGMENTS_FILE)
-    results = newest_results(out)
+    results = newest_results(out, started)
     if proc.returncode != 0 or results is None or not judgments:
         print(
             f"oab-bench run: error: lighteval exited {proc.returncode}; no results or judgments in {out}",

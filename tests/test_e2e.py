@@ -292,3 +292,17 @@ def test_candidate_server_dying_mid_run(stub, built_rows, built_dataset, tmp_pat
     assert figures["exams_complete"] == 3 - len(hit)  # an exam with an empty answer gets no figure
     if not figures["exams_complete"]:
         assert math.isnan(figures["exam_score"]) and math.isnan(figures["pass_rate"])
+
+
+def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub, tmp_path):
+    server = stub()
+    old = tmp_path / "run" / "results" / "openai" / "cand-old" / "results_2020-01-01T00-00-00.json"
+    old.parent.mkdir(parents=True)
+    old.write_text("{}")
+    os.utime(old, (0, 0))
+    out, proc = run_bench(
+        "openai/cand-old", server.url, server.url, tmp_path / "no-such-dataset", tmp_path, *FAST_RETRIES
+    )
+    assert proc.returncode != 0
+    assert "oab-bench run: error: lighteval exited" in proc.stderr
+    assert not (out / "oab_bench_summary.json").exists()
