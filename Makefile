@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[dev]"
-	$(BIN)/python -m scripts.lighteval_offline
+	$(BIN)/python -m judge.lighteval_compat
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -38,22 +38,18 @@ the same conversation, after the model has answered A.
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 import os
-from pathlib import Path
 
-import litellm
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
-from lighteval.tasks.prompt_manager import PromptManager
-from lighteval.tasks.registry import Registry
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from dataset_builder.ids import AREAS
-from dataset_builder.schema import QuestionRow
+from dataset_builder.schema import QuestionRow, dataset_source, points_pt
+from judge import lighteval_compat
 from judge.aggregate import QuestionResult, task_figures
 from judge.lighteval_judge import judge_responses, settings_from_env
 
@@ -64,27 +60,17 @@ DEFAULT_DATASET = "oab-bench/oab-bench"
 EDITIONS = range(39, 45)
 SYSTEM_KEY = "oab_system_prompt"
 
-# lighteval passes caching=True on every litellm call; a hit then crashes inside litellm and
-# the run quietly returns empty answers. No litellm cache, ever (lighteval sets one at import).
-litellm.cache = None
-
 
 def dataset_path() -> str:
     """A local folder must be absolute for lighteval (a relative path is taken for a Hub id)."""
-    value = os.environ.get("OAB_BENCH_DATASET", DEFAULT_DATASET)
-    path = Path(value).expanduser()
-    return str(path.resolve()) if path.exists() else value
-
-
-def _pt(x: float) -> str:
-    return f"{x:.2f}".replace(".", ",")
+    return dataset_source(os.environ.get("OAB_BENCH_DATASET", DEFAULT_DATASET))
 
 
 def candidate_prompt(row: QuestionRow) -> str:
     """The answer sheet: statement, then each item with its value; all answers in one reply."""
     if row.kind == "peca":
-        return f"{row.statement}\n\n(Valor: {_pt(row.max_score)})\n\nRedija a peça completa em uma única resposta."
-    items = "\n\n".join(f"{i.label}) {i.prompt} (Valor: {_pt(i.max_score)})" for i in row.items)
+        return f"{row.statement}\n\n(Valor: {points_pt(row.max_score)})\n\nRedija a peça completa em uma única resposta."
+    items = "\n\n".join(f"{i.label}) {i.prompt} (Valor: {points_pt(i.max_score)})" for i in row.items)
     labels = ", ".join(i.label for i in row.items)
     return (
         f"{row.statement}\n\n{items}\n\n"
@@ -110,51 +96,7 @@ def oab_prompt(line: dict, task_name: str = "") -> Doc:
     )
 
 
-# --- lighteval wiring ------------------------------------------------------------------------
-
-
-def _install_system_prompt_from_doc() -> None:
-    """Make the exam's rules a real system message with every backend and the plain CLI.
-
-    lighteval 0.13 has no per-document system message (a Doc's `instruction` is pasted into
-    the user message). Its PromptManager builds every chat prompt (API and local models);
-    for documents carrying SYSTEM_KEY we give it that system prompt. A system prompt set in
-    the model config comes first, joined with ours.
-    """
-    original = PromptManager._prepare_chat_template
-    if getattr(original, "_oab_bench", False):
-        return
-
-    def prepare(self, doc: Doc, tokenize: bool = True):
-        exam_rules = (doc.specific or {}).get(SYSTEM_KEY)
-        if exam_rules is None:
-            return original(self, doc, tokenize)
-        manager = copy.copy(self)  # no shared state: prompts may be built from several threads
-        manager.system_prompt = f"{self.system_prompt}\n\n{exam_rules}" if self.system_prompt else exam_rules
-        return original(manager, doc, tokenize)
-
-    prepare._oab_bench = True
-    PromptManager._prepare_chat_template = prepare
-
-
-def _run_only_the_named_task() -> None:
-    """`oab_bench` is a task and a prefix: lighteval would expand it to every `oab_bench:*`
-    task too and generate each answer three times. An exact task name means that task."""
-    original = Registry._expand_task_definition
-    if getattr(original, "_oab_bench", False):
-        return
-
-    def expand(self, task_definition: str):
-        if task_definition == TASK:
-            return [TASK]
-        return original(self, task_definition)
-
-    expand._oab_bench = True
-    Registry._expand_task_definition = expand
-
-
-_install_system_prompt_from_doc()
-_run_only_the_named_task()
+lighteval_compat.install(task=TASK, system_key=SYSTEM_KEY)
 
 
 class OabJudge(SampleLevelComputation):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -17,6 +18,18 @@ PASS_MARK = 6.0
 def money(x: float) -> float:
     """Scores are hundredths of a point; round away float noise before comparing or summing."""
     return round(float(x) + 0.0, 2)
+
+
+def points_pt(x: float) -> str:
+    """A score as the exam writes it: 0,65."""
+    return f"{x:.2f}".replace(".", ",")
+
+
+def dataset_source(value: str) -> str:
+    """A dataset argument as `datasets`/lighteval need it: an existing folder becomes absolute
+    (they take a relative path for a Hub id); anything else is a Hub id."""
+    path = Path(value).expanduser()
+    return str(path.resolve()) if path.exists() else value
 
 
 class Item(BaseModel):

@@ -59,15 +59,25 @@ def _field_of(error: ValidationError) -> tuple[str, str]:
     return ".".join(str(p) for p in first["loc"]) or "<row>", first["msg"]
 
 
-def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
-    """Yield (line number, row); raise SourceError at the first bad line."""
+def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, JSON object) of a JSONL file; raise SourceError naming the first bad line.
+
+    Lines are split on newline bytes only (str.splitlines() would also split on U+2028 inside strings)
+    and decoded one by one, so a non-UTF-8 byte is reported with its line.
+    """
     name = label or str(path)
     try:
-        handle = path.open(encoding="utf-8")
+        handle = Path(path).open("rb")  # noqa: SIM115 (closed by the `with` below)
     except FileNotFoundError:
         raise SourceError("file not found", file=name) from None
+    except IsADirectoryError:
+        raise SourceError("is a folder, not a JSONL file", file=name) from None
     with handle:
-        for lineno, text in enumerate(handle, start=1):
+        for lineno, raw_line in enumerate(handle, start=1):
+            try:
+                text = raw_line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise SourceError(f"not UTF-8 (byte {e.start + 1})", file=name, line=lineno) from None
             if not text.strip():
                 continue
             try:
@@ -78,8 +88,15 @@ def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Itera
                 ) from None
             if not isinstance(raw, dict):
                 raise SourceError("expected a JSON object", file=name, line=lineno)
-            try:
-                yield lineno, model.model_validate(raw)
-            except ValidationError as e:
-                field, msg = _field_of(e)
-                raise SourceError(msg, file=name, line=lineno, field=field) from None
+            yield lineno, raw
+
+
+def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
+    """Yield (line number, typed row); raise SourceError at the first bad line."""
+    name = label or str(path)
+    for lineno, raw in read_objects(path, label=name):
+        try:
+            yield lineno, model.model_validate(raw)
+        except ValidationError as e:
+            field, msg = _field_of(e)
+            raise SourceError(msg, file=name, line=lineno, field=field) from None

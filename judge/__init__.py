@@ -1,7 +1,7 @@
 """Rubric-constrained grading of OAB answers through litellm.
 
 Flow: answers.py (what was written) -> prompts.py / upstream.py (what the judge sees)
--> schema.py (what it may answer) -> client.py (one call, retried) -> scoring.py (code adds
+-> reply_schema.py (what it may answer) -> client.py (one call, retried) -> scoring.py (code adds
 the scores) -> runner.py (many calls: cache, concurrency, progress) -> aggregate.py.
 """
 

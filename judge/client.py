@@ -25,7 +25,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from .models import JudgeSettings, Usage
+from .records import Usage
+from .settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
@@ -98,15 +99,15 @@ def _usage(resp: Any) -> Usage:
 
 def cost(settings: JudgeSettings, usage: Usage, resp: Any) -> float | None:
     """Dollars: explicit prices when given, else what litellm's cost map gave this response; None when unknown."""
-    if settings.input_price is not None or settings.output_price is not None:
+    if settings.price_input is not None or settings.price_output is not None:
         cached_price = (
-            settings.cached_input_price if settings.cached_input_price is not None else settings.input_price
+            settings.price_cached_input if settings.price_cached_input is not None else settings.price_input
         )
         fresh = usage.prompt_tokens - usage.cached_tokens
         return (
-            fresh * (settings.input_price or 0.0)
+            fresh * (settings.price_input or 0.0)
             + usage.cached_tokens * (cached_price or 0.0)
-            + usage.completion_tokens * (settings.output_price or 0.0)
+            + usage.completion_tokens * (settings.price_output or 0.0)
         ) / 1e6
     # litellm already priced the response while handling it; pricing it again costs ~1 ms of CPU per call
     value = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import fnmatch
-from pathlib import Path
 
-from dataset_builder.schema import QuestionRow
+from dataset_builder.schema import QuestionRow, dataset_source
 
 
 def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:
     """`dataset` is a local folder (any path) or a Hub id; `questions` are glob patterns on question/exam ids."""
     import datasets
 
-    path = Path(dataset).expanduser()
-    source = (
-        str(path.resolve()) if path.exists() else dataset
-    )  # lighteval/datasets take a relative path for a Hub id
-    ds = datasets.load_dataset(source, split="test")
+    ds = datasets.load_dataset(dataset_source(dataset), split="test")
     rows = [QuestionRow.model_validate(r) for r in ds]
     if questions:
         rows = [

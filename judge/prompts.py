@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from dataset_builder.schema import QuestionRow
+from dataset_builder.schema import QuestionRow, points_pt
 
-from .models import Mode
-from .schema import gradable
+from .records import Mode
+from .reply_schema import gradable
 
 PROMPT_VERSION = "oab-pt-v1"
 OPEN_TAG = "<resposta_do_candidato>"
@@ -45,19 +45,15 @@ def system_prompt(mode: Mode) -> str:
     return _COMMON.format(open=OPEN_TAG, close=CLOSE_TAG) + (_STRUCTURED if mode == "structured" else _LEGACY)
 
 
-def _pt(x: float) -> str:
-    return f"{x:.2f}".replace(".", ",")
-
-
 def question_block(row: QuestionRow) -> str:
     parts = [
-        f"# Questão ({'peça prático-profissional' if row.kind == 'peca' else 'questão discursiva'}, valor {_pt(row.max_score)})",
+        f"# Questão ({'peça prático-profissional' if row.kind == 'peca' else 'questão discursiva'}, valor {points_pt(row.max_score)})",
         "",
         row.statement,
     ]
     for item in row.items:
         if item.label:
-            parts += ["", f"{item.label}) {item.prompt} (valor {_pt(item.max_score)})"]
+            parts += ["", f"{item.label}) {item.prompt} (valor {points_pt(item.max_score)})"]
         elif item.prompt:
             parts += ["", item.prompt]
     return "\n".join(parts)
@@ -78,7 +74,7 @@ def rubric_block(row: QuestionRow, mode: Mode) -> str:
         if r.section != section and r.section:
             parts.append(f"{r.section}:")
         section = r.section
-        allowed = " | ".join(_pt(s) for s in r.allowed_scores)
+        allowed = " | ".join(points_pt(s) for s in r.allowed_scores)
         parts.append(f"- [{r.item_id}] ({where}) {r.description} Valores permitidos: {allowed}.")
     annulled = [r for r in row.rubric if r.annulled]
     if annulled:
@@ -86,7 +82,7 @@ def rubric_block(row: QuestionRow, mode: Mode) -> str:
         parts += ["", f"Itens anulados pela banca (não avalie; a pontuação é atribuída a todos): {ids}."]
     total = sum(r.max_score for r in gradable(row))
     if mode == "legacy":
-        parts += ["", f"A nota total desta correção vai de 0,00 a {_pt(total)}."]
+        parts += ["", f"A nota total desta correção vai de 0,00 a {points_pt(total)}."]
     return "\n".join(parts)
 
 

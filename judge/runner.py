@@ -9,7 +9,6 @@ import logging
 from collections import Counter
 from collections.abc import Iterable
 from functools import cached_property
-from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from tqdm import tqdm
@@ -19,19 +18,13 @@ from dataset_builder.schema import QuestionRow, money
 from .answers import Answer, strip_reasoning
 from .client import call_judge
 from .legacy import parse_legacy_score_detailed
-from .models import ItemScore, JudgeSettings, Judgment, Usage
 from .prompts import PROMPT_VERSION, build_messages
-from .schema import GradingError, response_format, schema_hash, validate_grading
+from .records import Judgment, Outcome, Usage, priced, total_cost
+from .reply_schema import GradingError, response_format, schema_hash, validate_grading
 from .scoring import annulled_items, question_score
+from .settings import JudgeSettings
 from .store import JudgmentStore, cache_key
-from .upstream import (
-    UpstreamCall,
-    load_upstream_prompts,
-    parse_upstream_v2,
-    prompt_version,
-    upstream_calls,
-    upstream_v2_format,
-)
+from .upstream import grade_upstream, load_upstream_prompts, prompt_version
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +57,6 @@ class Judge:
         self.upstream = None
         self._per_row: dict[tuple[str, int], tuple[str, dict, str]] = {}
         if settings.prompt != "oab":
-            if not settings.upstream_prompts:
-                raise ValueError(
-                    f"--prompt {settings.prompt} needs --upstream-prompts FILE (upstream's judge_prompts.jsonl)"
-                )
             self.upstream = load_upstream_prompts(settings.upstream_prompts)
 
     @cached_property
@@ -78,12 +67,7 @@ class Judge:
 
     @property
     def mode(self) -> str:
-        s = self.settings
-        if s.prompt == "upstream-v1":
-            return "legacy"
-        if s.prompt == "upstream-v2":
-            return "structured"
-        return s.mode
+        return self.settings.mode  # settings made it follow an upstream prompt
 
     def _row_facts(self, row: QuestionRow) -> tuple[str, dict | None, str]:
         """(content hash, response format, schema id) of a row, computed once per row."""
@@ -138,7 +122,7 @@ class Judge:
         if cached is not None:
             return cached.model_copy(update={"model": answer.model, "cached": True})
         if self.upstream is not None:
-            judgment = await self._grade_upstream(row, turns, base)
+            judgment = await grade_upstream(self._call, row, turns, self.settings.prompt, self.upstream, base)
         else:
             judgment = await self._grade_ours(row, text, base)
         await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
@@ -151,7 +135,7 @@ class Judge:
         for _ in range(self.settings.parse_attempts):
             result = await call_judge(self.settings, messages, fmt)
             usage, attempts = usage + result.usage, attempts + result.attempts
-            costs.append(_priced(result.cost_usd, result.usage))
+            costs.append(priced(result.cost_usd, result.usage))
             status, content, error = result.status, result.content, result.error
             if status == "ok":
                 try:
@@ -161,7 +145,7 @@ class Judge:
                     status, error = "parse_error", str(e)[:500]
             elif status != "parse_error":
                 break  # api errors were already retried; truncation and refusals would repeat
-        return Outcome(status, content, usage, _total(costs), attempts, error, parsed)
+        return Outcome(status, content, usage, total_cost(costs), attempts, error, parsed)
 
     async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
         structured = self.mode == "structured"
@@ -189,76 +173,6 @@ class Judge:
             return Judgment(**fields, status="ok", score=question_score(items), items=items)
         score = money(o.parsed.score + sum(i.score for i in annulled))
         return Judgment(**fields, status="ok", score=score, items=annulled, parse_method=o.parsed.method)
-
-    async def _grade_upstream(self, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
-        """Upstream's protocol: one call per turn (v1) or per question (v2); the score is the sum of the parts."""
-        calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)
-        outcomes: list[tuple[UpstreamCall, Outcome]] = []
-        for call in calls:
-
-            def parse(content: str, call=call):
-                if call.structured:
-                    return parse_upstream_v2(content)
-                found = parse_legacy_score_detailed(content)
-                if found is None:
-                    raise GradingError("no score found (upstream would record -1)")
-                return found
-
-            o = await self._call(call.messages, upstream_v2_format() if call.structured else None, parse)
-            outcomes.append((call, o))
-            if o.status != "ok":
-                break
-        texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]
-        fields = dict(
-            base,
-            usage=sum((o.usage for _, o in outcomes), Usage()),
-            cost_usd=_total([o.cost_usd for _, o in outcomes]),
-            judge_text="\n\n".join(texts),
-            attempts=sum(o.attempts for _, o in outcomes),
-        )
-        call, last = outcomes[-1]
-        if last.status != "ok":
-            return Judgment(**fields, status=last.status, error=f"{call.label or 'question'}: {last.error}")
-        items: list[ItemScore] = []
-        parts: list[float] = []
-        for call, o in outcomes:
-            if call.structured:
-                total, raw_items = o.parsed
-                items += [
-                    ItemScore(
-                        item_id=str(i.get("item_id", "")),
-                        score=float(i["score"]),
-                        max_score=0.0,
-                        analysis=str(i.get("analysis", "")),
-                    )
-                    for i in raw_items
-                ]
-            else:
-                total = o.parsed.score
-            parts.append(total)
-            items.append(ItemScore(item_id=call.label or "total", score=total, max_score=call.max_score))
-        methods = ",".join(o.parsed.method for c, o in outcomes if not c.structured) or None
-        return Judgment(**fields, status="ok", score=money(sum(parts)), items=items, parse_method=methods)
-
-
-class Outcome(NamedTuple):
-    status: str
-    content: str
-    usage: Usage
-    cost_usd: float | None
-    attempts: int
-    error: str | None
-    parsed: Any
-
-
-def _priced(cost: float | None, usage: Usage) -> float | None:
-    """A call that billed no tokens cost nothing, priced or not."""
-    return 0.0 if cost is None and usage.prompt_tokens == 0 and usage.completion_tokens == 0 else cost
-
-
-def _total(costs: list[float | None]) -> float | None:
-    """Unknown as soon as one billed call had no price: an understated total would mislead."""
-    return None if any(c is None for c in costs) else sum(costs)
 
 
 def summarise(judgments: Iterable[Judgment]) -> Summary:
@@ -320,25 +234,4 @@ def run_judge_all(
 
 
 def dump_jsonl(judgments: Iterable[Judgment]) -> str:
-    keep = {
-        "question_id",
-        "exam_id",
-        "model",
-        "judge_model",
-        "prompt_version",
-        "mode",
-        "status",
-        "score",
-        "max_score",
-        "items",
-        "usage",
-        "cost_usd",
-        "judge_text",
-        "error",
-        "attempts",
-        "parse_method",
-        "cached",
-    }
-    return "".join(
-        json.dumps(j.model_dump(mode="json", include=keep), ensure_ascii=False) + "\n" for j in judgments
-    )
+    return "".join(json.dumps(j.record(), ensure_ascii=False) + "\n" for j in judgments)

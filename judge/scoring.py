@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataset_builder.schema import QuestionRow, money
 
-from .models import ItemScore
+from .records import ItemScore
 
 
 def annulled_items(row: QuestionRow) -> list[ItemScore]:

@@ -14,7 +14,7 @@ import logging
 import os
 from pathlib import Path
 
-from .models import Judgment
+from .records import Judgment
 
 logger = logging.getLogger(__name__)
 STORE_FILE = "judgments.jsonl"

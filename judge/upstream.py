@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from dataset_builder.errors import SourceError
-from dataset_builder.schema import QuestionRow
+from dataset_builder.schema import QuestionRow, money
+from dataset_builder.source import read_objects
+
+from .legacy import parse_legacy_score_detailed
+from .records import ItemScore, Judgment, Outcome, Usage, total_cost
+from .reply_schema import GradingError
+
+CallJudge = Callable[[list[dict], dict | None, Callable[[str], object]], Awaitable[Outcome]]
 
 V1_SINGLE, V1_MULTI, V2 = "single-oab-v1", "single-oab-v1-multi-turn", "single-oab-v2"
 
@@ -61,14 +69,7 @@ class UpstreamCall(NamedTuple):
 
 def load_upstream_prompts(path: str | Path) -> dict[str, dict]:
     prompts = {}
-    # split on "\n" only: str.splitlines() also splits on U+2028 and friends inside JSON strings
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SourceError(f"invalid JSON ({e.msg})", file=str(path), line=lineno) from None
+    for lineno, entry in read_objects(Path(path)):
         for key in ("name", "system_prompt", "prompt_template"):
             if key not in entry:
                 raise SourceError("missing", file=str(path), line=lineno, field=key)
@@ -105,17 +106,8 @@ def upstream_calls(
     if version == "upstream-v1" or row.kind == "peca":
         if len(answer_turns) != len(up.turns):
             raise ValueError(f"{row.question_id}: {version} grades each turn and needs one answer per turn")
-        if version == "upstream-v2":  # the peça, structured
-            p = prompts[V2]
-            user = _fill(
-                p["prompt_template"],
-                question=first,
-                ref_answer_1=refs[0],
-                answer=answer_turns[0],
-                value=up.values[0],
-            )
-            return [UpstreamCall("", _messages(p, user), up.values[0], True)]
-        p1 = prompts[V1_SINGLE]
+        structured = version == "upstream-v2"  # the peça, structured
+        p1 = prompts[V2 if structured else V1_SINGLE]
         user1 = _fill(
             p1["prompt_template"],
             question=first,
@@ -123,7 +115,8 @@ def upstream_calls(
             answer=answer_turns[0],
             value=up.values[0],
         )
-        calls = [UpstreamCall("" if row.kind == "peca" else "A", _messages(p1, user1), up.values[0], False)]
+        label = "" if row.kind == "peca" else "A"
+        calls = [UpstreamCall(label, _messages(p1, user1), up.values[0], structured)]
         if row.kind == "questao":
             p2 = prompts[V1_MULTI]
             user2 = _fill(
@@ -167,3 +160,59 @@ def parse_upstream_v2(content: str) -> tuple[float, list[dict]]:
     items = data["items"]
     scores = [float(i["score"]) for i in items]
     return round(sum(scores), 4), items
+
+
+async def grade_upstream(
+    call: CallJudge, row: QuestionRow, turns: list[str], version: str, prompts: dict[str, dict], base: dict
+) -> Judgment:
+    """Upstream's protocol: one call per turn (v1) or per question (v2); the score is the sum of the parts.
+
+    `call(messages, response_format, parse)` is the runner's call-until-it-parses.
+    """
+    calls = upstream_calls(row, turns, version, prompts)
+    outcomes: list[tuple[UpstreamCall, Outcome]] = []
+    for c in calls:
+
+        def parse(content: str, c=c):
+            if c.structured:
+                return parse_upstream_v2(content)
+            found = parse_legacy_score_detailed(content)
+            if found is None:
+                raise GradingError("no score found (upstream would record -1)")
+            return found
+
+        o = await call(c.messages, upstream_v2_format() if c.structured else None, parse)
+        outcomes.append((c, o))
+        if o.status != "ok":
+            break
+    texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]
+    fields = dict(
+        base,
+        usage=sum((o.usage for _, o in outcomes), Usage()),
+        cost_usd=total_cost([o.cost_usd for _, o in outcomes]),
+        judge_text="\n\n".join(texts),
+        attempts=sum(o.attempts for _, o in outcomes),
+    )
+    c, last = outcomes[-1]
+    if last.status != "ok":
+        return Judgment(**fields, status=last.status, error=f"{c.label or 'question'}: {last.error}")
+    items: list[ItemScore] = []
+    parts: list[float] = []
+    for c, o in outcomes:
+        if c.structured:
+            total, raw_items = o.parsed
+            items += [
+                ItemScore(
+                    item_id=str(i.get("item_id", "")),
+                    score=float(i["score"]),
+                    max_score=0.0,
+                    analysis=str(i.get("analysis", "")),
+                )
+                for i in raw_items
+            ]
+        else:
+            total = o.parsed.score
+        parts.append(total)
+        items.append(ItemScore(item_id=c.label or "total", score=total, max_score=c.max_score))
+    methods = ",".join(o.parsed.method for c, o in outcomes if not c.structured) or None
+    return Judgment(**fields, status="ok", score=money(sum(parts)), items=items, parse_method=methods)

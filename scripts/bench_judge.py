@@ -56,8 +56,8 @@ def main() -> None:
     os.environ.setdefault("OAB_JUDGE_API_KEY", "sk-bench")
     from dataset_builder.build import build_rows
     from judge.answers import Answer
-    from judge.models import JudgeSettings
     from judge.runner import Judge, run_judge_all
+    from judge.settings import JudgeSettings
     from judge.store import JudgmentStore
 
     rows, _ = build_rows(Path(args.source))

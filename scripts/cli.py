@@ -33,7 +33,7 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from judge.cli import run_judge_command
+    from judge.command import run_judge_command
 
     return run_judge_command(args)
 
@@ -45,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace):
-    from judge.results_io import load_records
+    from judge.report.inputs import load_records
 
     max_scores, expected = {}, None
     if args.dataset:
@@ -58,16 +58,17 @@ def _records(args: argparse.Namespace):
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from judge import leaderboard as lb
+    from judge.report import render
+    from judge.report import tables as lb
 
     records, expected = _records(args)
     tables, notes = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
     if args.format == "markdown":
-        text = lb.render_markdown(tables, notes, by=args.by)
+        text = render.render_markdown(tables, notes, by=args.by)
     elif args.format == "csv":
-        text = lb.render_csv(tables)
+        text = render.render_csv(tables)
     else:
-        text = lb.render_json(tables, notes)
+        text = render.render_json(tables, notes)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
@@ -77,21 +78,22 @@ def _leaderboard(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     if args.plot:
-        from judge.plot import plot_tables
+        from judge.report.plot import plot_tables
 
         print(f"wrote {plot_tables(tables, Path(args.plot))}", file=sys.stderr)
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from judge import leaderboard as lb
+    from judge.report import render
+    from judge.report import tables as lb
 
     records, expected = _records(args)
     tables, _ = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
     comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
     if not comparisons:
         raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")
-    sys.stdout.write(lb.render_comparisons(comparisons))
+    sys.stdout.write(render.render_comparisons(comparisons))
     return 0
 
 
@@ -105,6 +107,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from judge import settings as judge_settings
+
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -127,27 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--answers", required=True, nargs="+", help="FastChat answer files (.jsonl) or lighteval details"
     )
-    p.add_argument("--judge-model", required=True, help="litellm model name, e.g. openai/gpt-5.2")
-    p.add_argument("--api-base", help="OpenAI-compatible base URL (a local vLLM server, a proxy...)")
-    p.add_argument("--concurrency", type=int, default=16)
-    p.add_argument("--mode", choices=["structured", "legacy"], default="structured")
-    p.add_argument("--prompt", choices=["oab", "upstream-v1", "upstream-v2"], default="oab")
-    p.add_argument("--upstream-prompts", help="upstream's judge_prompts.jsonl (with --prompt upstream-*)")
     p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
     p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
     p.add_argument("--output", required=True, help="judgments JSONL to write")
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
-    p.add_argument("--max-tokens", type=int, default=16000)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--reasoning-effort", help="e.g. high (GPT-5.2, upstream's recommended judge)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per judge call")
-    p.add_argument("--max-attempts", type=int, default=6, help="API attempts per call (429/5xx/timeouts)")
-    p.add_argument(
-        "--price-input", type=float, help="USD per 1M prompt tokens (overrides litellm's cost map)"
-    )
-    p.add_argument("--price-cached-input", type=float, help="USD per 1M cached prompt tokens")
-    p.add_argument("--price-output", type=float, help="USD per 1M completion tokens")
     p.add_argument("--no-progress", action="store_true")
+    judge_settings.add_arguments(p)
     p.set_defaults(func=_judge)
 
     from scripts.run import add_arguments

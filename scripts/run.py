@@ -21,12 +21,16 @@ from pathlib import Path
 
 import yaml
 
+from dataset_builder.schema import dataset_source
+from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
-
-from .lighteval_offline import ensure_offline_safe
+from judge.lighteval_compat import ensure_offline_safe
+from judge.settings import JudgeSettings, settings_env, settings_from
+from judge.settings import add_arguments as add_judge_arguments
 
 JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "oab_bench_summary.json"
+DEFAULT_JUDGE = "openai/gpt-5.2"
 
 
 def task_file() -> str:
@@ -56,30 +60,28 @@ def model_config(args: argparse.Namespace, cache_dir: Path) -> dict:
     return {"model_parameters": params}  # never an api_key: lighteval copies it into the results JSON
 
 
+def judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """Flags over OAB_JUDGE_* over defaults; the judge defaults to upstream's recommended GPT-5.2."""
+    return settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
+
+
 def child_env(args: argparse.Namespace, out: Path) -> dict[str, str]:
     env = dict(os.environ)
-    dataset = Path(args.dataset).expanduser()
-    if dataset.exists():
-        env["OAB_BENCH_DATASET"] = str(dataset.resolve())
+    env["OAB_BENCH_DATASET"] = dataset_source(args.dataset)
+    if Path(env["OAB_BENCH_DATASET"]).is_absolute():  # a local folder: nothing to fetch
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
-    else:
-        env["OAB_BENCH_DATASET"] = args.dataset
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     env["OAB_BENCH_GENERATION_SIZE"] = str(args.max_new_tokens)
     env["OAB_CANDIDATE_MODEL"] = args.model
     env["OAB_JUDGE_OUTPUT"] = str(out / JUDGMENTS_FILE)
-    env["OAB_JUDGE_MODEL"] = args.judge_model
-    for flag, var in (
-        ("judge_api_base", "OAB_JUDGE_API_BASE"),
-        ("judge_mode", "OAB_JUDGE_MODE"),
-        ("judge_concurrency", "OAB_JUDGE_CONCURRENCY"),
-        ("judge_cache", "OAB_JUDGE_CACHE"),
-        ("judge_reasoning_effort", "OAB_JUDGE_REASONING_EFFORT"),
-    ):
-        value = getattr(args, flag)
-        if value is not None:
-            env[var] = str(value)
+    for var, value in settings_env(judge_settings(args)).items():
+        if value is None:
+            env.pop(var, None)
+        else:
+            env[var] = value
+    if args.judge_cache is not None:
+        env["OAB_JUDGE_CACHE"] = args.judge_cache
     if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
         env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
     return env
@@ -97,19 +99,21 @@ def newest_results(out: Path, since: float) -> Path | None:
 def read_judgments(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return [r for _, r in read_objects(path)]
 
 
 def leaderboard(out: Path) -> str:
     """The run's row, as `oab-bench leaderboard` prints it (with its 95% interval)."""
-    from judge.leaderboard import build_tables, render_markdown
-    from judge.results_io import load_records
+    from judge.report.inputs import load_records
+    from judge.report.render import render_markdown
+    from judge.report.tables import build_tables
 
     tables, notes = build_tables(load_records(out / JUDGMENTS_FILE))
     return render_markdown(tables, notes)
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = judge_settings(args)  # a bad setting fails here, before any generation
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
@@ -146,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     summary = {
         "model": args.model,
-        "judge_model": args.judge_model,
+        "judge_model": settings.judge_model,
         "results": str(results),
         "figures": figures,
         "empty_answers": empty,
@@ -186,12 +190,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tasks", default="oab_bench", help="comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."
     )
     p.add_argument("--output-dir", required=True)
-    p.add_argument("--judge-model", default=os.environ.get("OAB_JUDGE_MODEL", "openai/gpt-5.2"))
-    p.add_argument("--judge-api-base", default=os.environ.get("OAB_JUDGE_API_BASE"))
-    p.add_argument("--judge-mode", choices=["structured", "legacy"])
-    p.add_argument("--judge-concurrency", type=int)
     p.add_argument("--judge-cache", help="judgment cache folder, or 'off'")
-    p.add_argument("--judge-reasoning-effort", help="e.g. high for openai/gpt-5.2")
     p.add_argument("--concurrency", type=int, default=10, help="candidate requests at a time")
     p.add_argument(
         "--temperature",
@@ -212,3 +211,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidate-retries", type=int, default=8)
     p.add_argument("--candidate-retry-sleep", type=float, default=1.0)
     p.add_argument("--candidate-timeout", type=float, default=900.0, help="seconds per candidate call")
+    add_judge_arguments(p, prefix="judge-")

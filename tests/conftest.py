@@ -75,3 +75,12 @@ def stub():
     yield start
     for s in servers:
         s.stop()
+
+
+def oab(*args, env: dict | None = None, cwd: Path = REPO, timeout: float = 900):
+    """`oab-bench ARGS...` in a child process, output captured as text."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "scripts.cli", *map(str, args)]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -13,7 +13,7 @@ import yaml
 from dataset_builder.errata import DEFAULT_ERRATA, load_errata
 from dataset_builder.schema import QuestionRow, money
 from tests import synthetic as syn
-from tests.conftest import REPO
+from tests.conftest import REPO, oab
 
 
 def test_all_105_questions_build_into_21_exams_of_10(built_rows):
@@ -64,23 +64,7 @@ def test_errata_lists_every_correction_with_its_reason(built_rows):
 def test_the_build_without_errata_fails_naming_each_problem(upstream_v1, tmp_path):
     empty = tmp_path / "none.yaml"
     empty.write_text("[]\n")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scripts.cli",
-            "build",
-            "--source",
-            str(upstream_v1),
-            "--output",
-            str(tmp_path / "out"),
-            "--errata",
-            str(empty),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    proc = oab("build", "--source", upstream_v1, "--output", tmp_path / "out", "--errata", empty)
     assert proc.returncode == 2
     err = proc.stderr
     assert "39_direito_penal_questao_1, item A: score table totals 0.65 but the item is worth 0.60" in err
@@ -137,23 +121,7 @@ def test_cli_bad_input_is_one_line_nonzero_and_writes_nothing(tmp_path):
     text[1] = text[1][:40]
     (src / "question.jsonl").write_text("\n".join(text) + "\n")
     out = tmp_path / "ds"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scripts.cli",
-            "build",
-            "--source",
-            str(src),
-            "--output",
-            str(out),
-            "--errata",
-            str(src / "errata.yaml"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    proc = oab("build", "--source", src, "--output", out, "--errata", src / "errata.yaml")
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("oab-bench build: error: question.jsonl:2: invalid JSON (")

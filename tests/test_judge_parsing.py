@@ -11,7 +11,7 @@ from judge import parse_legacy_score
 from judge.answers import Answer, load_fastchat_answers, strip_reasoning
 from judge.legacy import parse_legacy_score_detailed
 from judge.prompts import CLOSE_TAG, OPEN_TAG, build_messages
-from judge.schema import GradingError, grading_schema, validate_grading
+from judge.reply_schema import GradingError, grading_schema, validate_grading
 
 
 def made_up_row(annulled: bool = False) -> QuestionRow:

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from judge.answers import Answer
-from judge.models import JudgeSettings
 from judge.runner import Judge, run_judge_all
+from judge.settings import JudgeSettings
 from judge.store import JudgmentStore
 from tests.conftest import REPO, SECRET
 from tests.test_judge_parsing import made_up_row
@@ -331,7 +331,7 @@ def test_cli_missing_answers_are_no_answer_judgments(stub, judge_key, tmp_path, 
 
 def test_prices_override_the_cost_map(stub, judge_key):
     server = stub()
-    j = grade(server, input_price=1.0, cached_input_price=0.5, output_price=2.0)
+    j = grade(server, price_input=1.0, price_cached_input=0.5, price_output=2.0)
     u = j.usage
     expected = (
         (u.prompt_tokens - u.cached_tokens) * 1.0 + u.cached_tokens * 0.5 + u.completion_tokens * 2.0

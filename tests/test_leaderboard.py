@@ -11,8 +11,9 @@ from collections import defaultdict
 import pytest
 
 from dataset_builder.errors import SourceError
-from judge import leaderboard as lb
-from judge.results_io import load_records
+from judge.report import render
+from judge.report import tables as lb
+from judge.report.inputs import load_records
 from tests.conftest import REPO
 
 J1, J2 = "openai/gpt-5.2", "anthropic/claude-judge"
@@ -133,25 +134,17 @@ def test_compare_by_hand(made_up):
 
 def test_renderings(made_up, tmp_path):
     tables, notes = tables_of(made_up)
-    md = lb.render_markdown(tables, notes, by="area")
+    md = render.render_markdown(tables, notes, by="area")
     assert "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |" in md
     assert "| model-b * | 7.00 | 100% (2/2) | Direito Civil (7.00) |" in md
     assert "| gpt-4o * † | 10.00 | 100% (1/1) |" in md
     assert "| Model | Direito Civil | Direito Penal |" in md
-    data = json.loads(lb.render_json(tables, notes))
-    assert set(lb.JSON_KEYS) <= set(data["rows"][0]) and data["notes"] == notes
-    header = lb.render_csv(tables).splitlines()[0].split(",")
-    assert header[:9] == [
-        "model",
-        "judge",
-        "exams",
-        "passed",
-        "mean_exam_score",
-        "ci_low",
-        "ci_high",
-        "coverage",
-        "best_area",
-    ]
+    data = json.loads(render.render_json(tables, notes))
+    assert set(render.JSON_KEYS) <= set(data["rows"][0]) and data["notes"] == notes
+    header = render.render_csv(tables).splitlines()[0].split(",")
+    assert (
+        ",".join(header[:9]) == "model,judge,exams,passed,mean_exam_score,ci_low,ci_high,coverage,best_area"
+    )
     assert "area_civil" in header and "edition_91" in header
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from dataset_builder.ids import AREAS
 from dataset_builder.schema import PASS_MARK
 
-from .leaderboard import Table
+from .tables import Table
 
 
 def _short(area: str) -> str:

@@ -9,7 +9,6 @@ judgment of its question, a missing turn leaves the question unjudged.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
 from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, money
+from dataset_builder.source import read_objects
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
 UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
@@ -53,48 +53,38 @@ def _judge_label(model: str, prompt: str | None) -> str:
     return f"{model} [{prompt}]" if prompt else model
 
 
-def unjudged(question_id: str, judge: str, model: str = "") -> Record:
-    """A question expected but judged by nobody: it counts against coverage."""
-    exam, area, edition, max_score = _ids(question_id)
+def _record(question_id: str, max_score: float | None = None, **fields) -> Record:
+    """A record whose exam, area and edition come from its question id."""
+    exam, area, edition, default_max = _ids(question_id)
     return Record(
-        judge=judge,
-        model=model,
         question_id=question_id,
-        exam_id=exam,
+        exam_id=fields.pop("exam_id", exam),
         area=area,
         edition=edition,
-        status="missing",
-        score=None,
-        max_score=max_score,
-        source="",
+        max_score=default_max if max_score is None else max_score,
+        **fields,
     )
 
 
+def unjudged(question_id: str, judge: str, model: str = "") -> Record:
+    """A question expected but judged by nobody: it counts against coverage."""
+    return _record(question_id, judge=judge, model=model, status="missing", score=None, source="")
+
+
 def _jsonl(path: Path) -> list[tuple[int, dict]]:
-    out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append((lineno, json.loads(line)))
-        except json.JSONDecodeError as e:
-            raise SourceError(f"invalid JSON ({e.msg})", file=str(path), line=lineno) from None
-    return out
+    return list(read_objects(path))
 
 
 def _judged(v: dict, model: str, source: str) -> Record:
     """A record from one of our judgment dicts (a judgments file line or a details metric value)."""
-    _, area, edition, _ = _ids(v["question_id"])
-    return Record(
+    return _record(
+        v["question_id"],
+        v["max_score"],
         judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
         model=model,
-        question_id=v["question_id"],
         exam_id=v["exam_id"],
-        area=area,
-        edition=edition,
         status=v["status"],
         score=v["score"] if v["status"] == "ok" else None,
-        max_score=v["max_score"],
         source=source,
     )
 
@@ -123,7 +113,6 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
         prompts[key].add((prompt or "").removesuffix("-multi-turn"))
     out = []
     for (judge_model, model, qid), by_turn in sorted(turns.items()):
-        exam, area, edition, default_max = _ids(qid)
         n_turns = 1 if "peca" in qid else 2
         scores = [by_turn.get(t) for t in range(1, n_turns + 1)]
         if any(s is None for s in scores):
@@ -134,16 +123,13 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
             status, score = "ok", money(sum(scores))
         prompt = ",".join(sorted(p for p in prompts[(judge_model, model, qid)] if p)) or None
         out.append(
-            Record(
+            _record(
+                qid,
+                max_scores.get(qid),
                 judge=_judge_label(judge_model, prompt),
                 model=model,
-                question_id=qid,
-                exam_id=exam,
-                area=area,
-                edition=edition,
                 status=status,
                 score=score,
-                max_score=max_scores.get(qid, default_max),
                 source=str(path),
             )
         )
@@ -153,7 +139,7 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
 def _from_lighteval(path: Path) -> list[Record]:
     import pandas as pd
 
-    from .details import details_files, model_of
+    from ..details import details_files, model_of
 
     out = []
     for file in details_files(path):

@@ -10,28 +10,9 @@ from pathlib import Path
 
 from .answers import Answer, load_answers
 from .dataset import load_rows
-from .models import JudgeSettings
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
+from .settings import settings_from
 from .store import JudgmentStore, default_cache_dir
-
-
-def settings_from_args(args: argparse.Namespace) -> JudgeSettings:
-    return JudgeSettings(
-        judge_model=args.judge_model,
-        api_base=args.api_base,
-        mode=args.mode,
-        prompt=args.prompt,
-        upstream_prompts=args.upstream_prompts,
-        concurrency=args.concurrency,
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        reasoning_effort=args.reasoning_effort,
-        timeout=args.timeout,
-        max_attempts=args.max_attempts,
-        input_price=args.price_input,
-        cached_input_price=args.price_cached_input,
-        output_price=args.price_output,
-    )
 
 
 def pair_answers(rows, answers: list[Answer]):
@@ -61,7 +42,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def run_judge_command(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
+    settings = settings_from(args, os.environ)
     rows = load_rows(args.dataset, questions=args.questions)
     if not rows:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")

@@ -13,7 +13,7 @@ import json
 
 from dataset_builder.schema import QuestionRow, RubricItem
 
-from .models import ItemScore
+from .records import ItemScore
 
 SCHEMA_NAME = "correcao_oab"
 

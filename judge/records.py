@@ -1,0 +1,95 @@
+"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here).
+
+The settings that go in live in settings.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from .settings import Mode
+
+# One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
+# but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns.
+Status = Literal[
+    "ok", "parse_error", "api_error", "truncated", "refused", "no_answer", "missing", "missing_turn"
+]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
+
+
+class ItemScore(BaseModel):
+    item_id: str
+    score: float
+    max_score: float
+    analysis: str = ""
+
+
+class Judgment(BaseModel):
+    """One (model, question) graded. Only status `ok` carries a score."""
+
+    question_id: str
+    exam_id: str
+    model: str
+    judge_model: str
+    prompt_version: str
+    mode: Mode
+    status: Status
+    score: float | None = None
+    max_score: float
+    items: list[ItemScore] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    judge_text: str = ""
+    error: str | None = None
+    attempts: int = 0
+    parse_method: str | None = None  # legacy mode: how the score was found
+    cache_key: str = ""
+    cached: bool = False
+
+    def record(self) -> dict:
+        """A line of a judgments file (`oab-bench judge`, `oab-bench run`)."""
+        return self.model_dump(mode="json", include=RECORD_FIELDS)
+
+    def sample(self) -> dict:
+        """What lighteval keeps per question (details) and aggregates (corpus figures)."""
+        out = self.model_dump(mode="json", include=SAMPLE_FIELDS)
+        if self.cached:
+            out["cost_usd"] = None  # paid by an earlier run
+        return out
+
+
+RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key"}
+SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
+
+
+class Outcome(NamedTuple):
+    """One judge call, retried until its reply parsed (or gave up)."""
+
+    status: str
+    content: str
+    usage: Usage
+    cost_usd: float | None
+    attempts: int
+    error: str | None
+    parsed: Any
+
+
+def priced(cost: float | None, usage: Usage) -> float | None:
+    """A call that billed no tokens cost nothing, priced or not."""
+    return 0.0 if cost is None and usage.prompt_tokens == 0 and usage.completion_tokens == 0 else cost
+
+
+def total_cost(costs: list[float | None]) -> float | None:
+    """Unknown as soon as one billed call had no price: an understated total would mislead."""
+    return None if any(c is None for c in costs) else sum(costs)

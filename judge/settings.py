@@ -1,0 +1,180 @@
+"""The judge's settings, defined once: `oab-bench judge`, `oab-bench run` and the lighteval task
+all take their flags and OAB_JUDGE_* variables from these fields, so they cannot drift.
+
+Naming: field `max_tokens` is `--max-tokens` for `judge`, `--judge-max-tokens` for `run`, and
+OAB_JUDGE_MAX_TOKENS in the environment; `judge_model` is `--judge-model` and OAB_JUDGE_MODEL.
+Flags win over the environment, the environment over the defaults. The API key is never a
+setting: it stays in the environment (OAB_JUDGE_API_KEY or the provider's variable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Mode = Literal["structured", "legacy"]
+PromptName = Literal["oab", "upstream-v1", "upstream-v2"]
+ENV_PREFIX = "OAB_JUDGE_"
+NONE_WORDS = {"none", "null"}  # `--temperature none`: send no temperature (models that reject it)
+NULL = object()  # what "none" converts to, so an explicit none is told apart from an unset flag
+
+
+class JudgeSettings(BaseModel):
+    """Everything that shapes a judge call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judge_model: str = Field(description="litellm model name, e.g. openai/gpt-5.2")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL (local vLLM server, proxy...)")
+    mode: Mode = Field(
+        "structured", description="structured: JSON scores per rubric item; legacy: a [[nota]] total"
+    )
+    prompt: PromptName = Field("oab", description="oab (ours) or upstream-v1/v2 (parity with upstream)")
+    upstream_prompts: str | None = Field(None, description="upstream's judge_prompts.jsonl (upstream-*)")
+    concurrency: int = Field(16, ge=1, description="judge calls at a time")
+    max_tokens: int = Field(16000, ge=1, description="judge reply budget (reasoning included)")
+    temperature: float | None = Field(0.0, description="judge temperature ('none' to send none)")
+    reasoning_effort: str | None = Field(None, description="e.g. high (GPT-5.2, upstream's judge)")
+    timeout: float = Field(600.0, gt=0, description="seconds per judge call")
+    max_attempts: int = Field(6, ge=1, description="API attempts per call (429/5xx/timeouts)")
+    parse_attempts: int = Field(2, ge=1, description="whole calls per judgment when the reply is invalid")
+    backoff_initial: float = Field(1.0, ge=0, description="first retry wait, seconds")
+    backoff_max: float = Field(60.0, ge=0, description="longest retry wait, seconds")
+    price_input: float | None = Field(None, description="USD per 1M prompt tokens (overrides litellm)")
+    price_cached_input: float | None = Field(None, description="USD per 1M cached prompt tokens")
+    price_output: float | None = Field(None, description="USD per 1M completion tokens")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_follows_prompt(cls, data):
+        """upstream-v1 grades in legacy mode and upstream-v2 in structured: a contrary --mode is an error."""
+        if not isinstance(data, dict):
+            return data
+        implied = {"upstream-v1": "legacy", "upstream-v2": "structured"}.get(data.get("prompt") or "oab")
+        if implied is None:
+            return data
+        if data.get("mode") not in (None, implied):
+            raise ValueError(
+                f"prompt {data['prompt']} grades in {implied} mode; mode {data['mode']} conflicts with it"
+            )
+        if not data.get("upstream_prompts"):
+            raise ValueError(
+                f"prompt {data['prompt']} needs upstream_prompts (--upstream-prompts / "
+                f"{ENV_PREFIX}UPSTREAM_PROMPTS): upstream's judge_prompts.jsonl"
+            )
+        return {**data, "mode": implied}
+
+    def sampling(self) -> dict:
+        """The settings that change what the judge writes: part of the cache key."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "reasoning_effort": self.reasoning_effort,
+        }
+
+
+def env_var(field: str) -> str:
+    return f"{ENV_PREFIX}MODEL" if field == "judge_model" else ENV_PREFIX + field.upper()
+
+
+def flag(field: str, prefix: str = "") -> str:
+    return "--judge-model" if field == "judge_model" else f"--{prefix}{field.replace('_', '-')}"
+
+
+def _dest(field: str, prefix: str) -> str:
+    return flag(field, prefix)[2:].replace("-", "_")
+
+
+def _base_type(annotation) -> tuple[type, tuple[str, ...] | None]:
+    """(python type, choices) of a field: `int | None` -> int; a Literal -> str with its values."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    if typing.get_origin(annotation) is Literal:
+        return str, typing.get_args(annotation)
+    return annotation, None
+
+
+def _converter(field: str):
+    kind, _ = _base_type(JudgeSettings.model_fields[field].annotation)
+    nullable = not JudgeSettings.model_fields[field].is_required() and type(None) in typing.get_args(
+        JudgeSettings.model_fields[field].annotation
+    )
+
+    def convert(text: str):
+        if nullable and text.strip().lower() in NONE_WORDS:
+            return NULL
+        return kind(text) if kind in (int, float) else text
+
+    convert.__name__ = kind.__name__  # argparse names the type in its error message
+    return convert
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "", required_model: bool = False) -> None:
+    """One flag per setting; unset flags stay None so the environment and the defaults can apply."""
+    group = parser.add_argument_group("judge settings (also OAB_JUDGE_* variables)")
+    for name, info in JudgeSettings.model_fields.items():
+        _, choices = _base_type(info.annotation)
+        default = "" if info.is_required() else f" (default {info.default})"
+        group.add_argument(
+            flag(name, prefix),
+            dest=_dest(name, prefix),
+            type=_converter(name),
+            choices=choices,
+            required=required_model and name == "judge_model",
+            help=f"{info.description}{default}; env {env_var(name)}",
+        )
+
+
+def values_from_env(env: Mapping[str, str]) -> dict:
+    """The OAB_JUDGE_* settings present in `env`, converted; a bad value names its variable."""
+    values = {}
+    for name in JudgeSettings.model_fields:
+        raw = env.get(env_var(name))
+        if raw is None or raw == "":
+            continue
+        try:
+            values[name] = _converter(name)(raw)
+        except ValueError as e:
+            raise ValueError(f"{env_var(name)}={raw!r}: {e}") from None
+    return values
+
+
+def settings_from(
+    args: argparse.Namespace | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    prefix: str = "",
+    defaults: Mapping | None = None,
+) -> JudgeSettings:
+    """Defaults, then the environment, then the flags."""
+    values = dict(defaults or {})
+    values.update(values_from_env(env or {}))
+    if args is not None:
+        for name in JudgeSettings.model_fields:
+            got = getattr(args, _dest(name, prefix), None)
+            if got is not None:
+                values[name] = got
+    values = {k: None if v is NULL else v for k, v in values.items()}
+    if not values.get("judge_model"):
+        raise ValueError(f"no judge model: pass --judge-model or set {env_var('judge_model')}")
+    return JudgeSettings(**values)
+
+
+def settings_env(settings: JudgeSettings) -> dict[str, str | None]:
+    """The variables that carry `settings` to a child process (None: unset it there)."""
+    out: dict[str, str | None] = {}
+    for name in JudgeSettings.model_fields:
+        value = getattr(settings, name)
+        default = JudgeSettings.model_fields[name].default
+        out[env_var(name)] = "none" if value is None and default is not None else _text(value)
+    return out
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)

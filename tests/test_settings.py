@@ -1,0 +1,91 @@
+"""Judge settings are defined once: every field is a flag of `judge` and `run` and an OAB_JUDGE_* variable."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from judge import lighteval_compat
+from judge.settings import JudgeSettings, env_var, flag, settings_env, settings_from
+from scripts.cli import build_parser
+from scripts.run import child_env, judge_settings
+
+
+def parse(*argv: str):
+    return build_parser().parse_args(list(argv))
+
+
+JUDGE_BASE = ("judge", "--dataset", "d", "--answers", "a.jsonl", "--output", "o.jsonl")
+RUN_BASE = ("run", "--model", "openai/m", "--output-dir", "out")
+
+
+@pytest.mark.parametrize("field", list(JudgeSettings.model_fields))
+def test_every_setting_is_a_flag_of_both_commands_and_a_variable(field):
+    judge_help = build_parser()._subparsers._group_actions[0].choices["judge"].format_help()
+    run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    assert flag(field) in judge_help
+    assert flag(field, "judge-") in run_help
+    assert env_var(field) in judge_help
+
+
+def test_flags_over_environment_over_defaults():
+    env = {
+        "OAB_JUDGE_MODEL": "openai/from-env",
+        "OAB_JUDGE_MAX_TOKENS": "900",
+        "OAB_JUDGE_PRICE_INPUT": "1.5",
+    }
+    s = settings_from(parse(*JUDGE_BASE, "--max-tokens", "700"), env)
+    assert (s.judge_model, s.max_tokens, s.price_input, s.timeout) == ("openai/from-env", 700, 1.5, 600.0)
+    r = judge_settings(parse(*RUN_BASE, "--judge-timeout", "30", "--judge-prompt", "oab"))
+    assert r.timeout == 30.0 and r.judge_model == "openai/gpt-5.2"
+
+
+def test_run_hands_every_setting_to_the_task(monkeypatch, tmp_path):
+    monkeypatch.setenv("OAB_JUDGE_PRICE_OUTPUT", "9")  # stale value in the parent: the flag wins
+    args = parse(
+        *RUN_BASE,
+        "--dataset",
+        str(tmp_path),
+        "--judge-model",
+        "openai/j",
+        "--judge-max-tokens",
+        "1234",
+        "--judge-price-output",
+        "2.5",
+        "--judge-temperature",
+        "none",
+    )
+    env = child_env(args, tmp_path)
+    from judge.lighteval_judge import settings_from_env
+
+    monkeypatch.setattr("os.environ", env)
+    got = settings_from_env()
+    assert got == judge_settings(args)
+    assert (got.max_tokens, got.price_output, got.temperature) == (1234, 2.5, None)
+    assert settings_env(got)["OAB_JUDGE_API_BASE"] is None
+
+
+def test_conflicting_mode_and_prompt_are_rejected():
+    with pytest.raises(ValueError, match="grades in legacy mode; mode structured conflicts"):
+        JudgeSettings(judge_model="j", prompt="upstream-v1", mode="structured", upstream_prompts="p.jsonl")
+    assert JudgeSettings(judge_model="j", prompt="upstream-v1", upstream_prompts="p.jsonl").mode == "legacy"
+    with pytest.raises(ValueError, match="needs upstream_prompts"):
+        JudgeSettings(judge_model="j", prompt="upstream-v2")
+
+
+def test_bad_environment_value_names_the_variable():
+    with pytest.raises(ValueError, match="OAB_JUDGE_CONCURRENCY='many'"):
+        settings_from(None, {"OAB_JUDGE_MODEL": "j", "OAB_JUDGE_CONCURRENCY": "many"})
+    with pytest.raises(ValueError, match="no judge model"):
+        settings_from(None, {})
+
+
+def test_compat_warns_on_another_lighteval(monkeypatch):
+    monkeypatch.setattr(lighteval_compat.importlib.metadata, "version", lambda _: "0.14.0")
+    with pytest.warns(UserWarning, match="tested with 0.13.0, found 0.14.0"):
+        lighteval_compat.check_version()
+    monkeypatch.setattr(lighteval_compat.importlib.metadata, "version", lambda _: "0.13.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lighteval_compat.check_version()
