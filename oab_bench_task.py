@@ -78,6 +78,14 @@ def candidate_prompt(row: QuestionRow) -> str:
     )
 
 
+def candidate_messages(row: QuestionRow) -> list[dict]:
+    """What the candidate receives (the system message is added by our lighteval patch)."""
+    return [
+        {"role": "system", "content": row.system_prompt},
+        {"role": "user", "content": candidate_prompt(row)},
+    ]
+
+
 @functools.cache
 def _check_judge_configured() -> None:
     settings_from_env()  # fail while loading the task, not after every answer was generated

@@ -57,6 +57,8 @@ def _read_questions(source: Path) -> dict[str, tuple[int, SourceQuestion]]:
                 field="category",
             )
         questions[q.question_id] = (lineno, q)
+    if not questions:
+        raise SourceError("no questions (empty file)", file=QUESTIONS_FILE, line=1)
     return questions
 
 
@@ -250,6 +252,11 @@ def _sort_key(row: QuestionRow) -> tuple:
 def build_rows(source: Path, errata_path: Path = DEFAULT_ERRATA) -> tuple[list[QuestionRow], BuildReport]:
     """Read and check everything; raise SourceError (bad input) or BuildError (numbers don't add up)."""
     errata = load_errata(errata_path)
+    if not Path(source).is_dir():
+        what = "does not exist" if not Path(source).exists() else "is a file"
+        raise SourceError(
+            f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(source)
+        )
     questions = _read_questions(source)
     refs = _read_references(source, questions)
     report = BuildReport()

@@ -36,13 +36,9 @@ def card_metadata(rows: list[QuestionRow]) -> dict:
         "tags": ["legal", "brazilian-bar-exam", "oab", "llm-as-a-judge", "rubric"],
         "size_categories": [_size_category(len(rows))],
         "source_datasets": ["maritaca-ai/oab-bench"],
-        "configs": [
-            {
-                "config_name": "default",
-                "default": True,
-                "data_files": [{"split": "test", "path": "data/test-*.parquet"}],
-            }
-        ],
+        # No `configs:` block: `data/test-*.parquet` is found by name (the Hub's convention too).
+        # With one, `datasets` 5.2 caches a local folder by its name alone, and a rebuilt folder,
+        # or another one of the same name, loads the old rows without a word.
     }
 
 

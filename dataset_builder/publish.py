@@ -15,6 +15,14 @@ from .card import render_card
 from .schema import QuestionRow
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
+MARKER = ".oab-bench-build"  # says a folder is ours, so --overwrite may replace it
+
+
+def is_our_build(folder: Path) -> bool:
+    """Written by `oab-bench build` (marker; or, before markers, our parquet and card)."""
+    return folder.is_dir() and (
+        (folder / MARKER).is_file() or ((folder / DATA_FILE).is_file() and (folder / "README.md").is_file())
+    )
 
 
 def write_dataset(
@@ -25,26 +33,46 @@ def write_dataset(
     A failure at any point leaves `output` as it was.
     """
     output = output.resolve()
-    if output.exists() and not overwrite:
-        raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    if output.is_file():
+        raise FileExistsError(f"{output} is a file, not a dataset folder")
+    if output.exists():
+        if not overwrite:
+            raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
+        if not is_our_build(output):
+            raise FileExistsError(
+                f"{output} is not a folder written by `oab-bench build` (no {MARKER}): refusing to replace it"
+            )
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    except OSError as e:
+        raise OSError(f"cannot write {output}: {e.strerror or e}") from None
     try:
         (tmp / "data").mkdir()
         table = pa.Table.from_pylist([r.model_dump(mode="json") for r in rows])
         pq.write_table(table, tmp / DATA_FILE)
         (tmp / "README.md").write_text(render_card(rows, report), encoding="utf-8")
-        if output.exists():
-            old = output.with_name(f".{output.name}.old-{os.getpid()}")
-            output.rename(old)
-            tmp.rename(output)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(output)
+        (tmp / MARKER).write_text("written by `oab-bench build`; --overwrite may replace this folder\n")
+        _swap_in(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return output
+
+
+def _swap_in(new: Path, output: Path) -> None:
+    """Put `new` at `output`; an old folder is moved aside first and restored if the swap fails."""
+    if not output.exists():
+        new.rename(output)
+        return
+    old = output.with_name(f".{output.name}.old-{os.getpid()}")
+    output.rename(old)
+    try:
+        new.rename(output)
+    except BaseException:
+        old.rename(output)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision: str | None = None) -> str:

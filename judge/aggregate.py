@@ -25,6 +25,7 @@ class QuestionResult(BaseModel):
     score: float | None
     max_score: float
     cost_usd: float | None = None
+    cached: bool = False  # judged by an earlier run: costs nothing now
 
     @property
     def ok(self) -> bool:
@@ -57,8 +58,14 @@ def exam_totals(results: Iterable[QuestionResult]) -> dict[str, ExamTotal]:
     return out
 
 
+def run_cost(results: list[QuestionResult]) -> float:
+    """Dollars spent on judging in this run; NaN (unknown) as soon as one billed call had no price."""
+    costs = [0.0 if r.cached else r.cost_usd for r in results]
+    return math.nan if any(c is None for c in costs) else sum(costs)
+
+
 def task_figures(results: list[QuestionResult]) -> dict[str, float]:
-    """The corpus figures of the lighteval task. NaN where there is nothing to average."""
+    """The corpus figures of the lighteval task. NaN where there is nothing to average, or unknown."""
     exams = exam_totals(results)
     totals = [e.total for e in exams.values() if e.complete]
     ok = [r for r in results if r.ok]
@@ -68,7 +75,7 @@ def task_figures(results: list[QuestionResult]) -> dict[str, float]:
         "pass_rate": sum(t >= PASS_MARK for t in totals) / len(totals) if totals else nan,
         "question_score_pct": 100 * sum(r.score / r.max_score for r in ok) / len(ok) if ok else nan,
         "coverage": len(ok) / len(results) if results else nan,
-        "cost_usd": sum(r.cost_usd or 0.0 for r in results),
+        "cost_usd": run_cost(results),
         "exams_complete": float(len(totals)),
         "exams_passed": float(sum(t >= PASS_MARK for t in totals)),
     }

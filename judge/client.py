@@ -9,6 +9,7 @@ litellm and nowhere else.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from typing import Any, NamedTuple
@@ -26,6 +27,7 @@ from tenacity import (
 )
 
 from .records import Usage
+from .redact import redact
 from .settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
@@ -61,6 +63,64 @@ def api_key() -> str | None:
     return os.environ.get(API_KEY_ENV) or None
 
 
+@functools.cache
+def _provider_key_missing(model: str) -> bool:
+    return not litellm.validate_environment(model).get("keys_in_environment", False)
+
+
+def call_key(settings: JudgeSettings) -> str | None:
+    """OAB_JUDGE_API_KEY, else litellm reads the provider's variable; a local server with neither
+    gets a dummy key (vLLM and most local servers take any)."""
+    key = api_key()
+    if key:
+        return key
+    if settings.api_base and _provider_key_missing(settings.judge_model):
+        return "EMPTY"
+    return None
+
+
+def missing_credentials(exc: BaseException) -> bool:
+    """litellm reports a missing key as a 500 ("Missing credentials"): it is permanent, not transient."""
+    text = str(exc)
+    return "Missing credentials" in text or "api_key client option must be set" in text
+
+
+def connection_failed(exc: BaseException) -> bool:
+    """Nothing answered (refused, reset, DNS): litellm reports it as a 500 "Connection error"."""
+    return isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
+
+
+def transient(exc: BaseException) -> bool:
+    return isinstance(exc, _TRANSIENT) and not missing_credentials(exc)
+
+
+class Breaker:
+    """Stops calling a judge server that is clearly down: after `limit` connection failures in a
+    row, across all calls, every call fails at once instead of retrying (state shared by a run)."""
+
+    def __init__(self, limit: int = 8):
+        self.limit = limit
+        self.failures = 0
+        self.last = ""
+
+    @property
+    def open(self) -> bool:
+        return self.failures >= self.limit
+
+    def record(self, exc: BaseException | None) -> None:
+        if exc is None:
+            self.failures = 0
+        elif connection_failed(exc):
+            self.failures += 1
+            self.last = _describe(exc)
+
+    def why(self) -> str:
+        return (
+            f"judge server unreachable: {self.failures} connection failures in a row "
+            f"(last: {self.last}); not called again in this run"
+        )
+
+
 def retry_after(exc: BaseException) -> float | None:
     """Seconds from a Retry-After header carried by a litellm/openai exception, if any."""
     headers = getattr(exc, "litellm_response_headers", None)
@@ -77,10 +137,11 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def _describe(exc: BaseException) -> str:
-    """An error message for records; scrubbed of the key just in case a provider echoes it."""
-    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
-    key = api_key()
-    return text.replace(key, "***") if key else text
+    """An error message for records; scrubbed of every key, since providers may echo one."""
+    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if missing_credentials(exc):
+        text += f" (set {API_KEY_ENV} or the provider's key variable, or give an api_base)"
+    return redact(text)[:500]
 
 
 def _usage(resp: Any) -> Usage:
@@ -130,7 +191,10 @@ def _wait(settings: JudgeSettings):
 
 
 async def call_judge(
-    settings: JudgeSettings, messages: list[dict], response_format: dict | None
+    settings: JudgeSettings,
+    messages: list[dict],
+    response_format: dict | None,
+    breaker: Breaker | None = None,
 ) -> CallResult:
     kwargs: dict[str, Any] = {
         "model": settings.judge_model,
@@ -143,7 +207,7 @@ async def call_judge(
     }
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
-    key = api_key()
+    key = call_key(settings)
     if key:
         kwargs["api_key"] = key
     if settings.temperature is not None:
@@ -153,21 +217,28 @@ async def call_judge(
     if response_format is not None:
         kwargs["response_format"] = response_format
 
+    breaker = breaker or Breaker()
     attempts = 0
     try:
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(settings.max_attempts),
             wait=_wait(settings),
-            retry=retry_if_exception(lambda e: isinstance(e, _TRANSIENT)),
+            retry=retry_if_exception(lambda e: transient(e) and not breaker.open),
             reraise=True,
         ):
             with attempt:
                 attempts += 1
-                resp = await litellm.acompletion(**kwargs)
+                try:
+                    resp = await litellm.acompletion(**kwargs)
+                except Exception as e:
+                    breaker.record(e)
+                    raise
+                breaker.record(None)
     except litellm.ContentPolicyViolationError as e:
         return CallResult("refused", "", Usage(), None, _describe(e), attempts)
     except Exception as e:
-        return CallResult("api_error", "", Usage(), None, _describe(e), attempts)
+        error = breaker.why() if breaker.open else _describe(e)
+        return CallResult("api_error", "", Usage(), None, error, attempts)
 
     usage = _usage(resp)
     price = cost(settings, usage, resp)

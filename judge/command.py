@@ -46,7 +46,12 @@ def run_judge_command(args: argparse.Namespace) -> int:
     rows = load_rows(args.dataset, questions=args.questions)
     if not rows:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")
-    answers = [a for path in args.answers for a in load_answers(Path(path))]
+    answers = []
+    for path in args.answers:
+        got = load_answers(Path(path))
+        if not got:
+            raise ValueError(f"{path}: no answers in it (empty file?)")
+        answers += got
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")

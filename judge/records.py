@@ -12,9 +12,18 @@ from pydantic import BaseModel, Field
 from .settings import Mode
 
 # One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
-# but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns.
+# but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
+# "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports).
 Status = Literal[
-    "ok", "parse_error", "api_error", "truncated", "refused", "no_answer", "missing", "missing_turn"
+    "ok",
+    "parse_error",
+    "api_error",
+    "truncated",
+    "refused",
+    "no_answer",
+    "missing",
+    "missing_turn",
+    "mismatch",
 ]
 
 
@@ -65,7 +74,7 @@ class Judgment(BaseModel):
         """What lighteval keeps per question (details) and aggregates (corpus figures)."""
         out = self.model_dump(mode="json", include=SAMPLE_FIELDS)
         if self.cached:
-            out["cost_usd"] = None  # paid by an earlier run
+            out["cost_usd"] = 0.0  # paid by an earlier run
         return out
 
 

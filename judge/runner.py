@@ -16,7 +16,7 @@ from tqdm import tqdm
 from dataset_builder.schema import QuestionRow, money
 
 from .answers import Answer, strip_reasoning
-from .client import call_judge
+from .client import Breaker, call_judge
 from .legacy import parse_legacy_score_detailed
 from .prompts import PROMPT_VERSION, build_messages
 from .records import Judgment, Outcome, Usage, priced, total_cost
@@ -24,6 +24,7 @@ from .reply_schema import GradingError, response_format, schema_hash, validate_g
 from .scoring import annulled_items, question_score
 from .settings import JudgeSettings
 from .store import JudgmentStore, cache_key
+from .trust import problem
 from .upstream import grade_upstream, load_upstream_prompts, prompt_version
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class Judge:
         self.settings = settings
         self.store = store if store is not None else JudgmentStore(None)
         self.upstream = None
+        self.breaker = Breaker()
         self._per_row: dict[tuple[str, int], tuple[str, dict, str]] = {}
         if settings.prompt != "oab":
             self.upstream = load_upstream_prompts(settings.upstream_prompts)
@@ -107,7 +109,7 @@ class Judge:
 
     def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
-        return Judgment(**self._base(row, model, key), status="no_answer", error=why)
+        return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
 
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         turns = [strip_reasoning(t) for t in answer.turns]
@@ -118,22 +120,42 @@ class Judge:
             return self.unanswered(
                 row, answer.model, "empty answer (nothing left after removing reasoning blocks)", key
             )
-        cached = self.store.get(key)
-        if cached is not None:
-            return cached.model_copy(update={"model": answer.model, "cached": True})
-        if self.upstream is not None:
-            judgment = await grade_upstream(self._call, row, turns, self.settings.prompt, self.upstream, base)
-        else:
-            judgment = await self._grade_ours(row, text, base)
-        await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
+        async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
+            cached = self._trusted(self.store.get(key), row)
+            if cached is not None:
+                return cached.model_copy(update={"model": answer.model, "cached": True})
+            if self.breaker.open:
+                return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
+            if self.upstream is not None:
+                judgment = await grade_upstream(
+                    self._call, row, turns, self.settings.prompt, self.upstream, base
+                )
+            else:
+                judgment = await self._grade_ours(row, text, base)
+            await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
         return judgment
+
+    def _trusted(self, cached: Judgment | None, row: QuestionRow) -> Judgment | None:
+        """A cache hit whose numbers are possible for this row; an impossible one is judged again."""
+        if cached is None:
+            return None
+        bad = problem(cached.record(), row)
+        if bad is None:
+            return cached
+        logger.warning(
+            "%s: cached judgment of %s ignored (%s: %s): judging it again",
+            self.store.path,
+            row.question_id,
+            *bad,
+        )
+        return None
 
     async def _call(self, messages: list[dict], fmt: dict | None, parse) -> Outcome:
         """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
         usage, costs, attempts = Usage(), [], 0
         status, content, error, parsed = "api_error", "", None, None
         for _ in range(self.settings.parse_attempts):
-            result = await call_judge(self.settings, messages, fmt)
+            result = await call_judge(self.settings, messages, fmt, self.breaker)
             usage, attempts = usage + result.usage, attempts + result.attempts
             costs.append(priced(result.cost_usd, result.usage))
             status, content, error = result.status, result.content, result.error

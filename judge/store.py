@@ -2,11 +2,18 @@
 
 One JSON line per `ok` judgment, written with a single append, flushed and fsynced under a
 file lock, so a run killed mid-way loses at most the judgment in flight; a torn last line
-is ignored on load. Failures are not stored: a rerun tries them again.
+is ignored on load, and so is any line that does not read (not UTF-8, not JSON), with a
+warning naming the file. Failures are not stored: a rerun tries them again.
+
+Processes sharing a store do not pay twice for one judgment: `claim(key)` holds a lock on
+that key (a byte-range lock in `judgments.lock`) while it is judged, and a process that
+waited for it reads the other's judgment instead of calling the judge.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -33,12 +40,16 @@ class JudgmentStore:
     def __init__(self, folder: Path | str | None, *, read: bool = True):
         self.path = Path(folder) / STORE_FILE if folder else None
         self._items: dict[str, Judgment] = {}
+        self._offset = 0  # bytes of the file read so far, and their lines
+        self._lines = 0
+        self._read = read
+        self._lock_fd: int | None = None
+        self._local: dict[str, asyncio.Lock] = {}
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists():
                 self._seal_torn_line()
-                if read:
-                    self._load()
+            self.refresh()
 
     def _seal_torn_line(self) -> None:
         """A run killed mid-write may leave a line without its newline: end it so appends start clean."""
@@ -48,26 +59,64 @@ class JudgmentStore:
             if f.tell() and (f.seek(-1, os.SEEK_END) or f.read(1) != b"\n"):
                 f.write(b"\n")
 
-    def _load(self) -> None:
-        assert self.path is not None
-        with self.path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    j = Judgment.model_validate_json(line)
-                except ValueError:
-                    logger.warning(
-                        "%s:%d: unreadable cache line skipped (interrupted write?)", self.path, lineno
-                    )
-                    continue
-                self._items[j.cache_key] = j
+    def refresh(self) -> None:
+        """Read what was appended since the last read (by this process or another)."""
+        if not self.path or not self._read or not self.path.exists():
+            return
+        if self.path.stat().st_size == self._offset:
+            return
+        with self.path.open("rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written by another process waits
+        for raw in data[:end].split(b"\n")[:-1]:
+            self._lines += 1
+            if raw.strip():
+                self._add(raw, self._lines)
+        self._offset += end
+
+    def _add(self, raw: bytes, lineno: int) -> None:
+        try:
+            j = Judgment.model_validate_json(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "not a judgment"
+            logger.warning("%s:%d: unreadable cache line skipped (%s)", self.path, lineno, why)
+            return
+        self._items[j.cache_key] = j
 
     def get(self, key: str) -> Judgment | None:
         return self._items.get(key)
 
     def __len__(self) -> int:
         return len(self._items)
+
+    @contextlib.asynccontextmanager
+    async def claim(self, key: str):
+        """Hold `key` while it is judged: other coroutines and processes sharing the store wait."""
+        lock = self._local.setdefault(key, asyncio.Lock())
+        async with lock:
+            if not self.path:
+                yield
+                return
+            start = int(key[:12], 16)
+            fd = self._lock_file()
+            while True:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, start)
+                    break
+                except OSError:
+                    await asyncio.sleep(0.2)
+            try:
+                self.refresh()  # another process may have judged it while we waited
+                yield
+            finally:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, start)
+
+    def _lock_file(self) -> int:
+        if self._lock_fd is None:
+            assert self.path is not None
+            self._lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        return self._lock_fd
 
     def put(self, judgment: Judgment) -> None:
         if judgment.status != "ok":

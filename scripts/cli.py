@@ -45,24 +45,34 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace):
-    from judge.report.inputs import load_records
+    """Records of every input, the expected question ids (with --dataset), and notes on skipped inputs."""
+    from judge.report.inputs import NoResults, load_records
 
-    max_scores, expected = {}, None
+    dataset, expected = {}, None
     if args.dataset:
         from judge.dataset import load_rows
 
-        rows = load_rows(args.dataset)
-        max_scores = {r.question_id: r.max_score for r in rows}
-        expected = set(max_scores)
-    return [r for path in args.inputs for r in load_records(Path(path), max_scores)], expected
+        dataset = {r.question_id: r for r in load_rows(args.dataset)}
+        expected = set(dataset)
+    records, skipped = [], []
+    for path in args.inputs:
+        try:
+            records += load_records(Path(path), dataset)
+        except NoResults as e:
+            skipped.append(f"skipped {e}")
+            print(f"oab-bench {args.command}: note: skipped {e}", file=sys.stderr)
+    if not records:
+        raise ValueError("no judged results in any input")
+    return records, expected, skipped
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from judge.report import render
     from judge.report import tables as lb
 
-    records, expected = _records(args)
+    records, expected, skipped = _records(args)
     tables, notes = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
+    notes += skipped
     if args.format == "markdown":
         text = render.render_markdown(tables, notes, by=args.by)
     elif args.format == "csv":
@@ -88,7 +98,7 @@ def _compare(args: argparse.Namespace) -> int:
     from judge.report import render
     from judge.report import tables as lb
 
-    records, expected = _records(args)
+    records, expected, _ = _records(args)
     tables, _ = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
     comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
     if not comparisons:
@@ -170,12 +180,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from dataset_builder.errors import BuildError, SourceError
+    from judge.redact import redact
+    from scripts.vllm_server import ServerError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (SourceError, BuildError, FileExistsError, FileNotFoundError, ValueError) as e:
-        for line in str(e).splitlines():
+    except (SourceError, BuildError, OSError, ValueError, ServerError) as e:
+        for line in redact(str(e)).splitlines():
             print(f"oab-bench {args.command}: error: {line}", file=sys.stderr)
         return 2
 

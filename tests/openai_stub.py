@@ -84,6 +84,8 @@ class StubServer:
         think: bool = False,
         legacy_score: str = "0,50",
         record: bool = True,
+        max_model_len: int | None = None,
+        served: tuple[str, ...] = ("candidate", "judge"),
     ):
         self.policy = policy
         self.latency = latency
@@ -91,6 +93,8 @@ class StubServer:
         self.think = think
         self.legacy_score = legacy_score
         self.record = record
+        self.max_model_len = max_model_len  # set: /v1/models reports it and /tokenize counts, like vLLM
+        self.served = served
         self.requests: list[dict] = []
         self.count = 0
         self.inflight = 0
@@ -113,6 +117,7 @@ class StubServer:
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
+        app.router.add_post("/tokenize", self.tokenize)
         return app
 
     async def _start(self, port: int) -> None:
@@ -183,7 +188,18 @@ class StubServer:
         return web.json_response({"ok": True})
 
     async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"data": [], "object": "list"})
+        if self.max_model_len is None:
+            return web.json_response({"data": [], "object": "list"})
+        cards = [{"id": name, "object": "model", "max_model_len": self.max_model_len} for name in self.served]
+        return web.json_response({"data": cards, "object": "list"})
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        """vLLM's /tokenize for chat messages; one token per 4 characters of the contents."""
+        if self.max_model_len is None:
+            raise web.HTTPNotFound()
+        body = await request.json()
+        count = sum(len(m["content"]) for m in body["messages"]) // 4 + 3 * len(body["messages"])
+        return web.json_response({"count": count, "max_model_len": self.max_model_len})
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         with self._lock:
@@ -215,6 +231,11 @@ class StubServer:
                 {"error": {"message": "rate limited", "type": "rate_limit_error"}},
                 status=429,
                 headers={"Retry-After": str(fault.get("retry_after", 1))},
+            )
+        if kind in ("401", "403"):  # like providers that quote the key they were given
+            message = f"Incorrect API key provided: {request.headers.get('Authorization', '')}"
+            return web.json_response(
+                {"error": {"message": message, "type": "invalid_request_error"}}, status=int(kind)
             )
         if kind in ("500", "400"):
             return web.json_response(

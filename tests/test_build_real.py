@@ -96,7 +96,7 @@ def test_card_yaml_parses_and_names_what_the_hub_needs(built_dataset):
     assert meta["language"] == ["pt"] and meta["language_bcp47"] == ["pt-BR"]
     assert meta["task_categories"] == ["text-generation"]
     assert meta["pretty_name"] == "OAB-Bench" and meta["size_categories"] == ["n<1K"]
-    assert meta["configs"][0]["data_files"][0] == {"split": "test", "path": "data/test-*.parquet"}
+    assert "configs" not in meta  # see card.py: it would make `datasets` cache the folder by name
     assert "2504.21202" in text and "@inproceedings" in text
     assert "41_direito_do_trabalho_questao_3" in text  # corrections are listed on the card
 

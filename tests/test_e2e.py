@@ -114,14 +114,19 @@ def check_candidate_requests(server, rows) -> None:
 
 def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     rows, _ = built_rows
-    server = stub(policy="alternate", think=True)
+    litellm_cache_before = (REPO / ".litellm_cache").exists()
+    server = stub(policy="alternate", think=True, max_model_len=1_000_000, served=("cand-e2e",))
     out, proc = run_bench("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "preflight: 15 prompts fit in the model's 1000000 tokens" in proc.stderr
+    assert (REPO / ".litellm_cache").exists() == litellm_cache_before  # lighteval ran in the output folder
+    summary = json.loads((out / "oab_bench_summary.json").read_text())
+    assert summary["figures"]["cost_usd"] is None  # the stub's models have no price: unknown, not 0.0
 
     got = results_json(out)["results"][f"{TASK}|0"]
     for key, value in expected_figures(rows).items():
         assert got[key] == pytest.approx(value), key
-    assert "cost_usd" in got
+    assert math.isnan(got["cost_usd"])
     check_candidate_requests(server, rows)
 
     judgments = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
@@ -257,6 +262,8 @@ def test_candidate_errors_fail_the_run_and_their_exams_get_no_figure(
     out, proc = run_bench("openai/cand-err", candidate.url, judge.url, built_dataset, tmp_path, *FAST_RETRIES)
     assert proc.returncode == 1
     assert f"1 empty answers (failed generations?): {victim.question_id}" in proc.stderr
+    assert f"{victim.question_id}: asked again, the server answered 500:" in proc.stderr
+    assert "injected 500" in proc.stderr  # the server's own words, which lighteval drops
     got = results_json(out)["results"][f"{TASK}|0"]
     assert got["coverage"] == pytest.approx(14 / 15) and got["exams_complete"] == 2.0
     others = [r for r in penal if r.exam_id != victim.exam_id]
@@ -306,3 +313,57 @@ def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub,
     assert proc.returncode != 0
     assert "oab-bench run: error: lighteval exited" in proc.stderr
     assert not (out / "oab_bench_summary.json").exists()
+
+
+def test_a_prompt_longer_than_the_context_fails_before_generating(stub, built_rows, built_dataset, tmp_path):
+    rows, _ = built_rows
+    server = stub(max_model_len=1400, served=("cand-short",))  # the stub counts 4 characters a token
+    _, proc = run_bench("openai/cand-short", server.url, server.url, built_dataset, tmp_path)
+    assert proc.returncode == 2
+    assert "prompts do not fit the model's context" in proc.stderr
+    longest = max((r for r in rows if r.area == "penal"), key=lambda r: len(r.statement))
+    assert f"{longest.question_id}: prompt " in proc.stderr and "context 1400 tokens" in proc.stderr
+    assert not server.requests  # nothing was generated
+
+
+def test_a_key_echoed_by_the_candidate_server_is_masked(stub, built_dataset, tmp_path):
+    candidate = stub(faults=[{"kind": "401"}])  # quotes the Authorization header, key included
+    judge = stub()
+    out, proc = run_bench("openai/cand-401", candidate.url, judge.url, built_dataset, tmp_path, *FAST_RETRIES)
+    assert proc.returncode == 1
+    assert "Incorrect API key provided: Bearer ***" in proc.stderr  # lighteval's log, passed on masked
+    check_no_secret(out, proc.stdout, proc.stderr)
+
+
+def readme_block(heading: str) -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    return section[section.index("```bash\n") + 8 : section.index("\n```", section.index("```bash"))]
+
+
+def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, built_dataset, tmp_path):
+    """The README's block, run by bash in a checkout-like folder; only the model and server change."""
+    rows, _ = built_rows
+    server = stub(policy="alternate")
+    root = tmp_path / "checkout"
+    (root / "out").mkdir(parents=True)
+    (root / ".venv").symlink_to(REPO / ".venv")
+    (root / "oab_bench_task.py").symlink_to(REPO / "oab_bench_task.py")
+    (root / "out" / "oab_bench").symlink_to(built_dataset)
+    block = readme_block("## With the plain lighteval CLI")
+    for old, new in (
+        ("model_name: openai/gpt-4o-mini", "model_name: openai/cand-readme"),
+        ("# base_url: http://127.0.0.1:8000/v1", f"base_url: {server.url}"),
+        ("/tmp/lighteval-cache-1", str(tmp_path / "lighteval-cache")),
+        ('"oab_bench|0"', f'"{TASK}|0"'),
+    ):
+        assert old in block, old
+        block = block.replace(old, new)
+    env = env_for(OAB_JUDGE_API_BASE=server.url, OAB_JUDGE_CACHE=str(tmp_path / "jc"))
+    proc = subprocess.run(
+        ["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = results_json(root / "results")["results"][f"{TASK}|0"]
+    for key, value in expected_figures(rows).items():
+        assert got[key] == pytest.approx(value), key

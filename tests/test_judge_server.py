@@ -12,6 +12,7 @@ import time
 import pytest
 
 from judge.answers import Answer
+from judge.records import RECORD_FIELDS
 from judge.runner import Judge, run_judge_all
 from judge.settings import JudgeSettings
 from judge.store import JudgmentStore
@@ -237,21 +238,11 @@ def test_cli_writes_every_judgment_and_no_key(stub, judge_key, tmp_path, upstrea
     assert proc.returncode == 0, stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["question_id"] for r in rows] == ids and {r["status"] for r in rows} == {"ok"}
-    keys = {
-        "question_id",
-        "exam_id",
-        "model",
-        "judge_model",
-        "prompt_version",
-        "status",
-        "score",
-        "max_score",
-        "items",
-        "usage",
-        "cost_usd",
-        "judge_text",
-    }
-    assert keys <= set(rows[0])
+    assert set(rows[0]) == RECORD_FIELDS  # the projection, defined once in judge/records.py
+    documented = (
+        "question_id exam_id model judge_model prompt_version status score max_score items usage cost_usd"
+    )
+    assert set(documented.split()) | {"judge_text"} <= RECORD_FIELDS  # README's contract
     assert rows[0]["model"] == "o3-2025-04-16" and rows[0]["items"][0]["item_id"] == "P1"
     for path in [out, *cache.rglob("*")]:
         if path.is_file():

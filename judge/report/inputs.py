@@ -9,6 +9,7 @@ judgment of its question, a missing turn leaves the question unjudged.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
-from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, money
+from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from dataset_builder.source import read_objects
+
+from ..trust import problem
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
 UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
@@ -75,27 +78,46 @@ def _jsonl(path: Path) -> list[tuple[int, dict]]:
     return list(read_objects(path))
 
 
-def _judged(v: dict, model: str, source: str) -> Record:
-    """A record from one of our judgment dicts (a judgments file line or a details metric value)."""
+def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
+    """A record from one of our judgment dicts (a judgments file line or a details metric value).
+
+    An impossible judgment (NaN, out of range, items not the rubric's) stops the report; one
+    that disagrees with the dataset on the question's value or exam is kept as `mismatch`, so
+    its exam is left out and shows in coverage.
+    """
+    row = rows.get(v["question_id"])
+    status = v["status"]
+    if row is not None and (v["exam_id"] != row.exam_id or not _same(v["max_score"], row.max_score)):
+        status, row = "mismatch", None
+    bad = problem(v, row)
+    if bad:
+        raise SourceError(bad[1], file=source, line=line, field=bad[0])
     return _record(
         v["question_id"],
         v["max_score"],
         judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
         model=model,
         exam_id=v["exam_id"],
-        status=v["status"],
-        score=v["score"] if v["status"] == "ok" else None,
+        status=status,
+        score=v["score"] if status == "ok" else None,
         source=source,
     )
 
 
-def _from_ours(path: Path, rows: list[tuple[int, dict]]) -> list[Record]:
+def _same(a, b) -> bool:
+    try:
+        return abs(float(a) - float(b)) < 1e-6
+    except (TypeError, ValueError):
+        return False
+
+
+def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
     out = []
     for lineno, r in rows:
         missing = OURS_KEYS - set(r)
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
-        out.append(_judged(r, r["model"], str(path)))
+        out.append(_judged(r, r["model"], str(path), lineno, dataset))
     return out
 
 
@@ -103,16 +125,25 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
     """Sum a question's turns; a -1 (no score found) or a missing turn is not a zero."""
     turns: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
     prompts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    first_line: dict[tuple[str, str, str], int] = {}
     for lineno, r in rows:
         missing = UPSTREAM_KEYS - set(r)
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
         judge_model, prompt = [*r["judge"], None][:2]
         key = (judge_model, r["model"], r["question_id"])
-        turns[key][int(r["turn"])] = float(r["score"])
+        try:
+            score = float(r["score"])
+        except (TypeError, ValueError):
+            score = math.nan
+        if not math.isfinite(score):
+            raise SourceError(f"{r['score']!r} is not a number", file=str(path), line=lineno, field="score")
+        turns[key][int(r["turn"])] = score
+        first_line.setdefault(key, lineno)
         prompts[key].add((prompt or "").removesuffix("-multi-turn"))
     out = []
     for (judge_model, model, qid), by_turn in sorted(turns.items()):
+        default_max = _ids(qid)[3]
         n_turns = 1 if "peca" in qid else 2
         scores = [by_turn.get(t) for t in range(1, n_turns + 1)]
         if any(s is None for s in scores):
@@ -121,6 +152,12 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
             status, score = "parse_error", None
         else:
             status, score = "ok", money(sum(scores))
+            limit = max_scores.get(qid, default_max)
+            if score > limit + 1e-6:
+                line = first_line[(judge_model, model, qid)]
+                raise SourceError(
+                    f"turns add up to {score}, above {limit}", file=str(path), line=line, field="score"
+                )
         prompt = ",".join(sorted(p for p in prompts[(judge_model, model, qid)] if p)) or None
         out.append(
             _record(
@@ -136,7 +173,7 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
     return out
 
 
-def _from_lighteval(path: Path) -> list[Record]:
+def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
     import pandas as pd
 
     from ..details import details_files, model_of
@@ -151,26 +188,38 @@ def _from_lighteval(path: Path) -> list[Record]:
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            out.append(_judged(v, model, str(file)))
+            out.append(_judged(v, model, str(file), n, dataset))
     return out
 
 
-def load_records(path: Path, max_scores: dict[str, float] | None = None) -> list[Record]:
-    """Records from one input; the format is told by its keys (or its being a folder/parquet)."""
+class NoResults(SourceError):
+    """A folder with nothing judged in it (a run killed early, or one that failed)."""
+
+
+def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[Record]:
+    """Records from one input; the format is told by its keys (or its being a folder/parquet).
+
+    `dataset`: the rows by question id, when known: values and rubrics to check against.
+    """
     path = Path(path)
+    dataset = dataset or {}
     if not path.exists():
         raise SourceError("not found", file=str(path))
     try:
+        if path.is_dir() and not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
+            raise NoResults(
+                "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
+            )
         if path.is_dir() or path.suffix == ".parquet":
-            return _from_lighteval(path)
+            return _from_lighteval(path, dataset)
         rows = _jsonl(path)
         if not rows:
             raise SourceError("empty file", file=str(path))
         keys = set(rows[0][1])
         if keys >= UPSTREAM_KEYS and "judgment" in keys:
-            return _from_upstream(path, rows, max_scores or {})
+            return _from_upstream(path, rows, {q: r.max_score for q, r in dataset.items()})
         if keys >= OURS_KEYS:
-            return _from_ours(path, rows)
+            return _from_ours(path, rows, dataset)
         raise SourceError(
             f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's",
             file=str(path),

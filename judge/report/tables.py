@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from dataset_builder.schema import PASS_MARK
+from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
 from ..aggregate import QuestionResult, exam_totals
 from .inputs import Record, unjudged
@@ -102,11 +102,14 @@ def model_row(
     results = []
     for qid, ref in expected.items():
         r = mine.get(qid)
+        status = r.status if r else "missing"
+        if r and (r.exam_id != ref.exam_id or abs(r.max_score - ref.max_score) > 1e-6):
+            status = "mismatch"  # disagrees with the other inputs on the question's value or exam
         results.append(
             QuestionResult(
                 question_id=qid,
                 exam_id=ref.exam_id,
-                status=r.status if r else "missing",
+                status=status,
                 score=r.score if r else None,
                 max_score=ref.max_score,
             )
@@ -137,6 +140,19 @@ def model_row(
         same_family_as_judge=family(model) is not None and family(model) == family(judge),
         exam_totals=totals,
     )
+
+
+def _exam_notes(judge: str, expected: dict[str, Record]) -> list[str]:
+    """Exams that can never count (their questions' values do not make 10.00): said, not dropped silently."""
+    worth: dict[str, float] = defaultdict(float)
+    for r in expected.values():
+        worth[r.exam_id] += r.max_score
+    return [
+        f"{judge}: exam {exam}: its judged questions are worth {money(total):.2f}, not {EXAM_MAX:.2f}: "
+        "it is left out of every model's exam figures (see coverage)"
+        for exam, total in sorted(worth.items())
+        if abs(total - EXAM_MAX) > 1e-6
+    ]
 
 
 class Table(BaseModel):
@@ -186,10 +202,27 @@ def build_tables(
                     f"{judge}: {len(missing_everywhere)} expected questions have no judgment from any model"
                 )
             expected.update({qid: unjudged(qid, judge) for qid in missing_everywhere})
+        notes += _exam_notes(judge, expected)
         rows = [
             model_row(m, judge, list(recs.values()), expected, resamples=resamples, seed=seed)
             for m, recs in models.items()
         ]
+        for m, recs in models.items():
+            bad = sorted(
+                q
+                for q, r in recs.items()
+                if q in expected
+                and (
+                    r.status == "mismatch"
+                    or abs(r.max_score - expected[q].max_score) > 1e-6
+                    or r.exam_id != expected[q].exam_id
+                )
+            )
+            if bad:
+                notes.append(
+                    f"{judge}: {m}: {len(bad)} judgments disagree with the dataset or the other inputs on a "
+                    f"question's value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
+                )
         for row in rows:
             if not row.complete:
                 notes.append(

@@ -1,0 +1,32 @@
+"""Keep API keys out of everything we write: records, caches, logs, stderr.
+
+Providers sometimes echo the key (a 401 quoting the Authorization header); litellm and
+lighteval put such messages in exceptions and logs. Every error text we record or print
+goes through `redact`, which removes the value of every key-like variable in the
+environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, OAB_JUDGE_API_KEY, HF_TOKEN, ...) and
+anything shaped like a bearer token.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|SECRET|PASSWORD|ACCESS_KEY|_KEY$)", re.IGNORECASE)
+BEARER = re.compile(r"(Bearer\s+)[^\s'\",}]+", re.IGNORECASE)
+MASK = "***"
+
+
+def secret_values(env: dict[str, str] | None = None) -> list[str]:
+    """Values of key-like variables, longest first (so a key containing another is masked whole)."""
+    env = os.environ if env is None else env
+    values = {v for k, v in env.items() if SECRET_NAME.search(k) and v and len(v) >= 6 and v != "EMPTY"}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str | None, env: dict[str, str] | None = None) -> str | None:
+    if not text:
+        return text
+    for value in secret_values(env):
+        text = text.replace(value, MASK)
+    return BEARER.sub(rf"\g<1>{MASK}", text)

@@ -1,0 +1,65 @@
+"""Can a judged record be trusted? Checked wherever one is read back: cache hits and report inputs.
+
+A file can be edited, truncated or written by another version; a NaN, a negative score, a
+score above the question's value or item scores that are not the rubric's would flow
+straight into exam totals. Such a record is rejected (reports) or re-judged (cache), never
+averaged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dataset_builder.schema import QuestionRow, money
+
+from .prompts import PROMPT_VERSION
+
+TOLERANCE = 1e-6
+
+
+def _number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def problem(record: dict, row: QuestionRow | None = None) -> tuple[str, str] | None:
+    """(field, why) when `record` (a judgment as a dict) is impossible; None when it is sound.
+
+    With the dataset row, an `ok` judgment made with our structured prompt must score exactly
+    the rubric's items, each with an allowed score, adding up to its score.
+    """
+    max_score = record.get("max_score")
+    if not _number(max_score) or max_score <= 0:
+        return "max_score", f"{max_score!r} is not a positive number"
+    if record.get("status") != "ok":
+        return None
+    score = record.get("score")
+    if not _number(score):
+        return "score", f"{score!r} is not a number"
+    if score < 0 or score > max_score + TOLERANCE:
+        return "score", f"{score} is outside 0..{max_score}"
+    items = record.get("items")
+    try:
+        items = [] if items is None else list(items)  # a list, or an array read back from parquet
+    except TypeError:
+        return "items", "is not a list"
+    for n, item in enumerate(items):
+        s, m = (item or {}).get("score"), (item or {}).get("max_score")
+        if not _number(s) or s < 0 or (_number(m) and m > 0 and s > m + TOLERANCE):
+            return f"items[{n}].score", f"{s!r} is not a score within 0..{m}"
+    ours = record.get("mode") == "structured" and record.get("prompt_version") == PROMPT_VERSION
+    if not ours:
+        return None
+    if items and abs(money(sum(i["score"] for i in items)) - score) > 0.005:
+        return "items", f"item scores add up to {money(sum(i['score'] for i in items))}, not {score}"
+    if row is None:
+        return None
+    rubric = {r.item_id: r for r in row.rubric}
+    got = [i.get("item_id") for i in items]
+    if sorted(got) != sorted(rubric):
+        return "items", f"items {sorted(map(str, got))} do not match the rubric's {sorted(rubric)}"
+    for n, item in enumerate(items):
+        r = rubric[item["item_id"]]
+        allowed = [r.max_score] if r.annulled else r.allowed_scores
+        if not any(abs(a - item["score"]) < TOLERANCE for a in allowed):
+            return f"items[{n}].score", f"{item['score']} is not an allowed score of {r.item_id} {allowed}"
+    return None

