@@ -56,7 +56,7 @@ class Judge:
         self.settings = settings
         self.store = store if store is not None else JudgmentStore(None)
         self.upstream = None
-        self.breaker = Breaker()
+        self.breaker = Breaker(limit=max(8, settings.concurrency))  # a whole wave of calls refused
         self._per_row: dict[tuple[str, int], tuple[str, dict, str]] = {}
         if settings.prompt != "oab":
             self.upstream = load_upstream_prompts(settings.upstream_prompts)
