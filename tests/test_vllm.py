@@ -118,3 +118,32 @@ def test_a_server_dying_mid_run_stops_the_run_with_its_log(tiny_model, dataset, 
     assert "exited with code" in proc.stderr and "during the run" in proc.stderr
     assert "CPU Generator does not use offset" in proc.stderr  # the log's last lines name the cause
     assert seconds < 300 and not server_processes(str(tiny_model))
+
+
+def test_one_local_server_as_candidate_and_judge(tiny_model, dataset, stub, judge_key):
+    """The same vllm: model for both is one server, and vLLM takes our rubric's JSON schema."""
+    out = dataset.parent / "self-judged"
+    judge_args = (
+        "--structured-outputs-config.backend xgrammar --structured-outputs-config.disable_any_whitespace true"
+    )
+    args = [
+        "run",
+        "--model",
+        f"vllm:{tiny_model}",
+        "--judge-model",
+        f"vllm:{tiny_model}",
+        "--dataset",
+        dataset,
+    ]
+    args += ["--tasks", "oab_bench:39", "--vllm-args", f"{CPU_ARGS} --max-model-len 16384 {judge_args}"]
+    args += ["--max-new-tokens", "32", "--temperature", "0", "--judge-temperature", "0.6"]
+    args += ["--judge-max-tokens", "512", "--judge-cache", "off", "--output-dir", out]
+    proc = oab(*args, timeout=1200)
+    assert proc.stderr.count("starting vLLM") == 1
+    text = (out / "judgments.jsonl").read_text(encoding="utf-8")
+    judgments = [json.loads(line) for line in text.split("\n") if line]  # noise may hold U+2028
+    statuses = {j["status"] for j in judgments}
+    # a random model writes noise inside the "analysis" strings: long items run out of tokens
+    assert len(judgments) == 35 and "ok" in statuses and statuses <= {"ok", "truncated"}, statuses
+    assert {j["judge_model"] for j in judgments} == {f"openai/{tiny_model.name}"}
+    assert not server_processes(str(tiny_model))
