@@ -63,9 +63,16 @@ def api_key() -> str | None:
     return os.environ.get(API_KEY_ENV) or None
 
 
+def missing_keys(model: str) -> tuple[str, ...]:
+    """The provider key variables `model` needs and the environment lacks (empty: none missing)."""
+    present = tuple(sorted(k for k, v in os.environ.items() if v and "KEY" in k))
+    return _missing_keys(model, present)  # cached, but never across a change of the environment
+
+
 @functools.cache
-def _provider_key_missing(model: str) -> bool:
-    return not litellm.validate_environment(model).get("keys_in_environment", False)
+def _missing_keys(model: str, present: tuple[str, ...]) -> tuple[str, ...]:
+    found = litellm.validate_environment(model)
+    return () if found.get("keys_in_environment") else tuple(found.get("missing_keys") or ())
 
 
 def call_key(settings: JudgeSettings) -> str | None:
@@ -74,7 +81,7 @@ def call_key(settings: JudgeSettings) -> str | None:
     key = api_key()
     if key:
         return key
-    if settings.api_base and _provider_key_missing(settings.judge_model):
+    if settings.api_base and missing_keys(settings.judge_model):
         return "EMPTY"
     return None
 

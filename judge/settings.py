@@ -101,10 +101,9 @@ def _base_type(annotation) -> tuple[type, tuple[str, ...] | None]:
 
 
 def _converter(field: str):
-    kind, _ = _base_type(JudgeSettings.model_fields[field].annotation)
-    nullable = not JudgeSettings.model_fields[field].is_required() and type(None) in typing.get_args(
-        JudgeSettings.model_fields[field].annotation
-    )
+    annotation = JudgeSettings.model_fields[field].annotation
+    kind, _ = _base_type(annotation)
+    nullable = type(None) in typing.get_args(annotation)
 
     def convert(text: str):
         if nullable and text.strip().lower() in NONE_WORDS:
@@ -115,7 +114,7 @@ def _converter(field: str):
     return convert
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "", required_model: bool = False) -> None:
+def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
     """One flag per setting; unset flags stay None so the environment and the defaults can apply."""
     group = parser.add_argument_group("judge settings (also OAB_JUDGE_* variables)")
     for name, info in JudgeSettings.model_fields.items():
@@ -126,7 +125,6 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "", required
             dest=_dest(name, prefix),
             type=_converter(name),
             choices=choices,
-            required=required_model and name == "judge_model",
             help=f"{info.description}{default}; env {env_var(name)}",
         )
 

@@ -11,7 +11,6 @@ import os
 
 import httpx
 
-from judge.client import API_KEY_ENV
 from judge.settings import JudgeSettings
 
 
@@ -19,15 +18,10 @@ class PreflightError(ValueError):
     pass
 
 
-def missing_keys(model: str) -> list[str]:
-    import litellm
-
-    found = litellm.validate_environment(model)
-    return [] if found.get("keys_in_environment") else list(found.get("missing_keys") or [])
-
-
 def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings) -> None:
     """The candidate and the judge each need a key, or a local server (--api-base) that takes any."""
+    from judge.client import API_KEY_ENV, missing_keys  # litellm: slow to import, only `run` needs it
+
     problems = []
     if not api_base:
         missing = missing_keys(candidate)

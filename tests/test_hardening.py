@@ -228,6 +228,7 @@ def test_rejected_credentials_are_permanent_and_never_written(stub, tmp_path, mo
     server = stub(faults=[{"kind": code}])
     j = grade(server, store=JudgmentStore(tmp_path), max_attempts=6)
     assert j.status == "api_error" and j.attempts == 1 and server.count == 1
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"  # the key was really sent
     assert SECRET not in j.error and "***" in j.error
     assert SECRET not in j.model_dump_json()
 

@@ -94,6 +94,11 @@ def _best(per_area: dict[str, float]) -> str | None:
     return max(sorted(per_area), key=lambda a: per_area[a])  # ties: the first alphabetically
 
 
+def _disagrees(r: Record, ref: Record) -> bool:
+    """A judgment whose question value or exam differs from the dataset's (or the other inputs')."""
+    return r.exam_id != ref.exam_id or abs(r.max_score - ref.max_score) > 1e-6
+
+
 def model_row(
     model: str, judge: str, records: list[Record], expected: dict[str, Record], *, resamples: int, seed: int
 ) -> Row:
@@ -103,8 +108,8 @@ def model_row(
     for qid, ref in expected.items():
         r = mine.get(qid)
         status = r.status if r else "missing"
-        if r and (r.exam_id != ref.exam_id or abs(r.max_score - ref.max_score) > 1e-6):
-            status = "mismatch"  # disagrees with the other inputs on the question's value or exam
+        if r and _disagrees(r, ref):
+            status = "mismatch"
         results.append(
             QuestionResult(
                 question_id=qid,
@@ -211,12 +216,7 @@ def build_tables(
             bad = sorted(
                 q
                 for q, r in recs.items()
-                if q in expected
-                and (
-                    r.status == "mismatch"
-                    or abs(r.max_score - expected[q].max_score) > 1e-6
-                    or r.exam_id != expected[q].exam_id
-                )
+                if q in expected and (r.status == "mismatch" or _disagrees(r, expected[q]))
             )
             if bad:
                 notes.append(
