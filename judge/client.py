@@ -4,11 +4,16 @@ Retries: 429 waits what Retry-After says (capped), 5xx/timeouts/connection error
 exponential backoff with jitter; other 4xx fail at once. The key comes from
 OAB_JUDGE_API_KEY, else litellm reads the provider's usual variable; it is passed to
 litellm and nowhere else.
+
+Lean per call: we price every call from its usage (prices looked up once per model), so
+litellm's own per-call cost calculation is skipped for our calls, and its logging callbacks
+too (`no-log`); together ~1.5 ms of CPU per call, which is the wall time with a fast judge.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import os
@@ -18,6 +23,7 @@ from typing import Any, NamedTuple
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
+from litellm.litellm_core_utils.litellm_logging import Logging as _LitellmLogging
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -38,6 +44,26 @@ litellm.suppress_debug_info = True
 litellm.telemetry = False
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
     logging.getLogger(_name).setLevel(logging.ERROR)
+
+# litellm has no switch for its per-call cost calculation; this wraps it so that, inside our calls
+# only (a context variable), it returns None at once. Any other litellm use in the process is untouched.
+_OWN_PRICING: contextvars.ContextVar[bool] = contextvars.ContextVar("oab_own_pricing", default=False)
+
+
+def _skip_cost_in_our_calls() -> None:
+    original = getattr(_LitellmLogging, "response_cost_calculator", None)
+    if original is None or getattr(original, "_oab_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def calculator(self, *args, **kwargs):
+        return None if _OWN_PRICING.get() else original(self, *args, **kwargs)
+
+    calculator._oab_wrapped = True  # type: ignore[attr-defined]
+    _LitellmLogging.response_cost_calculator = calculator
+
+
+_skip_cost_in_our_calls()
 
 _TRANSIENT = (
     litellm.RateLimitError,
@@ -157,29 +183,54 @@ def _usage(resp: Any) -> Usage:
         return Usage()
     details_in = getattr(u, "prompt_tokens_details", None)
     details_out = getattr(u, "completion_tokens_details", None)
+    cached = int(getattr(details_in, "cached_tokens", 0) or 0) if details_in else 0
+    cached = cached or int(getattr(u, "cache_read_input_tokens", 0) or 0)  # Anthropic's name for it
     return Usage(
         prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
-        cached_tokens=int(getattr(details_in, "cached_tokens", 0) or 0) if details_in else 0,
+        cached_tokens=cached,
         completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
         reasoning_tokens=int(getattr(details_out, "reasoning_tokens", 0) or 0) if details_out else 0,
     )
 
 
-def cost(settings: JudgeSettings, usage: Usage, resp: Any) -> float | None:
-    """Dollars: explicit prices when given, else what litellm's cost map gave this response; None when unknown."""
-    if settings.price_input is not None or settings.price_output is not None:
-        cached_price = (
-            settings.price_cached_input if settings.price_cached_input is not None else settings.price_input
-        )
-        fresh = usage.prompt_tokens - usage.cached_tokens
-        return (
-            fresh * (settings.price_input or 0.0)
-            + usage.cached_tokens * (cached_price or 0.0)
-            + usage.completion_tokens * (settings.price_output or 0.0)
-        ) / 1e6
-    # litellm already priced the response while handling it; pricing it again costs ~1 ms of CPU per call
-    value = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")
-    return float(value) if value is not None else None
+class Prices(NamedTuple):
+    """USD per token: input, cached input, output (None: unknown)."""
+
+    input: float | None
+    cached_input: float | None
+    output: float | None
+
+
+@functools.cache
+def map_prices(model: str) -> Prices:
+    """litellm's bundled cost map for `model`, looked up once per model (not once per call)."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # not in the map: unknown, never zero
+        return Prices(None, None, None)
+    fresh, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    cached = info.get("cache_read_input_token_cost")
+    return Prices(fresh, cached if cached is not None else fresh, out)
+
+
+def prices(settings: JudgeSettings) -> Prices:
+    """Explicit prices (USD per 1M tokens) when given, else the cost map's; per token."""
+    if settings.price_input is None and settings.price_output is None:
+        return map_prices(settings.judge_model)
+    fresh = settings.price_input or 0.0
+    cached = settings.price_cached_input if settings.price_cached_input is not None else fresh
+    return Prices(fresh / 1e6, cached / 1e6, (settings.price_output or 0.0) / 1e6)
+
+
+def cost(settings: JudgeSettings, usage: Usage, resp: Any = None) -> float | None:
+    """Dollars for `usage`, cached prompt tokens at the cached price; None when the price is unknown."""
+    p = prices(settings)
+    if p.input is None or p.output is None:
+        value = (getattr(resp, "_hidden_params", None) or {}).get("response_cost")
+        return float(value) if value is not None else None
+    fresh = usage.prompt_tokens - usage.cached_tokens
+    cached = p.cached_input if p.cached_input is not None else p.input
+    return fresh * p.input + usage.cached_tokens * cached + usage.completion_tokens * p.output
 
 
 def _wait(settings: JudgeSettings):
@@ -197,6 +248,14 @@ def _wait(settings: JudgeSettings):
     return wait
 
 
+async def _complete(kwargs: dict[str, Any]) -> Any:
+    token = _OWN_PRICING.set(True)  # we price from usage: litellm need not, for this call
+    try:
+        return await litellm.acompletion(**kwargs)
+    finally:
+        _OWN_PRICING.reset(token)
+
+
 async def call_judge(
     settings: JudgeSettings,
     messages: list[dict],
@@ -211,6 +270,7 @@ async def call_judge(
         "num_retries": 0,
         "max_retries": 0,
         "drop_params": True,
+        "no-log": True,  # no litellm logging callbacks: we record what we need ourselves
     }
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
@@ -236,7 +296,7 @@ async def call_judge(
             with attempt:
                 attempts += 1
                 try:
-                    resp = await litellm.acompletion(**kwargs)
+                    resp = await _complete(kwargs)
                 except Exception as e:
                     breaker.record(e)
                     raise

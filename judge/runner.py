@@ -132,7 +132,9 @@ class Judge:
                 )
             else:
                 judgment = await self._grade_ours(row, text, base)
-            await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
+            await self.store.append(
+                judgment
+            )  # on disk (group commit, off the loop) before the key is released
         return judgment
 
     def _trusted(self, cached: Judgment | None, row: QuestionRow) -> Judgment | None:

@@ -1,7 +1,10 @@
-"""Benchmark: N judge calls against the local stub server with a fixed latency L at concurrency C.
+"""Benchmark: the same N judge requests against one local stub server (latency L, concurrency C),
+sent by our judge and by two bare clients, each in its own process; one table.
 
-Prints wall time / ideal, where ideal = ceil(N/C) * L (target <= 1.15 at N=2520, C=64,
-L=0.25 s), then the time of a fully cached rerun.
+Rows: ours (litellm, cache, validation), an upstream-style loop (a thread pool of C calling the
+OpenAI SDK, as upstream's judge does), the bare OpenAI async client (a semaphore of C), and our
+fully cached rerun. Columns: wall seconds, wall / ideal (ideal = ceil(N/C) * L), client CPU ms
+per call, peak RSS. Target: ours <= 1.15x ideal and no slower than the upstream-style loop.
 
     python -m scripts.bench_judge [--n 2520] [--concurrency 64] [--latency 0.25]
 """
@@ -12,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -19,6 +23,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CLIENTS = {
+    "ours": "ours (litellm + cache + validation)",
+    "threads": "upstream-style: thread pool + OpenAI SDK",
+    "openai-async": "bare AsyncOpenAI client",
+    "ours-cached": "ours, fully cached rerun",
+}
 
 
 def start_stub(latency: float) -> tuple[subprocess.Popen, str]:
@@ -34,10 +44,128 @@ def start_stub(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def _cpu_seconds(pid: int) -> float:
-    """user+system CPU of another process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def workload(source: str, n: int):
+    """N (row, answer) pairs over the dataset's questions, every answer different."""
+    from dataset_builder.build import build_rows
+    from judge.answers import Answer
+
+    rows, _ = build_rows(Path(source))
+    pairs = []
+    for i in range(n):
+        row = rows[i % len(rows)]
+        answer = Answer(
+            model=f"model-{i // len(rows)}", question_id=row.question_id, turns=[f"Resposta {i}."]
+        )
+        pairs.append((row, answer))
+    return pairs
+
+
+def bodies(settings, pairs) -> list[dict]:
+    """The request bodies our judge sends, for the bare clients to send too."""
+    from judge.prompts import build_messages
+    from judge.reply_schema import response_format
+
+    formats: dict[str, dict] = {}
+    out = []
+    for row, answer in pairs:
+        fmt = formats.setdefault(row.question_id, response_format(row))
+        out.append(
+            {
+                "model": settings.judge_model.removeprefix("openai/"),
+                "messages": build_messages(row, answer.text, settings.mode),
+                "max_tokens": settings.max_tokens,
+                "temperature": settings.temperature,
+                "response_format": fmt,
+            }
+        )
+    return out
+
+
+def run_client(client: str, args: argparse.Namespace) -> dict:
+    """One contender in this process: (wall, CPU seconds, calls ok) for the whole workload."""
+    os.environ.setdefault("OAB_JUDGE_API_KEY", "sk-bench")
+    from judge.runner import Judge, run_judge_all
+    from judge.settings import JudgeSettings
+    from judge.store import JudgmentStore
+
+    settings = JudgeSettings(
+        judge_model=args.judge_model, api_base=args.url, concurrency=args.concurrency, timeout=60
+    )
+    pairs = workload(args.source, args.n)
+    if client.startswith("ours"):
+        if client == "ours":  # warm up: litellm imports much of itself on the first call
+            run_judge_all(Judge(settings), pairs[:1], progress=False)
+        judge = Judge(settings, JudgmentStore(args.cache))
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = run_judge_all(judge, pairs, progress=False)
+        ok = sum(j.status == "ok" for j in out)
+        if client == "ours-cached":
+            ok = sum(j.cached for j in out)
+    elif client == "threads":
+        t0, c0, ok = _threads(args, bodies(settings, pairs))
+    else:
+        t0, c0, ok = _openai_async(args, bodies(settings, pairs))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"client": client, "wall": wall, "cpu": cpu, "ok": ok, "rss_mb": rss}
+
+
+def _threads(args, requests: list[dict]):
+    """Upstream's loop: a thread pool, one synchronous OpenAI SDK call per judgment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import openai
+
+    client = openai.OpenAI(base_url=args.url, api_key="sk-bench", max_retries=0, timeout=60)
+    client.chat.completions.create(**requests[0])  # warm up
+    t0, c0 = time.perf_counter(), time.process_time()
+
+    def one(body):
+        return json.loads(client.chat.completions.create(**body).choices[0].message.content) is not None
+
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        ok = sum(pool.map(one, requests))
+    return t0, c0, ok
+
+
+def _openai_async(args, requests: list[dict]):
+    """The bare async client: a semaphore of C, nothing else."""
+    import asyncio
+
+    import openai
+
+    async def main():
+        client = openai.AsyncOpenAI(base_url=args.url, api_key="sk-bench", max_retries=0, timeout=60)
+        await client.chat.completions.create(**requests[0])  # warm up
+        semaphore = asyncio.Semaphore(args.concurrency)
+        t0, c0 = time.perf_counter(), time.process_time()
+
+        async def one(body):
+            async with semaphore:
+                resp = await client.chat.completions.create(**body)
+            return json.loads(resp.choices[0].message.content) is not None
+
+        ok = sum(await asyncio.gather(*(one(b) for b in requests)))
+        return t0, c0, ok
+
+    return asyncio.run(main())
+
+
+def table(results: list[dict], args: argparse.Namespace) -> str:
+    ideal = math.ceil(args.n / args.concurrency) * args.latency
+    lines = [
+        f"N={args.n} C={args.concurrency} L={args.latency}s, ideal ceil(N/C)*L = {ideal:.2f} s, "
+        f"{os.cpu_count()} CPUs, load average before {args.load}",
+        "",
+        "| client | ok | wall s | x ideal | CPU ms/call | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {CLIENTS[r['client']]} | {r['ok']}/{args.n} | {r['wall']:.2f} | {r['wall'] / ideal:.2f} "
+            f"| {r['cpu'] / args.n * 1000:.2f} | {r['rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -51,61 +179,37 @@ def main() -> None:
         help="the name sent (the stub answers any); upstream's recommended judge, priced by litellm's cost map",
     )
     parser.add_argument("--source", default=str(REPO.parent / "shared/data/oab_bench_v1"))
+    parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
+    parser.add_argument("--one", choices=list(CLIENTS), help=argparse.SUPPRESS)  # a child: one contender
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_client(args.one, args)))
+        return
 
-    os.environ.setdefault("OAB_JUDGE_API_KEY", "sk-bench")
-    from dataset_builder.build import build_rows
-    from judge.answers import Answer
-    from judge.runner import Judge, run_judge_all
-    from judge.settings import JudgeSettings
-    from judge.store import JudgmentStore
-
-    rows, _ = build_rows(Path(args.source))
-    pairs = []
-    for i in range(args.n):
-        row = rows[i % len(rows)]
-        pairs.append(
-            (
-                row,
-                Answer(
-                    model=f"model-{i // len(rows)}",
-                    question_id=row.question_id,
-                    turns=[f"Resposta {i} ao caso."],
-                ),
-            )
-        )
-
+    args.load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     proc, url = start_stub(args.latency)
+    results = []
     try:
-        settings = JudgeSettings(
-            judge_model=args.judge_model, api_base=url, concurrency=args.concurrency, timeout=60
-        )
         with tempfile.TemporaryDirectory() as cache:
-            # warm up: litellm imports much of itself on the first call
-            run_judge_all(
-                Judge(settings),
-                [(rows[0], Answer(model="warmup", question_id=rows[0].question_id, turns=["x"]))],
-                progress=False,
-            )
-            t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_seconds(proc.pid)
-            out = run_judge_all(Judge(settings, JudgmentStore(cache)), pairs, progress=False)
-            wall = time.perf_counter() - t0
-            client_cpu, server_cpu = time.process_time() - c0, _cpu_seconds(proc.pid) - s0
-            ok = sum(j.status == "ok" for j in out)
-            t1 = time.perf_counter()
-            again = run_judge_all(Judge(settings, JudgmentStore(cache)), pairs, progress=False)
-            cached_wall = time.perf_counter() - t1
+            for client in args.clients:
+                cmd = [sys.executable, "-m", "scripts.bench_judge", "--one", client, "--url", url]
+                cmd += ["--cache", cache, "--n", str(args.n), "--concurrency", str(args.concurrency)]
+                cmd += [
+                    "--latency",
+                    str(args.latency),
+                    "--judge-model",
+                    args.judge_model,
+                    "--source",
+                    args.source,
+                ]
+                out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
+                results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     finally:
         proc.terminate()
         proc.wait()
-
-    ideal = math.ceil(args.n / args.concurrency) * args.latency
-    print(f"N={args.n} C={args.concurrency} L={args.latency}s: {ok}/{args.n} ok")
-    print(f"wall {wall:.2f} s, ideal ceil(N/C)*L = {ideal:.2f} s, ratio {wall / ideal:.3f} (target <= 1.15)")
-    print(
-        f"CPU per call: client {client_cpu / args.n * 1000:.2f} ms, stub server {server_cpu / args.n * 1000:.2f} ms"
-    )
-    print(f"fully cached rerun: {cached_wall:.2f} s ({sum(j.cached for j in again)}/{args.n} from cache)")
+    print(table(results, args))
 
 
 if __name__ == "__main__":
