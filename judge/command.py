@@ -58,6 +58,10 @@ def run_judge_command(args: argparse.Namespace) -> int:
 
     store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
     judge = Judge(settings, store)
+    if args.estimate:
+        from .estimate.core import estimate, print_estimate
+
+        return print_estimate(estimate(judge, pairs), args.format)
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")

@@ -91,7 +91,21 @@ def neutralise(answer: str) -> str:
     return _TAG_LOOKALIKE.sub("[marca removida]", answer)
 
 
-def build_messages(row: QuestionRow, answer: str, mode: Mode) -> list[dict]:
+def marks_cache(judge_model: str) -> bool:
+    """Anthropic caches only the prefixes marked with cache_control; OpenAI and others cache by themselves."""
+    return judge_model.startswith("anthropic/") or judge_model.startswith("claude")
+
+
+def build_messages(row: QuestionRow, answer: str, mode: Mode, cache_prefix: bool = False) -> list[dict]:
+    """System prompt and user message; with `cache_prefix`, everything before the answer is one
+    text block marked `cache_control` (Anthropic), the same text as without it."""
     shared = "\n\n".join([question_block(row), reference_block(row), rubric_block(row, mode)])
-    user = f"{shared}\n\n# Resposta do candidato\n\n{OPEN_TAG}\n{neutralise(answer)}\n{CLOSE_TAG}"
-    return [{"role": "system", "content": system_prompt(mode)}, {"role": "user", "content": user}]
+    tail = f"\n\n# Resposta do candidato\n\n{OPEN_TAG}\n{neutralise(answer)}\n{CLOSE_TAG}"
+    system = {"role": "system", "content": system_prompt(mode)}
+    if not cache_prefix:
+        return [system, {"role": "user", "content": shared + tail}]
+    blocks = [
+        {"type": "text", "text": shared, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": tail},
+    ]
+    return [system, {"role": "user", "content": blocks}]

@@ -13,7 +13,8 @@ from .settings import Mode
 
 # One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
 # but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
-# "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports).
+# "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports);
+# "budget": not judged because --max-cost-usd would have been passed (a rerun with a higher cap judges it).
 Status = Literal[
     "ok",
     "parse_error",
@@ -24,6 +25,7 @@ Status = Literal[
     "missing",
     "missing_turn",
     "mismatch",
+    "budget",
 ]
 
 

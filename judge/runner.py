@@ -7,7 +7,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from pydantic import BaseModel
@@ -16,16 +16,16 @@ from tqdm import tqdm
 from dataset_builder.schema import QuestionRow, money
 
 from .answers import Answer, strip_reasoning
-from .client import Breaker, call_judge
+from .client import Breaker, call_judge, prices
 from .legacy import parse_legacy_score_detailed
-from .prompts import PROMPT_VERSION, build_messages
+from .prompts import PROMPT_VERSION, build_messages, marks_cache
 from .records import Judgment, Outcome, Usage, priced, total_cost
 from .reply_schema import GradingError, response_format, schema_hash, validate_grading
 from .scoring import annulled_items, question_score
 from .settings import JudgeSettings
 from .store import JudgmentStore, cache_key
 from .trust import problem
-from .upstream import grade_upstream, load_upstream_prompts, prompt_version
+from .upstream import grade_upstream, load_upstream_prompts, prompt_version, upstream_calls
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +41,10 @@ class Summary(BaseModel):
     def line(self) -> str:
         st = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
         u = self.usage
+        share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
         return (
             f"{self.total} judgments ({self.cached} from cache): {st}; tokens: prompt {u.prompt_tokens} "
-            f"(cached {u.cached_tokens}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
+            f"(cached {u.cached_tokens}{share}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
             f"cost ${self.cost_usd:.4f}"
             + (f" (+{self.unpriced_calls} calls with no known price)" if self.unpriced_calls else "")
         )
@@ -55,6 +56,7 @@ class Judge:
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
         self.settings = settings
         self.store = store if store is not None else JudgmentStore(None)
+        self.budget = Budget(self, settings.max_cost_usd) if settings.max_cost_usd is not None else None
         self.upstream = None
         self.breaker = Breaker(limit=max(8, settings.concurrency))  # a whole wave of calls refused
         self._per_row: dict[tuple[str, int], tuple[str, dict, str]] = {}
@@ -111,6 +113,19 @@ class Judge:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
 
+    def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
+        """(cache key, the messages of every call) grading `answer` takes, before any retry; no
+        calls for an empty answer or a trusted cache hit. What `--estimate` and the budget count."""
+        turns = [strip_reasoning(t) for t in answer.turns]
+        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
+        key = self.key(row, text)
+        if not any(t.strip() for t in turns) or self._trusted(self.store.get(key), row, quiet=True):
+            return key, []
+        if self.upstream is not None:
+            calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)
+            return key, [c.messages for c in calls]
+        return key, [build_messages(row, text, self.mode)]
+
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         turns = [strip_reasoning(t) for t in answer.turns]
         text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
@@ -126,24 +141,33 @@ class Judge:
                 return cached.model_copy(update={"model": answer.model, "cached": True})
             if self.breaker.open:
                 return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
-            if self.upstream is not None:
-                judgment = await grade_upstream(
-                    self._call, row, turns, self.settings.prompt, self.upstream, base
-                )
-            else:
-                judgment = await self._grade_ours(row, text, base)
-            await self.store.append(
-                judgment
-            )  # on disk (group commit, off the loop) before the key is released
+            reserved = self.budget.reserve(row, answer) if self.budget else 0.0
+            if reserved is None:
+                return Judgment(**base, status="budget", error=self.budget.why(), cost_usd=0.0)
+            judgment = None
+            try:
+                if self.upstream is not None:
+                    judgment = await grade_upstream(
+                        self._call, row, turns, self.settings.prompt, self.upstream, base
+                    )
+                else:
+                    judgment = await self._grade_ours(row, text, base)
+            finally:
+                if self.budget:
+                    self.budget.settle(reserved, judgment)
+            # on disk (group commit, off the loop) before the key is released
+            await self.store.append(judgment)
         return judgment
 
-    def _trusted(self, cached: Judgment | None, row: QuestionRow) -> Judgment | None:
+    def _trusted(self, cached: Judgment | None, row: QuestionRow, quiet: bool = False) -> Judgment | None:
         """A cache hit whose numbers are possible for this row; an impossible one is judged again."""
         if cached is None:
             return None
         bad = problem(cached.record(), row)
         if bad is None:
             return cached
+        if quiet:
+            return None
         logger.warning(
             "%s: cached judgment of %s ignored (%s: %s): judging it again",
             self.store.path,
@@ -173,7 +197,7 @@ class Judge:
 
     async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
         structured = self.mode == "structured"
-        messages = build_messages(row, text, self.mode)
+        messages = build_messages(row, text, self.mode, cache_prefix=marks_cache(self.settings.judge_model))
         fmt = self._row_facts(row)[1]
 
         def parse(content: str):
@@ -197,6 +221,50 @@ class Judge:
             return Judgment(**fields, status="ok", score=question_score(items), items=items)
         score = money(o.parsed.score + sum(i.score for i in annulled))
         return Judgment(**fields, status="ok", score=score, items=annulled, parse_method=o.parsed.method)
+
+
+class Budget:
+    """`--max-cost-usd`: a judgment starts only while what was spent, plus the expected cost of the
+    calls in flight and of this one, stays within the cap; the others are left with status `budget`.
+
+    Expected cost: the prompt's counted tokens and the completion tokens the estimate expects
+    (the cache's history for this judge, else a default per question kind). A call can cost more
+    than expected, so the cap can be passed by the overrun of the calls in flight, never more.
+    """
+
+    def __init__(self, judge: Judge, cap: float):
+        p = prices(judge.settings)
+        if p.input is None or p.output is None:
+            raise ValueError(
+                f"--max-cost-usd: no known price for {judge.settings.judge_model}; "
+                "give --price-input and --price-output (USD per 1M tokens)"
+            )
+        self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
+        self._expect: Callable | None = None
+
+    def reserve(self, row: QuestionRow, answer: Answer) -> float | None:
+        """The expected cost of judging `answer`, now counted as in flight; None: over the cap."""
+        if self._expect is None:
+            from .estimate.core import expected_cost
+
+            self._expect = expected_cost(self.judge)
+        expected = self._expect(row, answer)
+        if self.spent + self.in_flight + expected > self.cap:
+            self.refused += 1
+            return None
+        self.in_flight += expected
+        return expected
+
+    def settle(self, reserved: float, judgment: Judgment | None) -> None:
+        self.in_flight -= reserved
+        if judgment is not None:
+            self.spent += judgment.cost_usd or 0.0
+
+    def why(self) -> str:
+        return (
+            f"not judged: the cost cap (--max-cost-usd {self.cap:g}) would be passed "
+            f"(spent ${self.spent:.4f}, ${self.in_flight:.4f} in flight); a rerun with a higher cap continues"
+        )
 
 
 def summarise(judgments: Iterable[Judgment]) -> Summary:

@@ -48,6 +48,9 @@ class JudgeSettings(BaseModel):
     price_input: float | None = Field(None, description="USD per 1M prompt tokens (overrides litellm)")
     price_cached_input: float | None = Field(None, description="USD per 1M cached prompt tokens")
     price_output: float | None = Field(None, description="USD per 1M completion tokens")
+    max_cost_usd: float | None = Field(
+        None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -96,6 +96,10 @@ class JudgmentStore:
     def get(self, key: str) -> Judgment | None:
         return self._items.get(key)
 
+    def judgments(self) -> list[Judgment]:
+        """Every judgment held (read from the file or written by this process)."""
+        return list(self._items.values())
+
     def __len__(self) -> int:
         return len(self._items)
 

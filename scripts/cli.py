@@ -118,6 +118,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from judge import settings as judge_settings
+    from judge.estimate.flags import add_estimate_arguments
 
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -147,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
     p.add_argument("--no-progress", action="store_true")
     judge_settings.add_arguments(p)
+    add_estimate_arguments(p)
     p.set_defaults(func=_judge)
 
     from scripts.run import add_arguments

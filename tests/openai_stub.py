@@ -24,14 +24,45 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import hashlib
+import importlib.util
 import json
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+
+@functools.cache
+def _encoding():
+    """tiktoken's o200k (GPT-4o/5), from litellm's bundled files: no download. None without tiktoken."""
+    try:
+        import tiktoken
+
+        spec = importlib.util.find_spec("litellm")
+        if spec and spec.submodule_search_locations:
+            bundled = Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers"
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(bundled))
+        return tiktoken.get_encoding("o200k_base")
+    except Exception:
+        return None
+
+
+def count_prompt_tokens(messages: list[dict]) -> int:
+    """Prompt tokens as an OpenAI server reports them: o200k tokens of each content plus 3 per
+    message and 3 to prime the reply (one per 4 characters without tiktoken)."""
+    texts = []
+    for m in messages:
+        content = m.get("content") or ""
+        texts.append(content if isinstance(content, str) else "".join(b.get("text", "") for b in content))
+    enc = _encoding()
+    if enc is None:
+        return max(1, sum(len(t) for t in texts) // 4)
+    return sum(len(enc.encode(t, disallowed_special=())) for t in texts) + 3 * len(messages) + 3
 
 
 def _digest(text: str) -> str:
@@ -247,8 +278,7 @@ class StubServer:
 
         model = body.get("model", "")
         content, finish, reasoning_tokens, refusal = self._content(body, model, kind)
-        prompt_text = json.dumps(body.get("messages", []), ensure_ascii=False)
-        prompt_tokens = max(1, len(prompt_text) // 4)
+        prompt_tokens = count_prompt_tokens(body.get("messages", []))
         completion_tokens = max(1, len(content or "") // 4) + reasoning_tokens
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if refusal:

@@ -1,0 +1,171 @@
+"""Calls, tokens and cost of the judgments still to make, per judged model and in total.
+
+Prompt tokens are counted with litellm's token counter on the exact messages the judge would
+send (the model's own tokenizer where litellm knows it; OpenAI's GPT-4o/4.1/5 and o-series use
+o200k). Completion tokens per judgment are the mean of this judge's judgments in the cache, per
+question kind; with no history, DEFAULT_COMPLETION_TOKENS. Cached-input discounts are not
+assumed (an upper bound); the structured-output schema is not counted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from dataset_builder.schema import QuestionRow
+
+from ..answers import Answer
+from ..client import prices
+from ..runner import Judge
+
+# Expected completion tokens of one judgment with no history in the cache (a non-reasoning judge
+# writing one analysis per rubric item; a reasoning judge at high effort writes several times this).
+DEFAULT_COMPLETION_TOKENS = {"peca": 2500, "questao": 1000}
+# Expected answer length when the answers do not exist yet (`run --estimate`, before generation).
+DEFAULT_ANSWER_TOKENS = {"peca": 2000, "questao": 600}
+DEFAULT_BATCH_DISCOUNT = 0.5
+_O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+
+
+class ModelEstimate(BaseModel):
+    model: str
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    cost_usd_batch: float | None = None
+
+
+class Estimate(BaseModel):
+    """`--format json` contract: models[{model, calls, prompt_tokens, completion_tokens, cost_usd,
+    cost_usd_batch}] and total with the same keys."""
+
+    judge_model: str
+    completion_source: str
+    batch_discount: float
+    models: list[ModelEstimate]
+    total: ModelEstimate
+
+
+def count_tokens(judge_model: str, messages: list[dict]) -> int:
+    import litellm  # after ..client, which points litellm at its bundled cost map
+
+    name = judge_model.split("/", 1)[-1]
+    return litellm.token_counter(
+        model="gpt-4o" if name.startswith(_O200K) else judge_model, messages=messages
+    )
+
+
+def _history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str]:
+    """Mean completion tokens per judgment and question kind, from this judge's cached judgments."""
+    got: dict[str, list[int]] = defaultdict(list)
+    for j in judge.store.judgments():
+        if (
+            j.judge_model == judge.settings.judge_model
+            and j.mode == judge.mode
+            and j.prompt_version == judge.prompt_version
+            and j.usage.completion_tokens
+        ):
+            got[kinds.get(j.question_id, "")].append(j.usage.completion_tokens)
+    everything = [n for ns in got.values() for n in ns]
+    if not everything:
+        return dict(
+            DEFAULT_COMPLETION_TOKENS
+        ), f"no history in the cache: defaults {DEFAULT_COMPLETION_TOKENS}"
+    overall = sum(everything) / len(everything)
+    means = {k: sum(got[k]) / len(got[k]) if got.get(k) else overall for k in DEFAULT_COMPLETION_TOKENS}
+    return means, f"mean of {len(everything)} cached judgments by this judge"
+
+
+def _price(judge: Judge, prompt: int, completion: int) -> float | None:
+    p = prices(judge.settings)
+    if p.input is None or p.output is None:
+        return None
+    return prompt * p.input + completion * p.output
+
+
+def _discount(judge: Judge) -> float:
+    value = getattr(judge.settings, "price_batch_discount", None)  # a setting of the Batch API feature
+    return DEFAULT_BATCH_DISCOUNT if value is None else float(value)
+
+
+def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
+    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing."""
+    kinds = {row.question_id: row.kind for row, _ in pairs}
+    completion_per, source = _history(judge, kinds)
+    per: dict[str, ModelEstimate] = {}
+    seen: set[str] = set()
+    for row, answer in pairs:
+        m = per.setdefault(answer.model, ModelEstimate(model=answer.model))
+        key, calls = judge.prompts(row, answer)
+        if not calls or key in seen:  # a second identical answer waits for the first's judgment
+            continue
+        seen.add(key)
+        m.calls += len(calls)
+        m.prompt_tokens += sum(count_tokens(judge.settings.judge_model, c) for c in calls)
+        m.completion_tokens += round(completion_per[row.kind])
+    total = ModelEstimate(model="total")
+    for m in per.values():
+        total.calls += m.calls
+        total.prompt_tokens += m.prompt_tokens
+        total.completion_tokens += m.completion_tokens
+    discount = _discount(judge)
+    for m in [*per.values(), total]:
+        m.cost_usd = _price(judge, m.prompt_tokens, m.completion_tokens)
+        m.cost_usd_batch = None if m.cost_usd is None else m.cost_usd * discount
+    return Estimate(
+        judge_model=judge.settings.judge_model,
+        completion_source=source,
+        batch_discount=discount,
+        models=list(per.values()),
+        total=total,
+    )
+
+
+def expected_cost(judge: Judge) -> Callable[[QuestionRow, Answer], float]:
+    """The budget's per-judgment expectation: counted prompt, expected completion, known prices."""
+    cache: dict[str, tuple[dict[str, float], str]] = {}
+
+    def expect(row: QuestionRow, answer: Answer) -> float:
+        if "history" not in cache:
+            cache["history"] = _history(judge, {row.question_id: row.kind})
+        _, calls = judge.prompts(row, answer)
+        prompt = sum(count_tokens(judge.settings.judge_model, c) for c in calls)
+        return _price(judge, prompt, round(cache["history"][0][row.kind])) or 0.0
+
+    return expect
+
+
+def placeholder_pairs(rows: list[QuestionRow], model: str, judge: Judge) -> list[tuple[QuestionRow, Answer]]:
+    """Stand-in answers of DEFAULT_ANSWER_TOKENS, for an estimate before the answers exist."""
+    pairs = []
+    for row in rows:
+        turns = len(row.upstream.turns) if judge.settings.prompt == "upstream-v1" else 1
+        words = DEFAULT_ANSWER_TOKENS[row.kind] // turns
+        pairs.append((row, Answer(model=model, question_id=row.question_id, turns=["a " * words] * turns)))
+    return pairs
+
+
+def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) -> int:
+    out = file or sys.stdout
+    if fmt == "json":
+        out.write(est.model_dump_json(indent=2) + "\n")
+        return 0
+
+    def usd(x: float | None) -> str:
+        return "unknown" if x is None else f"${x:.4f}"
+
+    print(f"estimate for judge {est.judge_model}; nothing was called. {note}".rstrip(), file=out)
+    print(f"completion tokens: {est.completion_source}; batch at {est.batch_discount:g}x", file=out)
+    header = ("model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
+    lines = [
+        (m.model, m.calls, m.prompt_tokens, m.completion_tokens, usd(m.cost_usd), usd(m.cost_usd_batch))
+        for m in [*est.models, est.total]
+    ]
+    width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
+    for line in [header, *lines]:
+        print("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)), file=out)
+    return 0

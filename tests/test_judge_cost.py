@@ -1,0 +1,141 @@
+"""What judging costs: the estimate before spending, the cost cap, cached input, lean pricing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge.answers import Answer
+from judge.client import cost, map_prices
+from judge.estimate.core import estimate
+from judge.prompts import build_messages, marks_cache
+from judge.records import Usage
+from judge.runner import Judge, run_judge_all, summarise
+from judge.store import JudgmentStore
+from tests.conftest import oab
+from tests.test_hardening import clean_env
+from tests.test_judge_parsing import made_up_row
+from tests.test_judge_server import _answers_file, _judge_args, settings
+
+
+def _pairs(n: int):
+    row = made_up_row()
+    return [
+        (
+            row,
+            Answer(
+                model=f"m{i % 2}", question_id=row.question_id, turns=[f"Resposta {i}: " + "tese " * 40 * i]
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+def test_estimate_calls_nothing_and_counts_what_the_run_reports(
+    stub, judge_key, tmp_path, built_dataset, upstream_v1
+):
+    server = stub()
+    answers, ids = _answers_file(tmp_path, upstream_v1, 4)
+    args = _judge_args(
+        built_dataset, answers, server, tmp_path / "cache", tmp_path / "out.jsonl", "--questions", *ids
+    )
+    args[args.index("openai/judge-test")] = "openai/gpt-5.2"  # o200k, as the stub counts
+    env = clean_env(OAB_JUDGE_API_KEY=judge_key)
+
+    proc = oab("judge", *args, "--estimate", "--format", "json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert server.count == 0 and not (tmp_path / "out.jsonl").exists()
+    est = json.loads(proc.stdout)
+    keys = {"model", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "cost_usd_batch"}
+    assert set(est["total"]) == keys and all(set(m) == keys for m in est["models"])
+    assert est["total"]["calls"] == 4 and est["total"]["cost_usd_batch"] == pytest.approx(
+        est["total"]["cost_usd"] / 2
+    )
+
+    assert oab("judge", *args, env=env).returncode == 0
+    reported = sum(
+        json.loads(x)["usage"]["prompt_tokens"] for x in (tmp_path / "out.jsonl").read_text().splitlines()
+    )
+    assert server.count == 4
+    print(f"estimated {est['total']['prompt_tokens']} prompt tokens, the run reported {reported}")
+    assert abs(est["total"]["prompt_tokens"] - reported) <= 0.10 * reported
+
+    again = oab("judge", *args, "--estimate", env=env)  # all cached now: nothing left to pay
+    assert (
+        again.returncode == 0 and "nothing was called" in again.stdout and "cached judgments" in again.stdout
+    )
+    assert server.count == 4
+
+
+def test_cost_cap_leaves_budget_statuses_and_a_rerun_finishes_without_repeating(stub, judge_key, tmp_path):
+    server = stub()
+    pairs = _pairs(6)
+    prices = dict(price_input=1000.0, price_output=1000.0, concurrency=1)
+    full = estimate(Judge(settings(server, **prices)), pairs).total.cost_usd
+    cap = full / 2
+
+    store = JudgmentStore(tmp_path)
+    first = run_judge_all(Judge(settings(server, max_cost_usd=cap, **prices), store), pairs, progress=False)
+    statuses = [j.status for j in first]
+    assert "budget" in statuses and "ok" in statuses and set(statuses) <= {"ok", "budget"}
+    assert all(j.score is None and "max-cost-usd" in j.error for j in first if j.status == "budget")
+    assert server.count == statuses.count("ok")
+    assert sum(j.cost_usd for j in first) <= cap
+
+    store = JudgmentStore(tmp_path)
+    second = run_judge_all(
+        Judge(settings(server, max_cost_usd=full * 2, **prices), store), pairs, progress=False
+    )
+    assert {j.status for j in second} == {"ok"}
+    assert server.count == len(pairs)  # each judgment paid once over both runs
+    assert f"budget {statuses.count('budget')}" in summarise(first).line()
+
+
+def test_cost_cap_needs_a_known_price(stub, judge_key):
+    with pytest.raises(ValueError, match="no known price"):
+        Judge(settings(stub(), max_cost_usd=1.0))
+
+
+def test_cached_prompt_tokens_are_priced_and_shown(stub, judge_key):
+    server = stub()  # reports half of every prompt as cached
+    judge = Judge(settings(server, price_input=2.0, price_cached_input=0.2, price_output=8.0))
+    [j] = run_judge_all(judge, _pairs(1), progress=False)
+    u = j.usage
+    assert u.cached_tokens == u.prompt_tokens // 2 > 0
+    assert j.cost_usd == pytest.approx(
+        ((u.prompt_tokens - u.cached_tokens) * 2.0 + u.cached_tokens * 0.2 + u.completion_tokens * 8.0) / 1e6
+    )
+    assert "%)" in summarise([j]).line()  # cached share
+
+
+def test_map_prices_price_cached_input_at_the_cached_rate():
+    p = map_prices("openai/gpt-4o")
+    usage = Usage(prompt_tokens=1000, cached_tokens=400, completion_tokens=100)
+    expected = 600 * p.input + 400 * p.cached_input + 100 * p.output
+    assert p.cached_input < p.input and cost(settings_for("openai/gpt-4o"), usage) == pytest.approx(expected)
+    assert cost(settings_for("openai/no-such-model"), usage) is None  # unknown, never zero
+
+
+def settings_for(model: str):
+    from judge.settings import JudgeSettings
+
+    return JudgeSettings(judge_model=model)
+
+
+def test_anthropic_prompts_mark_everything_but_the_answer_for_caching():
+    row = made_up_row()
+    plain = build_messages(row, "Minha resposta.", "structured")
+    marked = build_messages(row, "Minha resposta.", "structured", cache_prefix=True)
+    blocks = marked[1]["content"]
+    assert blocks[0]["cache_control"] == {"type": "ephemeral"} and "cache_control" not in blocks[1]
+    assert "".join(b["text"] for b in blocks) == plain[1]["content"] and marked[0] == plain[0]
+    assert "Minha resposta." in blocks[1]["text"] and "Minha resposta." not in blocks[0]["text"]
+    assert marks_cache("anthropic/claude-sonnet-4-5") and not marks_cache("openai/gpt-5.2")
+
+
+def test_the_store_does_not_read_back_its_own_lines(stub, judge_key, tmp_path):
+    store = JudgmentStore(tmp_path)
+    run_judge_all(Judge(settings(stub()), store), _pairs(4), progress=False)
+    assert store._offset == store.path.stat().st_size and store._lines == 4  # nothing left to parse
+    assert len(JudgmentStore(tmp_path)) == 4
