@@ -27,6 +27,7 @@ import yaml
 from dataset_builder.schema import dataset_source
 from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
+from judge.estimate.flags import add_estimate_arguments
 from judge.lighteval_compat import ensure_offline_safe
 from judge.redact import redact
 from judge.settings import JudgeSettings, env_var, settings_env, settings_from
@@ -158,6 +159,10 @@ def leaderboard(out: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     settings = judge_settings(args)  # a bad setting fails here, before any generation
+    if args.estimate:  # the judging bill, before generating anything
+        from judge.estimate.core import estimate_run
+
+        return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as servers:  # local vLLM servers stop however the run ends
@@ -387,3 +392,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--vllm-start-timeout", type=float, default=900.0, help="seconds to wait for /health")
     add_judge_arguments(p, prefix="judge-")
+    add_estimate_arguments(p)

@@ -139,3 +139,23 @@ def test_the_store_does_not_read_back_its_own_lines(stub, judge_key, tmp_path):
     run_judge_all(Judge(settings(stub()), store), _pairs(4), progress=False)
     assert store._offset == store.path.stat().st_size and store._lines == 4  # nothing left to parse
     assert len(JudgmentStore(tmp_path)) == 4
+
+
+def test_run_estimate_prices_the_judging_before_generating(stub, judge_key, tmp_path, built_dataset):
+    server = stub()
+    args = ["run", "--model", "openai/candidate", "--api-base", server.url, "--dataset", built_dataset]
+    args += ["--tasks", "oab_bench:41", "--output-dir", tmp_path / "run", "--judge-model", "openai/gpt-5.2"]
+    args += [
+        "--judge-api-base",
+        server.url,
+        "--judge-cache",
+        tmp_path / "cache",
+        "--estimate",
+        "--format",
+        "json",
+    ]
+    proc = oab(*args, env=clean_env(OAB_JUDGE_API_KEY=judge_key))
+    assert proc.returncode == 0, proc.stderr
+    est = json.loads(proc.stdout)
+    assert server.count == 0 and est["models"][0]["model"] == "openai/candidate"
+    assert est["total"]["calls"] > 0 and est["total"]["cost_usd"] > est["total"]["cost_usd_batch"] > 0

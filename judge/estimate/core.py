@@ -169,3 +169,21 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) 
     for line in [header, *lines]:
         print("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)), file=out)
     return 0
+
+
+def estimate_run(args, settings, question_ids: list[str]) -> int:
+    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, with answers of
+    DEFAULT_ANSWER_TOKENS (they are not generated yet) and the run's judge cache."""
+    from pathlib import Path
+
+    from ..dataset import load_rows
+    from ..store import JudgmentStore, default_cache_dir
+
+    wanted = set(question_ids)
+    rows = [r for r in load_rows(args.dataset) if r.question_id in wanted]
+    where = args.judge_cache
+    off = where is not None and where.lower() == "off"
+    store = JudgmentStore(None if off else Path(where) if where else default_cache_dir())
+    judge = Judge(settings, store)
+    note = f"Answers not generated yet: assumed {DEFAULT_ANSWER_TOKENS} tokens per answer."
+    return print_estimate(estimate(judge, placeholder_pairs(rows, args.model, judge)), args.format, note)
