@@ -5,9 +5,10 @@ exponential backoff with jitter; other 4xx fail at once. The key comes from
 OAB_JUDGE_API_KEY, else litellm reads the provider's usual variable; it is passed to
 litellm and nowhere else.
 
-Lean per call: we price every call from its usage (prices looked up once per model), so
-litellm's own per-call cost calculation is skipped for our calls, and its logging callbacks
-too (`no-log`); together ~1.5 ms of CPU per call, which is the wall time with a fast judge.
+Lean per call: we price every call from its usage (prices looked up once per model), so for
+our calls litellm skips its own cost calculation and its success logging (`no-log`, and its
+internal-call signal); together ~1 ms of CPU per call, which is wall time with a fast judge.
+The retry loop is a plain loop for the same reason.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def _skip_cost_in_our_calls() -> None:
 
 
 _skip_cost_in_our_calls()
+
+try:
+    from litellm._internal_context import is_internal_call as _INTERNAL
+except ImportError:  # another litellm: nothing to suppress this way
+    _INTERNAL = contextvars.ContextVar("oab_internal", default=False)
 
 _TRANSIENT = (
     litellm.RateLimitError,
@@ -238,11 +244,15 @@ def backoff(settings: JudgeSettings, attempt: int, exc: BaseException) -> float:
 
 
 async def _complete(kwargs: dict[str, Any]) -> Any:
-    token = _OWN_PRICING.set(True)  # we price from usage: litellm need not, for this call
+    # We price from usage and log nothing through litellm: no per-call cost calculation (our
+    # wrapper) and no async success logging (litellm's own "internal call" signal, meant for
+    # calls whose logging and billing are done elsewhere).
+    tokens = [(var, var.set(True)) for var in (_OWN_PRICING, _INTERNAL)]
     try:
         return await litellm.acompletion(**kwargs)
     finally:
-        _OWN_PRICING.reset(token)
+        for var, token in reversed(tokens):
+            var.reset(token)
 
 
 async def call_judge(
