@@ -249,7 +249,7 @@ class Budget:
 
             self._expect = expected_cost(self.judge)
         expected = self._expect(row, answer)
-        if self.spent + self.in_flight + expected > self.cap:
+        if self.refused or self.spent + self.in_flight + expected > self.cap:  # once stopped, stopped
             self.refused += 1
             return None
         self.in_flight += expected
