@@ -159,7 +159,7 @@ def leaderboard(out: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     settings = judge_settings(args)  # a bad setting fails here, before any generation
-    if args.estimate:  # the judging bill, before generating anything
+    if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from judge.estimate.core import estimate_run
 
         return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
