@@ -130,8 +130,8 @@ def expected_cost(judge: Judge) -> Callable[[QuestionRow, Answer], float]:
     cache: dict[str, tuple[dict[str, float], str]] = {}
 
     def expect(row: QuestionRow, answer: Answer) -> float:
-        if "history" not in cache:
-            cache["history"] = _history(judge, {row.question_id: row.kind})
+        if "history" not in cache:  # the budget sees one row at a time: this judge's overall mean
+            cache["history"] = _history(judge, {})
         _, calls = judge.prompts(row, answer)
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in calls)
         return _price(judge, prompt, round(cache["history"][0][row.kind])) or 0.0
