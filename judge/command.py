@@ -56,19 +56,30 @@ def run_judge_command(args: argparse.Namespace) -> int:
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
 
-    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
-    judge = Judge(settings, store)
+    judge = make_judge(args, settings)
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing
     ]
     write_atomic(Path(args.output), dump_jsonl(judgments))
+    failed = print_outcome(judgments)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def make_judge(args: argparse.Namespace, settings) -> Judge:
+    """The judge of a command, with the cache its --cache/--no-cache flags ask for."""
+    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    return Judge(settings, store)
+
+
+def print_outcome(judgments) -> list:
+    """Totals and the first failures on stderr; returns the judgments that are not ok."""
     print(summarise(judgments).line(), file=sys.stderr)
     failed = [j for j in judgments if j.status != "ok"]
     for j in failed[:20]:
         print(f"not ok: {j.model} {j.question_id}: {j.status}: {j.error}", file=sys.stderr)
     if len(failed) > 20:
         print(f"... and {len(failed) - 20} more", file=sys.stderr)
-    print(f"wrote {args.output}", file=sys.stderr)
-    return 1 if failed else 0
+    return failed

@@ -12,11 +12,15 @@ def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[Quest
     import datasets
 
     ds = datasets.load_dataset(dataset_source(dataset), split="test")
-    rows = [QuestionRow.model_validate(r) for r in ds]
-    if questions:
-        rows = [
-            r
-            for r in rows
-            if any(fnmatch.fnmatch(r.question_id, p) or fnmatch.fnmatch(r.exam_id, p) for p in questions)
-        ]
-    return rows
+    return select_rows([QuestionRow.model_validate(r) for r in ds], questions)
+
+
+def select_rows(rows: list[QuestionRow], questions: list[str] | None) -> list[QuestionRow]:
+    """The rows whose question or exam id matches one of the glob patterns (all rows without patterns)."""
+    if not questions:
+        return rows
+    return [
+        r
+        for r in rows
+        if any(fnmatch.fnmatch(r.question_id, p) or fnmatch.fnmatch(r.exam_id, p) for p in questions)
+    ]

@@ -38,6 +38,12 @@ def _judge(args: argparse.Namespace) -> int:
     return run_judge_command(args)
 
 
+def _probe(args: argparse.Namespace) -> int:
+    from judge.validity.probe import run_probe_command
+
+    return run_probe_command(args)
+
+
 def _run(args: argparse.Namespace) -> int:
     from scripts.run import run
 
@@ -148,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     judge_settings.add_arguments(p)
     p.set_defaults(func=_judge)
+
+    from judge.validity import probe
+
+    p = sub.add_parser(
+        "probe", help="does the judge fail a failing answer? answers of known worth from the dataset"
+    )
+    probe.add_arguments(p)
+    p.set_defaults(func=_probe)
 
     from scripts.run import add_arguments
 

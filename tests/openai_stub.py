@@ -4,6 +4,8 @@ It plays two parts, chosen by the request:
 - a *judge* (a `json_schema` response format, or a model name starting with "judge"): it
   fills the schema; each enum (a rubric item's allowed scores) gets a value chosen by
   `policy`. Without a schema it answers free text ending in `[[nota]]` (`legacy_score`).
+  Policy `overlap` reads our judge prompt: with s the share of the reference's word trigrams
+  the answer contains, the first s of the rubric items get their maximum, the rest 0.
 - a *candidate* (any other model): a fixed Portuguese answer naming the model and a hash
   of the prompt, optionally wrapped in a `<think>` block.
 
@@ -26,6 +28,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -50,6 +53,35 @@ class Policy:
         if policy == "alternate":  # max for even positions, 0 for odd
             return values[-1] if index % 2 == 0 else values[0]
         raise ValueError(policy)
+
+
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def reference_share(user: str) -> float:
+    """Share of the reference's word trigrams present in the candidate's answer (our judge prompt)."""
+    reference = user.split("# Padrão de respostas: gabarito comentado", 1)[-1]
+    reference = reference.split("# Padrão de respostas: tabela de pontuação", 1)[0]
+    answer = user.rsplit("<resposta_do_candidato>", 1)[-1].split("</resposta_do_candidato>", 1)[0]
+    wanted = _trigrams(reference)
+    return len(wanted & _trigrams(answer)) / len(wanted) if wanted else 0.0
+
+
+def fill_by_overlap(schema: dict, share: float) -> dict:
+    """Our rubric schema filled as a judge that credits content: item i of n gets its max if (i + 0.5) / n <= share."""
+    items = schema["properties"]["items"]["properties"]
+    n = len(items)
+    return {
+        "items": {
+            item_id: {
+                "analysis": f"A resposta contém {share:.0%} do gabarito.",
+                "score": spec["properties"]["score"]["enum"][-1 if (i + 0.5) / n <= share else 0],
+            }
+            for i, (item_id, spec) in enumerate(items.items())
+        }
+    }
 
 
 def fill_schema(schema: dict, policy: str, counter: list[int], defs: dict | None = None) -> Any:
@@ -295,7 +327,10 @@ class StubServer:
         fmt = body.get("response_format") or {}
         if fmt.get("type") == "json_schema":
             schema = fmt["json_schema"]["schema"]
-            data = fill_schema(schema, self.policy, [0])
+            if self.policy == "overlap":
+                data = fill_by_overlap(schema, reference_share(body["messages"][-1]["content"]))
+            else:
+                data = fill_schema(schema, self.policy, [0])
             if kind == "malformed":
                 return json.dumps(data)[:-7] + "...não é JSON"
             if kind == "bad_score":
