@@ -307,12 +307,17 @@ def test_a_judge_that_credits_content_discriminates(stub, built_dataset, tmp_pat
 
 def test_a_subset_of_probes_and_bad_flags(stub, built_dataset, tmp_path, capsys):
     server = stub(policy="max")
+    assert probe(capsys, built_dataset, server, tmp_path, "--probes", "partial")[0] == 0
     rc, out, err = probe(
         capsys, built_dataset, server, tmp_path, "--probes", "reference,empty", "--format", "json"
     )
     assert rc == 0 and "2 probes x 10 questions = 20 judgments" in err
     report = json.loads(out)
     assert set(report["probes"]) == {"reference", "empty"} and report["ordering"] is None
+    assert sorted(p.name for p in (tmp_path / "out" / "answers").iterdir()) == [
+        "probe_empty.jsonl",
+        "probe_reference.jsonl",
+    ]
     assert {c["name"] for c in report["checks"]} == {
         "judged_ok",
         "reference_mean_pct",

@@ -248,10 +248,14 @@ def answer_files(probes: Sequence[Probe]) -> dict[str, str]:
 
 
 def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
+    """Write the answer files; those of probes not built this time are removed, so the folder is one run's."""
     from ..command import write_atomic
 
-    out = []
-    for name, text in answer_files(probes).items():
+    files = answer_files(probes)
+    for kind in PROBE_KINDS:
+        stale = folder / f"probe_{kind}.jsonl"
+        if stale.name not in files:
+            stale.unlink(missing_ok=True)
+    for name, text in files.items():
         write_atomic(folder / name, text)
-        out.append(folder / name)
-    return out
+    return [folder / name for name in files]
