@@ -159,7 +159,8 @@ def test_a_tampered_file_never_counts_against_a_clean_one_in_any_order(tmp_path)
     assert "model-bad: 2 judgments disagree" in notes and "model-clean: " not in notes.replace(
         "model-clean has", ""
     )
-    assert "an ok judgment is used over failures" in notes
+    assert "a tie: what its id says (1.25 in exam 90_direito_civil) is used" in notes
+    assert "an ok judgment, if any, is used over failures" in notes
 
 
 def test_without_a_dataset_the_majority_decides_and_dropped_exams_show_in_coverage(tmp_path):
@@ -182,6 +183,7 @@ def test_without_a_dataset_the_majority_decides_and_dropped_exams_show_in_covera
     rows = rows_of(data)
     assert rows["model-clean"]["coverage"] == pytest.approx(5 / 15)  # as the tampered ones: 91 civil only
     assert any("model-clean: 2 judgments disagree" in n for n in data["notes"])
+    assert any("the majority (2.00 in exam 90_direito_civil) is used" in n for n in data["notes"])
 
 
 @pytest.fixture

@@ -208,7 +208,10 @@ def settle_facts(
                 unresolved.add(qid)
                 what = "no majority: every judgment of it counts as a mismatch"
             else:
-                what = f"the majority ({pick[1]:.2f} in exam {pick[0]}) is used; the others count against their own models"
+                how = (
+                    "the majority" if sorted(count.values())[-2] < count[pick] else "a tie: what its id says"
+                )
+                what = f"{how} ({pick[1]:.2f} in exam {pick[0]}) is used; the others count against their own models"
             notes.append(
                 f"{qid}: the inputs disagree on its value or exam ({said}): {what}; pass --dataset to settle it"
             )
@@ -258,7 +261,7 @@ def _one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Reco
     if retried:
         notes.append(
             f"{retried} (judge, model, question) have different outcomes in different inputs: "
-            "an ok judgment is used over failures"
+            "an ok judgment, if any, is used over failures"
         )
     return out, notes
 
