@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dataset_builder.errors import SourceError
+
 from .answers import Answer, load_answers
 from .dataset import load_rows
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
@@ -22,7 +24,15 @@ def pair_answers(rows, answers: list[Answer]):
     models: dict[str, dict[str, Answer]] = {}
     for a in answers:
         if a.question_id in by_id:
-            models.setdefault(a.model, {})[a.question_id] = a
+            seen = models.setdefault(a.model, {}).setdefault(a.question_id, a)
+            if seen.turns != a.turns:  # identical copies (the same answers in two files) are one
+                first, second = sorted((seen, a), key=lambda x: (x.source, x.line))
+                raise SourceError(
+                    f"{a.model} answers {a.question_id} differently here and in {second.source}:{second.line}: "
+                    "pass one of them",
+                    file=first.source,
+                    line=first.line or None,
+                )
     pairs, missing = [], []
     for model, got in models.items():
         for row in rows:

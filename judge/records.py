@@ -13,7 +13,8 @@ from .settings import Mode
 
 # One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
 # but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
-# "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports).
+# "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports);
+# "too_long": an answer over the judge settings' max_answer_tokens, never sent to the judge.
 Status = Literal[
     "ok",
     "parse_error",
@@ -24,6 +25,7 @@ Status = Literal[
     "missing",
     "missing_turn",
     "mismatch",
+    "too_long",
 ]
 
 
@@ -63,6 +65,7 @@ class Judgment(BaseModel):
     error: str | None = None
     attempts: int = 0
     parse_method: str | None = None  # legacy mode: how the score was found
+    note: str | None = None  # e.g. the answer was cut to max_answer_tokens before judging
     cache_key: str = ""
     cached: bool = False
 

@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from dataset_builder.schema import QuestionRow, money
 
+from .answer_limit import fit_answer
 from .answers import Answer, strip_reasoning
 from .client import Breaker, call_judge
 from .legacy import parse_legacy_score_detailed
@@ -113,6 +114,9 @@ class Judge:
 
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         turns = [strip_reasoning(t) for t in answer.turns]
+        limit, cut = self.settings.max_answer_tokens, self.settings.long_answers == "truncate"
+        turns, size = fit_answer(turns, self.settings.judge_model, limit, cut=cut)
+        noted = {"note": f"answer cut from about {size} to {limit} tokens before judging"} if size else {}
         text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
         key = self.key(row, text)
         base = self._base(row, answer.model, key)
@@ -120,10 +124,13 @@ class Judge:
             return self.unanswered(
                 row, answer.model, "empty answer (nothing left after removing reasoning blocks)", key
             )
+        if size and not cut:  # never sent, cached or stored
+            why = f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge"
+            return Judgment(**base, status="too_long", error=why, cost_usd=0.0)
         async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
             cached = self._trusted(self.store.get(key), row)
             if cached is not None:
-                return cached.model_copy(update={"model": answer.model, "cached": True})
+                return cached.model_copy(update={"model": answer.model, "cached": True, **noted})
             if self.breaker.open:
                 return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
             if self.upstream is not None:
@@ -133,7 +140,7 @@ class Judge:
             else:
                 judgment = await self._grade_ours(row, text, base)
             await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
-        return judgment
+        return judgment.model_copy(update=noted)
 
     def _trusted(self, cached: Judgment | None, row: QuestionRow) -> Judgment | None:
         """A cache hit whose numbers are possible for this row; an impossible one is judged again."""

@@ -48,6 +48,13 @@ class JudgeSettings(BaseModel):
     price_input: float | None = Field(None, description="USD per 1M prompt tokens (overrides litellm)")
     price_cached_input: float | None = Field(None, description="USD per 1M cached prompt tokens")
     price_output: float | None = Field(None, description="USD per 1M completion tokens")
+    max_answer_tokens: int = Field(
+        32768, ge=1, description="longer answers are not sent to the judge (status too_long)"
+    )
+    long_answers: Literal["too_long", "truncate"] = Field(
+        "too_long",
+        description="an answer over max_answer_tokens: too_long (not judged) or truncate (judged cut, noted)",
+    )
 
     @model_validator(mode="before")
     @classmethod

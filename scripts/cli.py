@@ -51,34 +51,24 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace):
-    """Records of every input, the expected question ids (with --dataset), and notes on skipped inputs."""
-    from judge.report.inputs import NoResults, load_records
+    """Every input's records with the facts to check them against, and notes (skipped inputs...)."""
+    from judge.report.inputs import read_inputs
 
-    dataset, expected = {}, None
-    if args.dataset:
-        from judge.dataset import load_rows
-
-        dataset = {r.question_id: r for r in load_rows(args.dataset)}
-        expected = set(dataset)
-    records, skipped = [], []
-    for path in args.inputs:
-        try:
-            records += load_records(Path(path), dataset)
-        except NoResults as e:
-            skipped.append(f"skipped {e}")
-            print(f"oab-bench {args.command}: note: skipped {e}", file=sys.stderr)
-    if not records:
-        raise ValueError("no judged results in any input")
-    return records, expected, skipped
+    inputs = read_inputs(args.inputs, args.dataset)
+    for note in inputs.notes:
+        print(f"oab-bench {args.command}: note: {note}", file=sys.stderr)
+    return inputs
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from judge.report import render
     from judge.report import tables as lb
 
-    records, expected, skipped = _records(args)
-    tables, notes = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
-    notes += skipped
+    got = _records(args)
+    tables, notes = lb.build_tables(
+        got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
+    )
+    notes += got.notes
     if args.format == "markdown":
         text = render.render_markdown(tables, notes, by=args.by)
     elif args.format == "csv":
@@ -104,8 +94,10 @@ def _compare(args: argparse.Namespace) -> int:
     from judge.report import render
     from judge.report import tables as lb
 
-    records, expected, _ = _records(args)
-    tables, _ = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
+    got = _records(args)
+    tables, _ = lb.build_tables(
+        got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
+    )
     comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
     if not comparisons:
         raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")

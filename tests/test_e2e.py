@@ -174,7 +174,7 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     board = json.loads(lb.stdout)
     (lrow,) = board["rows"]
     assert board["notes"] == [
-        "15 records repeat a (judge, model, question) already read; the later input was used"
+        "15 records repeat a (judge, model, question) with the same result: each counted once"
     ]
     assert lrow["model"] == "openai/cand-e2e" and lrow["judge"] == "openai/judge-e2e [oab-pt-v1, structured]"
     assert (
