@@ -7,6 +7,7 @@ files, lighteval output folders (judgments and answers both), FastChat answer fi
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -50,10 +51,21 @@ def _members(v: dict) -> list[dict]:
     return []
 
 
+def _structured_reply(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
 def _ours(v: dict) -> Trail:
+    """A structured judge's text is its JSON reply, already shown item by item: not kept twice."""
+    items = [i for i in v.get("items") or [] if isinstance(i, dict)]
     text = v.get("judge_text") or ""
+    if items and _structured_reply(text):
+        text = ""
     return Trail(
-        items=[i for i in v.get("items") or [] if isinstance(i, dict)],
+        items=items,
         texts=[text] if text else [],
         error=v.get("error"),
         members=_members(v),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dataset_builder.schema import QuestionRow
+
 from ..redact import redact
 from .build import build_view
 from .collect import read_inputs
@@ -33,10 +35,27 @@ def write_report(
 
         rows = {r.question_id: r for r in load_rows(dataset)}
         expected = set(rows) if expect_dataset else None
-    data = read_inputs(list(inputs), list(answers), rows)
-    view, blobs, tables = build_view(data, rows, expected_ids=expected, resamples=resamples, seed=seed)
-    html = render_html(view, blobs, title=title, inputs=[str(p) for p in inputs], plot=plot_png(tables))
+    html = report_html(
+        inputs, answers, rows, expected_ids=expected, resamples=resamples, seed=seed, title=title
+    )
     return write_atomic(Path(output), html)
+
+
+def report_html(
+    inputs: list[Path],
+    answers: list[Path],
+    rows: dict[str, QuestionRow],
+    *,
+    expected_ids: set[str] | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    title: str = "OAB-Bench: audit report",
+) -> str:
+    """The report's text, from inputs and the question rows (texts and rubrics) by id."""
+    data = read_inputs(list(inputs), list(answers), rows)
+    view, blobs, tables = build_view(data, rows, expected_ids=expected_ids, resamples=resamples, seed=seed)
+    names = [str(p) for p in [*inputs, *answers]]
+    return render_html(view, blobs, title=title, inputs=names, plot=plot_png(tables))
 
 
 def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:

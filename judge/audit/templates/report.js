@@ -123,6 +123,7 @@
     if (!document.getElementById(target) || !document.getElementById(target).classList.contains("page")) target = "leaderboard";
     for (const p of document.querySelectorAll(".page")) p.classList.toggle("active", p.id === target);
     window.scrollTo(0, 0);
+    setTimeout(() => window.scrollTo(0, 0), 0); // after the browser's own jump to the #id
   }
 
   for (const m of document.querySelectorAll(".model")) {
