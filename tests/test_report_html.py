@@ -155,3 +155,56 @@ def test_report_in_headless_chromium(report, tmp_path):
     assert "api_error" in failures and "injected 400" in failures
     # two judges graded o3 and sabiá on the same exam: their largest disagreements are listed
     assert re.search(r'<section id="disagreements"[^>]*>.*?<a class="chip" href="#j\d+">', dom, re.DOTALL)
+
+
+# --- made-up judgments: a jury, probes, two judges, a hostile model name ---------------------
+
+
+@pytest.fixture(scope="module")
+def made_up_report(tmp_path_factory):
+    from judge.audit.write import report_html
+    from tests.test_leaderboard import exam_records
+
+    tmp = tmp_path_factory.mktemp("made_up")
+    recs = exam_records("<b>bold</b>-model", "judge-a", "90_direito_civil", 4.0, 1.0, failed=(2,))
+    recs += exam_records("<b>bold</b>-model", "judge-b", "90_direito_civil", 2.0, 0.25)
+    recs += exam_records("probe:reference", "judge-a", "90_direito_civil", 5.0, 1.25)
+    recs += exam_records("probe:empty", "judge-a", "90_direito_civil", 0.0, 0.0)
+    for r in recs:
+        r["error"] = "injected: the judge server answered 500" if r["status"] != "ok" else None
+        if r["status"] == "ok":
+            r["items"] = [
+                {"item_id": "X1", "score": r["score"], "max_score": r["max_score"], "analysis": "ok"}
+            ]
+    recs[0]["members"] = [
+        {"judge_model": "member-one", "status": "ok", "score": 4.0, "items": recs[0]["items"]},
+        {"judge_model": "member-two", "status": "api_error", "score": None, "error": "member failed"},
+    ]
+    path = tmp / "judgments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    html = tmp / "report.html"
+    html.write_text(report_html([path], [], {}, resamples=200), encoding="utf-8")
+    return html
+
+
+def test_made_up_report_sections(made_up_report):
+    html = made_up_report.read_text(encoding="utf-8")
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;-model" in html  # names are text too
+    lb = html.split('<section id="leaderboard"', 1)[1].split("</section>", 1)[0]
+    assert "probe:" not in lb  # probes are not candidates
+    probes = html.split('<section id="probes"', 1)[1].split("</section>", 1)[0]
+    assert "reference" in probes and "100%" in probes and "empty" in probes and "0%" in probes
+    disagreements = html.split('<section id="disagreements"', 1)[1].split("</section>", 1)[0]
+    assert "90_direito_civil_peca_praticoprofissional" in disagreements and "2.00/5.00" in disagreements
+    failures = html.split('<section id="failures"', 1)[1].split("</section>", 1)[0]
+    assert "api_error" in failures and "the judge server answered 500" in failures
+    data = blob(html, "judgments")
+    assert [m["judge_model"] for m in data[0]["members"]] == ["member-one", "member-two"]
+
+
+def test_made_up_report_jury_in_chromium(made_up_report, tmp_path):
+    exe = chromium()
+    dom = browse(exe, made_up_report.as_uri() + "#j0", tmp_path, "--dump-dom").stdout
+    page = dom.split('<section id="judgment" class="page active">', 1)[1].split("</section>", 1)[0]
+    assert "Jury members" in page and "member-one" in page and "member failed" in page
+    assert "answer not available" in page and "Question text not available" in page

@@ -42,6 +42,17 @@ def trail_key(r: Record) -> tuple[str, str, str, str]:
     return (r.source, r.judge.split(" [")[0], r.model, r.question_id)
 
 
+def _plain(x):
+    """Parquet gives numpy arrays where JSON had lists: back to plain Python for the page's JSON."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
+        return [_plain(v) for v in x]
+    if hasattr(x, "item") and type(x).__module__ == "numpy":
+        return x.item()
+    return x
+
+
 def _members(v: dict) -> list[dict]:
     """A jury's members, whatever the field is called: rendered only when it is a list of objects."""
     for key in ("members", "member_judgments", "jury"):
@@ -95,7 +106,7 @@ def _trails_lighteval(path: Path) -> dict:
     for file in details_files(path):
         df = pd.read_parquet(file, columns=["metric"])
         for metric in df["metric"]:
-            v = (metric or {}).get("oab_judgment") or {}
+            v = _plain((metric or {}).get("oab_judgment") or {})
             if v:
                 key = (str(file), v.get("judge_model") or "unknown", model_of(file), v["question_id"])
                 out[key] = _ours(v)
