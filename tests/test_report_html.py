@@ -81,8 +81,11 @@ def report(tmp_path_factory, built_rows, built_dataset, upstream_v1):
         encoding="utf-8",
     )
     answers = published + load_fastchat_answers(xss_file)
-    os.environ.setdefault("OAB_JUDGE_API_KEY", "sk-report-test")
-    with StubServer(policy="alternate", faults=[{"kind": "400", "match": "FALHA-INJETADA"}]) as server:
+    with (
+        pytest.MonkeyPatch.context() as env,
+        StubServer(policy="alternate", faults=[{"kind": "400", "match": "FALHA-INJETADA"}]) as server,
+    ):
+        env.setenv("OAB_JUDGE_API_KEY", "sk-report-test")  # this module's fixture only
         judgments = judged_exam(server, rows, answers)
     jfile = tmp / "judgments.jsonl"
     jfile.write_text("".join(json.dumps(j, ensure_ascii=False) + "\n" for j in judgments), encoding="utf-8")
@@ -208,3 +211,14 @@ def test_made_up_report_jury_in_chromium(made_up_report, tmp_path):
     page = dom.split('<section id="judgment" class="page active">', 1)[1].split("</section>", 1)[0]
     assert "Jury members" in page and "member-one" in page and "member failed" in page
     assert "answer not available" in page and "Question text not available" in page
+
+
+def test_bad_input_names_file_and_line_and_writes_nothing(made_up_report, tmp_path):
+    bad = tmp_path / "answers.jsonl"
+    bad.write_text('{"question_id": "90_direito_civil_questao_1", "model_id": "m", "choices": []}\n')
+    out = tmp_path / "report.html"
+    judgments = made_up_report.parent / "judgments.jsonl"
+    cmd = [sys.executable, "-m", "scripts.cli", "report", str(judgments), "--answers", str(bad)]
+    proc = subprocess.run([*cmd, "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"oab-bench report: error: {bad}:1" in proc.stderr
+    assert not out.exists()

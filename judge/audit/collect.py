@@ -57,7 +57,9 @@ def _members(v: dict) -> list[dict]:
     """A jury's members, whatever the field is called: rendered only when it is a list of objects."""
     for key in ("members", "member_judgments", "jury"):
         m = v.get(key)
-        if isinstance(m, list) and all(isinstance(x, dict) for x in m):
+        if isinstance(m, dict) and all(isinstance(x, dict) for x in m.values()):  # keyed by member
+            m = [{"judge_model": name, **x} for name, x in m.items()]
+        if isinstance(m, list) and m and all(isinstance(x, dict) for x in m):
             return m
     return []
 

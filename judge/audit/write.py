@@ -55,7 +55,8 @@ def report_html(
     data = read_inputs(list(inputs), list(answers), rows)
     view, blobs, tables = build_view(data, rows, expected_ids=expected_ids, resamples=resamples, seed=seed)
     names = [str(p) for p in [*inputs, *answers]]
-    return render_html(view, blobs, title=title, inputs=names, plot=plot_png(tables))
+    html = render_html(view, blobs, title=title, inputs=names, plot=plot_png(tables))
+    return redact(html)  # a key an error or an answer quoted never reaches the file
 
 
 def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:
