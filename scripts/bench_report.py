@@ -201,6 +201,7 @@ def chromium_times(exe: str, url: str, runs: int, tmp: Path) -> tuple[float, flo
             "--disable-gpu",
             "--no-first-run",
             "--disable-background-networking",
+            "--disable-dev-shm-usage",
             f"--user-data-dir={tmp / f'profile{i}'}",
             "--dump-dom",
             url,

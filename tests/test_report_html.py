@@ -39,7 +39,13 @@ def chromium() -> str:
 
 def browse(exe: str, url: str, tmp: Path, *flags: str) -> subprocess.CompletedProcess:
     cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
-    cmd += ["--disable-background-networking", f"--user-data-dir={tmp / 'profile'}", *flags, url]
+    cmd += [
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp / 'profile'}",
+        *flags,
+        url,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
