@@ -105,6 +105,21 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from judge.audit.write import write_report
+
+    path = write_report(
+        [Path(p) for p in args.inputs],
+        Path(args.output),
+        answers=[Path(p) for p in args.answers or []],
+        dataset=args.dataset,
+        resamples=args.resamples,
+        seed=args.seed,
+    )
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dataset",
@@ -180,6 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+")
     _report_args(p)
     p.set_defaults(func=_compare)
+
+    p = sub.add_parser("report", help="one self-contained HTML file: leaderboard down to each rubric item")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files",
+    )
+    p.add_argument("--answers", nargs="+", help="more answer files (FastChat JSONL or lighteval details)")
+    p.add_argument("--output", required=True, help="HTML file to write")
+    _report_args(p)
+    p.set_defaults(func=_report)
 
     return parser
 

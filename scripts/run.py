@@ -308,6 +308,9 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
     print(leaderboard(out))
+    from judge.audit.write import write_run_report
+
+    write_run_report(out, args.dataset)  # report.html: never fails the run
     print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
     if empty or failed:
         if empty:

@@ -122,6 +122,11 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     assert (REPO / ".litellm_cache").exists() == litellm_cache_before  # lighteval ran in the output folder
     summary = json.loads((out / "oab_bench_summary.json").read_text())
     assert summary["figures"]["cost_usd"] is None  # the stub's models have no price: unknown, not 0.0
+    assert (out / "report.html").exists(), proc.stderr[-3000:]
+    report = (out / "report.html").read_text(encoding="utf-8")  # the audit report, with the rubrics
+    assert f"report: {out / 'report.html'}" in proc.stderr and 'data-model="openai/cand-e2e"' in report
+    answers = report.split('id="data-answers">', 1)[1].split("</script>", 1)[0]
+    assert '"rubric":[{' in report and answers.count('"openai/cand-e2e\\t') == 15
 
     got = results_json(out)["results"][f"{TASK}|0"]
     for key, value in expected_figures(rows).items():
