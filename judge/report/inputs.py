@@ -101,6 +101,11 @@ def _record(question_id: str, max_score: float | None = None, **fields) -> Recor
     )
 
 
+def unjudged(question_id: str, judge: str, model: str = "") -> Record:
+    """A question expected but judged by nobody: it counts against coverage."""
+    return _record(question_id, judge=judge, model=model, status="missing", score=None, source="")
+
+
 def _jsonl(path: Path) -> list[tuple[int, dict]]:
     return list(read_objects(path))
 
