@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataset_builder.ids import AREAS
 from dataset_builder.schema import PASS_MARK, QuestionRow
 
-from ..report.inputs import Record, unjudged
+from ..report.inputs import Record, facts_of_rows, unjudged
 from ..report.tables import Table, build_tables
 from .collect import Inputs, trail_key
 
@@ -239,7 +239,13 @@ def build_view(
     notes = list(inputs.notes)
     tables: list[Table] = []
     if graded:
-        tables, table_notes = build_tables(graded, expected_ids=expected_ids, resamples=resamples, seed=seed)
+        tables, table_notes = build_tables(
+            graded,
+            expected_ids=expected_ids,
+            truth=facts_of_rows(rows.values()),
+            resamples=resamples,
+            seed=seed,
+        )
         notes = table_notes + notes
     anchors = {(t.judge, r.model): f"m{n}" for n, (t, r) in enumerate((t, r) for t in tables for r in t.rows)}
     models = []
