@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
 
 from .answers import Answer, load_answers
+from .batch.run import BatchPending
 from .dataset import load_rows
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
@@ -58,7 +60,12 @@ def run_judge_command(args: argparse.Namespace) -> int:
 
     store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
     judge = Judge(settings, store)
-    judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    try:
+        judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
+        print(f"oab-bench judge: {e}", file=sys.stderr)
+        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        return 3
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing
