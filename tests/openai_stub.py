@@ -17,10 +17,10 @@ forever. Kinds: `429`
 
 Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`): each line
 of a batch is answered by this server's own chat endpoint (so the policies and faults above
-apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds.
+apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds (or once `release_batches()` is called, with `batch_hold`).
 `batch_faults` are rules of the same shape for batch lines, kinds `failed` (the line goes to the
 error file) and `expired` (not answered: the batch ends `expired`, the line in the error file
-with code `batch_expired`). `batch_creations` counts the batches created.
+with code `batch_expired`). `batch_creations` and `batch_retrievals` count the batches created and polled.
 
 Use in-process (`with StubServer() as s: s.url`) or as a process:
 `python -m tests.openai_stub --port 0 --config config.json` (prints the port).
@@ -95,6 +95,7 @@ class StubServer:
         served: tuple[str, ...] = ("candidate", "judge"),
         batch_faults: list[dict] | None = None,
         batch_delay: float = 0.0,
+        batch_hold: bool = False,
     ):
         self.policy = policy
         self.latency = latency
@@ -107,9 +108,13 @@ class StubServer:
         self.requests: list[dict] = []
         self.batch_faults = [dict(f) for f in batch_faults or []]
         self.batch_delay = batch_delay
+        self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
+        self._released: asyncio.Event | None = None
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.batch_creations = 0
+        self.batch_retrievals = 0
+        self.batch_api: list[dict] = []  # {path, headers} of every files/batches request
         self._batch_tasks: set[asyncio.Task] = set()
         self.count = 0
         self.inflight = 0
@@ -138,10 +143,18 @@ class StubServer:
         app.router.add_post("/v1/batches", self.create_batch)
         app.router.add_get("/v1/batches", self.list_batches)
         app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
+        app.middlewares.append(self._record_batch_api)
         return app
+
+    @web.middleware
+    async def _record_batch_api(self, request: web.Request, handler):
+        if request.path.startswith(("/v1/files", "/v1/batches")):
+            self.batch_api.append({"path": request.path, "headers": dict(request.headers)})
+        return await handler(request)
 
     async def _start(self, port: int) -> None:
         self._stopping = asyncio.Event()
+        self._released = asyncio.Event()
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
@@ -388,15 +401,22 @@ class StubServer:
 
     async def retrieve_batch(self, request: web.Request) -> web.Response:
         batch = self.batches.get(request.match_info["id"])
+        self.batch_retrievals += 1
         if batch is None:
             raise web.HTTPNotFound()
         return web.json_response(batch)
+
+    def release_batches(self) -> None:
+        self.batch_hold = False
+        self._loop.call_soon_threadsafe(self._released.set)
 
     async def _process(self, batch: dict, lines: list[dict], base: str) -> None:
         import aiohttp
 
         batch["status"] = "in_progress"
         await asyncio.sleep(self.batch_delay)
+        if self.batch_hold:
+            await self._released.wait()
         out, errors, expired = [], [], []
         counts = batch["request_counts"]
         async with aiohttp.ClientSession() as session:

@@ -30,7 +30,7 @@ async def _call(settings: JudgeSettings, what: str, fn, **kwargs) -> Any:
     try:
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(settings.max_attempts),
-            wait=wait_exponential_jitter(initial=settings.backoff_initial, max=settings.backoff_max),
+            wait=wait_exponential_jitter(multiplier=settings.backoff_initial, max=settings.backoff_max),
             retry=retry_if_exception(transient),
             reraise=True,
         ):
