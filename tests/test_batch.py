@@ -169,3 +169,42 @@ def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1
     for path in [out, *cache.rglob("*")]:
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.e2e
+def test_oab_bench_run_judge_batch(stub, built_rows, built_dataset, tmp_path):
+    """`oab-bench run --judge-batch`: the lighteval task judges through one batch (OAB_JUDGE_BATCH)."""
+    from tests.test_e2e import TASK, alternate_score, results_json, run_bench
+
+    rows, _ = built_rows
+    server = stub(policy="alternate", max_model_len=1_000_000, served=("cand-e2e",))
+    out, proc = run_bench("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path, "--judge-batch")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert server.batch_creations == 1
+    judged = [
+        r for r in server.requests if (r["body"].get("response_format") or {}).get("type") == "json_schema"
+    ]
+    assert len(judged) == 15 and all(r["headers"].get("X-Stub-Batch") == "batch_1" for r in judged)
+    judgments = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    by_id = {r.question_id: r for r in rows}
+    assert len(judgments) == 15 and {j["status"] for j in judgments} == {"ok"}
+    for j in judgments:
+        assert j["score"] == pytest.approx(alternate_score(by_id[j["question_id"]]))
+    assert results_json(out)["results"][f"{TASK}|0"]["coverage"] == 1.0
+    assert (tmp_path / "jc" / "batches.jsonl").exists()
+
+
+def test_batch_settings_from_flags_and_environment():
+    import argparse
+
+    from judge.settings import add_arguments, settings_env, settings_from
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, prefix="judge-")
+    args = parser.parse_args(["--judge-model", "openai/x", "--judge-batch", "--judge-batch-wait", "60"])
+    s = settings_from(args, {}, prefix="judge-")
+    assert s.batch and s.batch_wait == 60 and s.price_batch_discount == 0.5
+    assert settings_from(None, {"OAB_JUDGE_MODEL": "openai/x", "OAB_JUDGE_BATCH": "1"}).batch
+    assert settings_from(None, {**settings_env(s), "OAB_JUDGE_MODEL": "openai/x"}).batch  # to the task
+    off = parser.parse_args(["--judge-model", "openai/x", "--judge-batch", "false"])
+    assert not settings_from(off, {"OAB_JUDGE_BATCH": "1"}, prefix="judge-").batch
