@@ -63,6 +63,24 @@ def test_batch_line_is_the_direct_request(stub, judge_key, tmp_path):
     assert SECRET not in (tmp_path / "batches.jsonl").read_text()
 
 
+def test_batch_price_from_the_cost_map_is_half_the_direct_one(stub, judge_key, tmp_path):
+    """A model litellm prices (openai/gpt-4o): same request, same usage, half the dollars; litellm's
+    mapping drops what the model does not take (reasoning_effort) from both alike."""
+    direct, batched = stub(), stub()
+    kw = {"judge_model": "openai/gpt-4o", "reasoning_effort": "high"}
+    (d,) = run_judge_all(Judge(settings(direct, **kw)), pairs(1), progress=False)
+    judge = Judge(settings(batched, batch=True, **kw), JudgmentStore(tmp_path))
+    (b,) = run_judge_all(judge, pairs(1), progress=False)
+    assert batch_lines(batched)[0]["body"] == direct.requests[0]["body"]
+    assert "reasoning_effort" not in direct.requests[0]["body"]
+    assert d.usage == b.usage and d.cost_usd > 0 and b.cost_usd == pytest.approx(0.5 * d.cost_usd)
+    quarter = Judge(
+        settings(batched, batch=True, price_batch_discount=0.25, **kw), JudgmentStore(tmp_path / "q")
+    )
+    (q,) = run_judge_all(quarter, pairs(1), progress=False)
+    assert q.cost_usd == pytest.approx(0.25 * d.cost_usd)
+
+
 def test_failed_and_expired_inside_the_batch_are_retried_and_counted(stub, judge_key, tmp_path, capsys):
     server = stub(
         policy="alternate",

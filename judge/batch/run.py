@@ -42,13 +42,8 @@ def batch_price(settings: JudgeSettings, usage: Usage, resp) -> float | None:
     """What a batch reply cost: the direct price (explicit, else litellm's cost map) at the batch rate."""
     price = cost(settings, usage, resp)
     if price is None:
-        try:
-            prompt, completion = litellm.cost_per_token(
-                model=settings.judge_model,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-            )
-            price = prompt + completion
+        try:  # what litellm prices a direct reply at (cached prompt tokens included)
+            price = litellm.completion_cost(completion_response=resp, model=settings.judge_model)
         except Exception:  # a model litellm has no price for
             return None
     return price * settings.price_batch_discount
@@ -68,6 +63,12 @@ def replies(settings: JudgeSettings, output: bytes) -> dict[str, CallResult]:
         usage = _usage(resp)
         out[line["custom_id"]] = classify(resp, usage, batch_price(settings, usage, resp), 1)
     return out
+
+
+def _errors(batch) -> str:
+    """Why a batch failed as a whole (validation), as the provider says it."""
+    errors = getattr(getattr(batch, "errors", None), "data", None) or []
+    return "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "no reason given"
 
 
 def _say(text: str) -> None:
@@ -129,15 +130,17 @@ async def _collect(judge: Judge, chunk: Chunk, batch, todo: dict[str, list[Pair]
         async with semaphore:
             results[i] = await judge.grade(row, answer, first)
 
-    jobs = []
+    jobs, elsewhere = [], 0
     for custom_id, request in chunk.requests.items():
         pairs = todo.pop(request.key, [])
+        elsewhere += not pairs and judge.store.get(request.key) is None
         first = got.get(custom_id)
         if pairs and first is None:
             retried += 1
         jobs += [one(i, row, answer, first if n == 0 else None) for n, (i, row, answer) in enumerate(pairs)]
     await asyncio.gather(*jobs)
-    judge.store.refresh()
+    if elsewhere:  # submitted by a run over other answers; their replies are not kept
+        _say(f"batch {batch.id}: {elsewhere} result(s) belong to judgments not in this run: not stored")
     return retried
 
 
@@ -185,8 +188,9 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results,
                 if seen.get(batch.id) != batch.status:
                     seen[batch.id] = batch.status
                     total_n = counts.total if counts else "?"
+                    why = f"; {_errors(batch)}" if batch.status == "failed" else ""
                     _say(
-                        f"batch {batch.id}: {batch.status} ({done}/{total_n} done, {counts.failed if counts else 0} failed)"
+                        f"batch {batch.id}: {batch.status} ({done}/{total_n} done, {counts.failed if counts else 0} failed{why})"
                     )
                 if batch.status in TERMINAL:
                     chunk = pending.pop(batch.id)
