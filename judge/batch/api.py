@@ -59,7 +59,14 @@ async def create(settings: JudgeSettings, file_id: str, chunk: str) -> str:
 
 
 async def retrieve(settings: JudgeSettings, batch_id: str) -> Any:
-    return await _call(settings, f"retrieve {batch_id}", litellm.aretrieve_batch, batch_id=batch_id)
+    return await _call(
+        settings,
+        f"retrieve {batch_id}",
+        litellm.aretrieve_batch,
+        batch_id=batch_id,
+        # else litellm's logging downloads a finished batch's output again, to price it, in the background
+        litellm_metadata={"batch_ignore_default_logging": True},
+    )
 
 
 async def content(settings: JudgeSettings, file_id: str | None) -> bytes:
