@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 from dataset_builder.errors import SourceError
 
 from .answers import Answer, load_answers
+from .batch.run import BatchPending
 from .dataset import load_rows
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
@@ -67,7 +69,12 @@ def run_judge_command(args: argparse.Namespace) -> int:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
 
     judge = make_judge(args, settings)
-    judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    try:
+        judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
+        print(f"oab-bench judge: {e}", file=sys.stderr)
+        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        return 3
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing

@@ -17,7 +17,7 @@ from dataset_builder.schema import QuestionRow, money
 
 from .answer_limit import fit_answer
 from .answers import Answer, strip_reasoning
-from .client import Breaker, call_judge
+from .client import Breaker, CallResult, call_judge
 from .legacy import parse_legacy_score_detailed
 from .prompts import PROMPT_VERSION, build_messages
 from .records import Judgment, Outcome, Usage, priced, total_cost
@@ -48,6 +48,15 @@ class Summary(BaseModel):
             f"cost ${self.cost_usd:.4f}"
             + (f" (+{self.unpriced_calls} calls with no known price)" if self.unpriced_calls else "")
         )
+
+
+def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
+    """(turns, text, size) of an answer as the judge sees it: reasoning blocks removed, then fitted
+    to max_answer_tokens (size: the answer's tokens when over it, else None; cut when asked)."""
+    turns = [strip_reasoning(t) for t in answer.turns]
+    cut = settings.long_answers == "truncate"
+    turns, size = fit_answer(turns, settings.judge_model, settings.max_answer_tokens, cut=cut)
+    return turns, Answer(model=answer.model, question_id=answer.question_id, turns=turns).text, size
 
 
 class Judge:
@@ -112,12 +121,11 @@ class Judge:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
 
-    async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
-        turns = [strip_reasoning(t) for t in answer.turns]
+    async def grade(self, row: QuestionRow, answer: Answer, first: CallResult | None = None) -> Judgment:
+        """`first`: a reply already in hand (a Batch API result), checked as the first call's would be."""
+        turns, text, size = judged_text(answer, self.settings)
         limit, cut = self.settings.max_answer_tokens, self.settings.long_answers == "truncate"
-        turns, size = fit_answer(turns, self.settings.judge_model, limit, cut=cut)
         noted = {"note": f"answer cut from about {size} to {limit} tokens before judging"} if size else {}
-        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
         key = self.key(row, text)
         base = self._base(row, answer.model, key)
         if not any(t.strip() for t in turns):
@@ -138,7 +146,7 @@ class Judge:
                     self._call, row, turns, self.settings.prompt, self.upstream, base
                 )
             else:
-                judgment = await self._grade_ours(row, text, base)
+                judgment = await self._grade_ours(row, text, base, first)
             await asyncio.to_thread(self.store.put, judgment)  # the fsync must not stall the event loop
         return judgment.model_copy(update=noted)
 
@@ -157,12 +165,17 @@ class Judge:
         )
         return None
 
-    async def _call(self, messages: list[dict], fmt: dict | None, parse) -> Outcome:
+    async def _call(
+        self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None
+    ) -> Outcome:
         """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
         usage, costs, attempts = Usage(), [], 0
         status, content, error, parsed = "api_error", "", None, None
-        for _ in range(self.settings.parse_attempts):
-            result = await call_judge(self.settings, messages, fmt, self.breaker)
+        for n in range(self.settings.parse_attempts):
+            if n == 0 and first is not None:
+                result = first
+            else:
+                result = await call_judge(self.settings, messages, fmt, self.breaker)
             usage, attempts = usage + result.usage, attempts + result.attempts
             costs.append(priced(result.cost_usd, result.usage))
             status, content, error = result.status, result.content, result.error
@@ -176,10 +189,15 @@ class Judge:
                 break  # api errors were already retried; truncation and refusals would repeat
         return Outcome(status, content, usage, total_cost(costs), attempts, error, parsed)
 
-    async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
+    def request(self, row: QuestionRow, text: str) -> tuple[list[dict], dict | None]:
+        """(messages, response format) of one judgment: what a direct call and a batch line send."""
+        return build_messages(row, text, self.mode), self._row_facts(row)[1]
+
+    async def _grade_ours(
+        self, row: QuestionRow, text: str, base: dict, first: CallResult | None = None
+    ) -> Judgment:
         structured = self.mode == "structured"
-        messages = build_messages(row, text, self.mode)
-        fmt = self._row_facts(row)[1]
+        messages, fmt = self.request(row, text)
 
         def parse(content: str):
             if structured:
@@ -192,7 +210,7 @@ class Judge:
                 raise GradingError(f"score {found.score} outside 0..{gradable_max}")
             return found
 
-        o = await self._call(messages, fmt, parse)
+        o = await self._call(messages, fmt, parse, first)
         fields = dict(base, usage=o.usage, cost_usd=o.cost_usd, judge_text=o.content, attempts=o.attempts)
         if o.status != "ok":
             return Judgment(**fields, status=o.status, error=o.error)
@@ -226,6 +244,10 @@ async def judge_all(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
 ) -> list[Judgment]:
     """Grade every pair, at most `concurrency` calls at a time; results in input order."""
+    if judge.settings.batch:  # through the provider's Batch API (judge/batch)
+        from .batch.run import judge_batch
+
+        return await judge_batch(judge, pairs, progress=progress)
     semaphore = asyncio.Semaphore(judge.settings.concurrency)
     bar = tqdm(total=len(pairs), desc="judging", unit="q", disable=not progress, dynamic_ncols=True)
     failures, spent = 0, 0.0

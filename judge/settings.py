@@ -55,6 +55,11 @@ class JudgeSettings(BaseModel):
         "too_long",
         description="an answer over max_answer_tokens: too_long (not judged) or truncate (judged cut, noted)",
     )
+    batch: bool = Field(False, description="judge through the provider's Batch API (OpenAI-style)")
+    batch_wait: float | None = Field(
+        None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
+    )
+    price_batch_discount: float = Field(0.5, ge=0, description="batch price as a fraction of the direct one")
 
     @model_validator(mode="before")
     @classmethod
@@ -125,14 +130,16 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
     """One flag per setting; unset flags stay None so the environment and the defaults can apply."""
     group = parser.add_argument_group("judge settings (also OAB_JUDGE_* variables)")
     for name, info in JudgeSettings.model_fields.items():
-        _, choices = _base_type(info.annotation)
+        kind, choices = _base_type(info.annotation)
         default = "" if info.is_required() else f" (default {info.default})"
+        switch = {"nargs": "?", "const": True} if kind is bool else {}  # `--batch` alone means true
         group.add_argument(
             flag(name, prefix),
             dest=_dest(name, prefix),
             type=_converter(name),
             choices=choices,
             help=f"{info.description}{default}; env {env_var(name)}",
+            **switch,
         )
 
 

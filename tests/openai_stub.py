@@ -17,6 +17,13 @@ forever. Kinds: `429`
 `truncated` (finish_reason length), `empty_reasoning` (no content, reasoning tokens),
 `refusal`, `empty` (empty content), `die` (the server stops: connection reset).
 
+Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`): each line
+of a batch is answered by this server's own chat endpoint (so the policies and faults above
+apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds (or once `release_batches()` is called, with `batch_hold`).
+`batch_faults` are rules of the same shape for batch lines, kinds `failed` (the line goes to the
+error file) and `expired` (not answered: the batch ends `expired`, the line in the error file
+with code `batch_expired`). `batch_creations` and `batch_retrievals` count the batches created and polled.
+
 Use in-process (`with StubServer() as s: s.url`) or as a process:
 `python -m tests.openai_stub --port 0 --config config.json` (prints the port).
 """
@@ -118,6 +125,9 @@ class StubServer:
         record: bool = True,
         max_model_len: int | None = None,
         served: tuple[str, ...] = ("candidate", "judge"),
+        batch_faults: list[dict] | None = None,
+        batch_delay: float = 0.0,
+        batch_hold: bool = False,
     ):
         self.policy = policy
         self.latency = latency
@@ -128,6 +138,16 @@ class StubServer:
         self.max_model_len = max_model_len  # set: /v1/models reports it and /tokenize counts, like vLLM
         self.served = served
         self.requests: list[dict] = []
+        self.batch_faults = [dict(f) for f in batch_faults or []]
+        self.batch_delay = batch_delay
+        self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
+        self._released: asyncio.Event | None = None
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.batch_creations = 0
+        self.batch_retrievals = 0
+        self.batch_api: list[dict] = []  # {path, headers} of every files/batches request
+        self._batch_tasks: set[asyncio.Task] = set()
         self.count = 0
         self.inflight = 0
         self.max_inflight = 0
@@ -150,10 +170,23 @@ class StubServer:
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/tokenize", self.tokenize)
+        app.router.add_post("/v1/files", self.upload)
+        app.router.add_get("/v1/files/{id}/content", self.file_content)
+        app.router.add_post("/v1/batches", self.create_batch)
+        app.router.add_get("/v1/batches", self.list_batches)
+        app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
+        app.middlewares.append(self._record_batch_api)
         return app
+
+    @web.middleware
+    async def _record_batch_api(self, request: web.Request, handler):
+        if request.path.startswith(("/v1/files", "/v1/batches")):
+            self.batch_api.append({"path": request.path, "headers": dict(request.headers)})
+        return await handler(request)
 
     async def _start(self, port: int) -> None:
         self._stopping = asyncio.Event()
+        self._released = asyncio.Event()
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
@@ -201,9 +234,9 @@ class StubServer:
 
     # --- behaviour --------------------------------------------------------------------------
 
-    def _fault_for(self, raw: str) -> dict | None:
+    def _fault_for(self, raw: str, rules: list[dict] | None = None) -> dict | None:
         with self._lock:
-            for rule in self.faults:
+            for rule in self.faults if rules is None else rules:
                 if rule.get("match") and rule["match"] not in raw:
                     continue
                 if rule.get("after", 0) > 0:  # let this many matching requests through first
@@ -342,6 +375,112 @@ class StubServer:
         if kind == "malformed":
             return "Análise sem nota no final."
         return f"Análise item a item.\n\nNota final: [[{self.legacy_score}]]"
+
+    # --- Batch API ------------------------------------------------------------------------------
+
+    def _new_file(self, data: bytes, name: str, purpose: str) -> dict:
+        fid = f"file-{len(self.files) + 1}"
+        self.files[fid] = data
+        return {
+            "id": fid,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": name,
+            "purpose": purpose,
+            "status": "processed",
+        }
+
+    async def upload(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        field = form["file"]
+        data = field.file.read() if hasattr(field, "file") else str(field).encode()
+        return web.json_response(self._new_file(data, getattr(field, "filename", "upload"), form["purpose"]))
+
+    async def file_content(self, request: web.Request) -> web.Response:
+        data = self.files.get(request.match_info["id"])
+        if data is None:
+            raise web.HTTPNotFound()
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def create_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        if body.get("input_file_id") not in self.files:
+            return web.json_response(
+                {"error": {"message": "no such file", "type": "invalid_request"}}, status=400
+            )
+        lines = [json.loads(x) for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+        self.batch_creations += 1
+        bid = f"batch_{self.batch_creations}"
+        batch = {
+            "id": bid,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "input_file_id": body["input_file_id"],
+            "completion_window": body.get("completion_window", "24h"),
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": int(time.time()),
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": body.get("metadata"),
+        }
+        self.batches[bid] = batch
+        task = asyncio.ensure_future(self._process(batch, lines, f"http://127.0.0.1:{self.port}"))
+        self._batch_tasks.add(task)
+        task.add_done_callback(self._batch_tasks.discard)
+        return web.json_response(batch)
+
+    async def list_batches(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": list(self.batches.values()), "has_more": False})
+
+    async def retrieve_batch(self, request: web.Request) -> web.Response:
+        batch = self.batches.get(request.match_info["id"])
+        self.batch_retrievals += 1
+        if batch is None:
+            raise web.HTTPNotFound()
+        return web.json_response(batch)
+
+    def release_batches(self) -> None:
+        self.batch_hold = False
+        self._loop.call_soon_threadsafe(self._released.set)
+
+    async def _process(self, batch: dict, lines: list[dict], base: str) -> None:
+        import aiohttp
+
+        batch["status"] = "in_progress"
+        await asyncio.sleep(self.batch_delay)
+        if self.batch_hold:
+            await self._released.wait()
+        out, errors, expired = [], [], []
+        counts = batch["request_counts"]
+        async with aiohttp.ClientSession() as session:
+            for n, line in enumerate(lines):
+                rule = self._fault_for(json.dumps(line, ensure_ascii=False), self.batch_faults)
+                if rule and rule["kind"] == "expired":
+                    expired.append(line["custom_id"])
+                    continue
+                entry: dict[str, Any] = {"id": f"{batch['id']}_req_{n}", "custom_id": line["custom_id"]}
+                if rule and rule["kind"] == "failed":
+                    errors.append(
+                        entry | {"response": None, "error": {"code": "server_error", "message": "injected"}}
+                    )
+                    counts["failed"] += 1
+                    continue
+                headers = {"X-Stub-Batch": batch["id"]}
+                async with session.post(base + line["url"], json=line["body"], headers=headers) as resp:
+                    reply = await resp.json()
+                    entry |= {"response": {"status_code": resp.status, "body": reply}, "error": None}
+                (out if resp.status == 200 else errors).append(entry)
+                counts["completed" if resp.status == 200 else "failed"] += 1
+        for custom_id in expired:
+            error = {"code": "batch_expired", "message": "not completed within the window"}
+            errors.append({"id": None, "custom_id": custom_id, "response": None, "error": error})
+        for kind, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+                batch[kind] = self._new_file(data, f"{batch['id']}_{kind}.jsonl", "batch_output")["id"]
+        batch["status"] = "expired" if expired else "completed"
 
 
 def main() -> None:
