@@ -107,6 +107,12 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _agreement(args: argparse.Namespace) -> int:
+    from judge.validity.command import run_agreement
+
+    return run_agreement(args)
+
+
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dataset",
@@ -174,6 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+")
     _report_args(p)
     p.set_defaults(func=_compare)
+
+    from judge.validity.command import add_arguments as agreement_arguments
+
+    p = sub.add_parser("agreement", help="is the judge right? agreement between judges, repeats, humans")
+    agreement_arguments(p)
+    p.set_defaults(func=_agreement)
 
     return parser
 

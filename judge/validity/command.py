@@ -1,0 +1,48 @@
+"""`oab-bench agreement`: read the sources, compare them, write the report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def run_agreement(args: argparse.Namespace) -> int:
+    from .agreement import compare_all
+    from .render import render_json, render_text
+    from .sources import load_source, source_names
+
+    dataset = {}
+    if args.dataset:
+        from ..dataset import load_rows
+
+        dataset = {r.question_id: r for r in load_rows(args.dataset)}
+    if len(args.sources) < 2:
+        raise ValueError("give two sources or more (the same file may be given twice)")
+    sources = [
+        load_source(n, p, dataset) for n, p in zip(source_names(len(args.sources)), args.sources, strict=True)
+    ]
+    report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
+    text = render_json(report) if args.format == "json" else render_text(report)
+    if args.output:
+        from ..command import write_atomic
+
+        write_atomic(Path(args.output), text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "sources",
+        nargs="+",
+        help="judgment files, run output folders, upstream *_single.jsonl, or human grading CSVs "
+        "(exam_id,question_id,item_id,score,grader[,model]); named A, B, C... by position",
+    )
+    p.add_argument("--dataset", help="dataset folder or Hub id: exams' questions and items' score grids")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--output", help="write the report here instead of stdout")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of whole exams")
+    p.add_argument("--seed", type=int, default=0)
