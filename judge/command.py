@@ -10,7 +10,8 @@ from pathlib import Path
 
 from .answers import Answer, load_answers
 from .dataset import load_rows
-from .runner import Judge, dump_jsonl, run_judge_all, summarise
+from .jury import Jury, make_judge
+from .runner import dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
 from .store import JudgmentStore, default_cache_dir
 
@@ -57,7 +58,7 @@ def run_judge_command(args: argparse.Namespace) -> int:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
 
     store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
-    judge = Judge(settings, store)
+    judge = make_judge(settings, store)
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
@@ -65,6 +66,11 @@ def run_judge_command(args: argparse.Namespace) -> int:
     ]
     write_atomic(Path(args.output), dump_jsonl(judgments))
     print(summarise(judgments).line(), file=sys.stderr)
+    if isinstance(judge, Jury):
+        from .validity.jury_report import jury_lines
+
+        for line in jury_lines([j.record() for j in judgments]):
+            print(line, file=sys.stderr)
     failed = [j for j in judgments if j.status != "ok"]
     for j in failed[:20]:
         print(f"not ok: {j.model} {j.question_id}: {j.status}: {j.error}", file=sys.stderr)

@@ -44,6 +44,18 @@ class ItemScore(BaseModel):
     analysis: str = ""
 
 
+class MemberScore(BaseModel):
+    """A jury member's own grading of the question (judge/jury.py)."""
+
+    judge_model: str
+    status: Status
+    score: float | None = None
+    items: dict[str, float] = Field(default_factory=dict)  # item id -> score
+    cost_usd: float | None = None
+    cached: bool = False
+    error: str | None = None
+
+
 class Judgment(BaseModel):
     """One (model, question) graded. Only status `ok` carries a score."""
 
@@ -65,10 +77,14 @@ class Judgment(BaseModel):
     parse_method: str | None = None  # legacy mode: how the score was found
     cache_key: str = ""
     cached: bool = False
+    members: list[MemberScore] | None = None  # a jury's judgment: each member's grading
 
     def record(self) -> dict:
-        """A line of a judgments file (`oab-bench judge`, `oab-bench run`)."""
-        return self.model_dump(mode="json", include=RECORD_FIELDS)
+        """A line of a judgments file (`oab-bench judge`, `oab-bench run`); a jury's carries its members."""
+        out = self.model_dump(mode="json", include=RECORD_FIELDS)
+        if self.members is not None:
+            out["members"] = [m.model_dump(mode="json") for m in self.members]
+        return out
 
     def sample(self) -> dict:
         """What lighteval keeps per question (details) and aggregates (corpus figures)."""
@@ -78,7 +94,7 @@ class Judgment(BaseModel):
         return out
 
 
-RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key"}
+RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
 
 

@@ -58,6 +58,10 @@ def _records(args: argparse.Namespace):
     for path in args.inputs:
         try:
             records += load_records(Path(path), dataset)
+            if getattr(args, "members", False):  # a jury's members, each as its own judge
+                from judge.validity.jury_report import member_records_of
+
+                records += member_records_of(Path(path))
         except NoResults as e:
             skipped.append(f"skipped {e}")
             print(f"oab-bench {args.command}: note: skipped {e}", file=sys.stderr)
@@ -171,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write the table here instead of stdout")
     p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")
     p.add_argument("--by", choices=["area", "edition"], help="add a breakdown table (markdown)")
+    p.add_argument("--members", action="store_true", help="a jury's members too, each as its own judge")
     _report_args(p)
     p.set_defaults(func=_leaderboard)
 
