@@ -36,10 +36,17 @@ def member_names(judge_model: str) -> list[str]:
     return [m.strip() for m in judge_model.split(",") if m.strip()]
 
 
-def make_judge(settings: JudgeSettings, store: JudgmentStore | None = None) -> Judge | Jury:
-    """One judge, or a jury when the judge model names several (A,B,C)."""
-    if len(member_names(settings.judge_model)) > 1:
+def make_judge(settings: JudgeSettings, store: JudgmentStore | None = None):
+    """One judge, a jury when the judge model names several (A,B,C), or K repeats of one judge."""
+    jury = len(member_names(settings.judge_model)) > 1
+    if jury and settings.repeats > 1:
+        raise ValueError("--repeats with a jury is not supported: repeat one judge at a time")
+    if jury:
         return Jury(settings, store)
+    if settings.repeats > 1:
+        from .repeats import Repeated
+
+        return Repeated(settings, store)
     return Judge(settings, store)
 
 

@@ -45,9 +45,10 @@ class ItemScore(BaseModel):
 
 
 class MemberScore(BaseModel):
-    """A jury member's own grading of the question (judge/jury.py)."""
+    """A jury member's own grading of the question (judge/jury.py), or one repeat's (judge/repeats.py)."""
 
     judge_model: str
+    repeat: int | None = None  # --repeats: which grading of the answer (0 is the one a single run makes)
     status: Status
     score: float | None = None
     items: dict[str, float] = Field(default_factory=dict)  # item id -> score
@@ -78,12 +79,14 @@ class Judgment(BaseModel):
     cache_key: str = ""
     cached: bool = False
     members: list[MemberScore] | None = None  # a jury's judgment: each member's grading
+    repeats: list[MemberScore] | None = None  # a repeated run (--repeats K): each repeat's grading
 
     def record(self) -> dict:
         """A line of a judgments file (`oab-bench judge`, `oab-bench run`); a jury's carries its members."""
         out = self.model_dump(mode="json", include=RECORD_FIELDS)
-        if self.members is not None:
-            out["members"] = [m.model_dump(mode="json") for m in self.members]
+        for extra in ("members", "repeats"):
+            if getattr(self, extra) is not None:
+                out[extra] = [m.model_dump(mode="json") for m in getattr(self, extra)]
         return out
 
     def sample(self) -> dict:
@@ -94,7 +97,7 @@ class Judgment(BaseModel):
         return out
 
 
-RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members"}
+RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 Mode = Literal["structured", "legacy"]
 PromptName = Literal["oab", "upstream-v1", "upstream-v2"]
 JuryCombine = Literal["median", "mean", "min"]
-UNPREFIXED = {"jury_combine": "--jury-combine"}  # the same flag on `judge` and `run`
+UNPREFIXED = {"jury_combine": "--jury-combine", "repeats": "--repeats"}  # the same flag on `judge` and `run`
 ENV_PREFIX = "OAB_JUDGE_"
 NONE_WORDS = {"none", "null"}  # `--temperature none`: send no temperature (models that reject it)
 NULL = object()  # what "none" converts to, so an explicit none is told apart from an unset flag
@@ -50,6 +50,7 @@ class JudgeSettings(BaseModel):
     price_input: float | None = Field(None, description="USD per 1M prompt tokens (overrides litellm)")
     price_cached_input: float | None = Field(None, description="USD per 1M cached prompt tokens")
     price_output: float | None = Field(None, description="USD per 1M completion tokens")
+    repeats: int = Field(1, ge=1, description="grade each answer K times, to measure the judge's own noise")
     jury_combine: JuryCombine = Field(
         "median", description="a jury (several --judge-model, or A,B,C): how members' item scores combine"
     )

@@ -308,6 +308,10 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
     print(leaderboard(out))
+    from judge.validity.jury_report import jury_lines  # a jury: its members' costs and agreement
+
+    for line in jury_lines(judgments):
+        print(line, file=sys.stderr)
     print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
     if empty or failed:
         if empty:

@@ -164,3 +164,22 @@ def test_jury_of_three_through_the_stub_one_member_always_fails(
     judges = {row["judge"] for row in json.loads(lb.stdout)["rows"]}
     assert any(j.startswith("jury-median(") for j in judges)
     assert any(j.startswith("openai/judge-a [") and "jury member" in j for j in judges)
+
+
+def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
+    """`oab-bench run --judge-model A --judge-model B`: the lighteval task gets OAB_JUDGE_MODEL=A,B."""
+    from judge.lighteval_judge import settings_from_env
+    from scripts.cli import build_parser
+    from scripts.run import child_env
+
+    run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
+    args = build_parser().parse_args(
+        [*run, "--judge-model", "openai/a", "--judge-model", "openai/b", "--jury-combine", "min"]
+    )
+    env = child_env(args, tmp_path)
+    assert env["OAB_JUDGE_MODEL"] == "openai/a,openai/b" and env["OAB_JUDGE_JURY_COMBINE"] == "min"
+    for k, v in env.items():
+        if k.startswith("OAB_JUDGE_"):
+            monkeypatch.setenv(k, v)
+    jury = make_judge(settings_from_env())
+    assert isinstance(jury, Jury) and jury.name == "jury-min(openai/a, openai/b)"

@@ -39,6 +39,7 @@ class Record(BaseModel):
     score: float | None
     max_score: float
     source: str
+    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
 
 
 def _ids(question_id: str) -> tuple[str, str, int, float]:
@@ -101,6 +102,7 @@ def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, Questio
         status=status,
         score=v["score"] if status == "ok" else None,
         source=source,
+        repeat_scores=[m["score"] if m["status"] == "ok" else None for m in v.get("repeats") or []] or None,
     )
 
 

@@ -19,6 +19,7 @@ from scipy import stats
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
 from ..aggregate import QuestionResult, exam_totals
+from ..validity.repeats import repeat_totals, repeats_ci
 from .inputs import Record, unjudged
 
 DEFAULT_RESAMPLES = 10_000
@@ -120,6 +121,9 @@ def model_row(
             )
         )
     totals = {e.exam_id: e.total for e in exam_totals(results).values() if e.complete}
+    by_repeat = repeat_totals(mine, expected)  # a run with --repeats K: the mean of its repeats
+    if by_repeat is not None:
+        totals = {e: money(float(np.mean(v))) for e, v in by_repeat.items()}
     meta = {ref.exam_id: ref for ref in expected.values()}
     by_area: dict[str, list[float]] = defaultdict(list)
     by_edition: dict[str, list[float]] = defaultdict(list)
@@ -127,7 +131,10 @@ def model_row(
         by_area[meta[exam].area].append(total)
         by_edition[str(meta[exam].edition)].append(total)
     per_area = {a: _mean(v) for a, v in sorted(by_area.items())}
-    low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
+    if by_repeat is None:
+        low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
+    else:
+        low, high = repeats_ci(by_repeat, resamples=resamples, seed=seed)
     ok = sum(1 for r in results if r.ok)
     return Row(
         model=model,

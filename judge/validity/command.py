@@ -12,6 +12,8 @@ def run_agreement(args: argparse.Namespace) -> int:
     from .render import render_json, render_text
     from .sources import load_source, source_names
 
+    if args.repeats:
+        return _repeats(args)
     dataset = {}
     if args.dataset:
         from ..dataset import load_rows
@@ -23,7 +25,22 @@ def run_agreement(args: argparse.Namespace) -> int:
         load_source(n, p, dataset) for n, p in zip(source_names(len(args.sources)), args.sources, strict=True)
     ]
     report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
-    text = render_json(report) if args.format == "json" else render_text(report)
+    _write(args, render_json(report) if args.format == "json" else render_text(report))
+    return 0
+
+
+def _repeats(args: argparse.Namespace) -> int:
+    from .render import render_json
+    from .repeats import read_repeated, render_repeats, repeats_report
+
+    if args.sources:
+        raise ValueError("--repeats takes one run and no other sources")
+    report = repeats_report(read_repeated(Path(args.repeats)), resamples=args.resamples, seed=args.seed)
+    _write(args, render_json(report) if args.format == "json" else render_repeats(report))
+    return 0
+
+
+def _write(args: argparse.Namespace, text: str) -> None:
     if args.output:
         from ..command import write_atomic
 
@@ -31,13 +48,12 @@ def run_agreement(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "sources",
-        nargs="+",
+        nargs="*",
         help="judgment files, run output folders, upstream *_single.jsonl, or human grading CSVs "
         "(exam_id,question_id,item_id,score,grader[,model]); named A, B, C... by position",
     )
@@ -46,3 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", help="write the report here instead of stdout")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of whole exams")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--repeats",
+        metavar="RUN",
+        help="a judgments file (or run folder) made with --repeats K: the judge's run-to-run noise",
+    )
