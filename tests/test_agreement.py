@@ -318,3 +318,19 @@ def test_upstream_o3_against_our_judge_through_the_stub(
     assert text.returncode == 0, text.stderr
     assert "Largest disagreements" in text.stdout and "39_direito_" in text.stdout
     assert "Pass/fail (>= 6.00)" in text.stdout
+
+
+def test_the_readme_csv_example_reads(tmp_path):
+    from tests.conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Is the judge right?") :]
+    start = section.index("```csv\n") + 7
+    csv_text = section[start : section.index("```", start)]
+    (tmp_path / "human.csv").write_text(csv_text)
+    src = load_source("H", tmp_path / "human.csv")
+    assert {k[1] for k in src.graded} == {
+        "39_direito_penal_questao_1",
+        "39_direito_penal_peca_praticoprofissional",
+    }
+    assert src.graded[("o3-2025-04-16", "39_direito_penal_questao_1")].items == {"A1": 0.65}

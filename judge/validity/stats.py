@@ -131,6 +131,8 @@ def _why_undefined(stat: Stat, cols: Columns) -> str:
             return f"side {' and '.join(s.upper() for s in flat)} is constant"
     if stat is kappa_pass:
         return "every exam has the same verdict on both sides (kappa is 0/0)"
+    if stat is ranking_tau:
+        return "the models' mean exam scores tie on one side"
     if stat is qwk:
         return "every item score is the same category on both sides (kappa is 0/0)"
     return "undefined on these data"
