@@ -183,3 +183,27 @@ def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
             monkeypatch.setenv(k, v)
     jury = make_judge(settings_from_env())
     assert isinstance(jury, Jury) and jury.name == "jury-min(openai/a, openai/b)"
+
+
+@pytest.mark.e2e
+def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
+    """`oab-bench run` with two judges: the lighteval task grades with the jury, run prints its members."""
+    from scripts.run import JUDGMENTS_FILE
+    from tests.test_e2e import run_bench
+
+    candidate, judges = stub(), stub(policy="alternate")
+    extra = ("--judge-model", "openai/judge-e2e-b")  # after run_bench's own --judge-model openai/judge-e2e
+    out, proc = run_bench("openai/cand-jury", candidate.url, judges.url, built_dataset, tmp_path, *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / JUDGMENTS_FILE).read_text().splitlines()]
+    assert rows and {r["judge_model"] for r in rows} == {"jury-median(openai/judge-e2e, openai/judge-e2e-b)"}
+    assert all(
+        [m["judge_model"] for m in r["members"]] == ["openai/judge-e2e", "openai/judge-e2e-b"] for r in rows
+    )
+    assert "jury member B openai/judge-e2e-b: ok 15 of 15" in proc.stderr
+    assert "jury agreement A vs B: exam CCC" in proc.stderr
+    # a run folder is a source for `agreement` too (its details carry item scores)
+    agree = oab("agreement", out, out / JUDGMENTS_FILE, "--format", "json", "--resamples", "200", timeout=120)
+    assert agree.returncode == 0, agree.stderr
+    r = json.loads(agree.stdout)
+    assert r["n_pairs"] == 15 and r["exam"]["n"] == 3 and r["item"]["exact"]["value"] == 1.0

@@ -59,8 +59,9 @@ def _items_of(path: Path) -> dict[Key, dict[str, float]]:
     out: dict[Key, dict[str, float]] = {}
 
     def take(v: dict, model: str) -> None:
-        if v.get("status") == "ok" and v.get("items"):
-            out[(model, v["question_id"])] = {i["item_id"]: float(i["score"]) for i in v["items"]}
+        items = v.get("items")
+        if v.get("status") == "ok" and items is not None and len(items):  # a list, or an array from parquet
+            out[(model, v["question_id"])] = {i["item_id"]: float(i["score"]) for i in items}
 
     if path.is_dir() or path.suffix == ".parquet":
         import pandas as pd
