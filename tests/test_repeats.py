@@ -118,3 +118,25 @@ def test_repeats_through_the_stub(stub, judge_key, tmp_path, upstream_v1, built_
     assert "Run-to-run noise: 3 repeats" in text.stdout
     lb_run = oab("leaderboard", out, "--format", "json", "--resamples", "200", timeout=120)
     assert lb_run.returncode == 0 and json.loads(lb_run.stdout)["rows"][0]["exams"] == 2
+
+
+def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
+    from judge.jury import make_judge
+    from judge.lighteval_judge import settings_from_env
+    from judge.repeats import Repeated
+    from judge.settings import JudgeSettings
+    from scripts.cli import build_parser
+    from scripts.run import child_env
+
+    run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
+    env = child_env(
+        build_parser().parse_args([*run, "--judge-model", "openai/j", "--repeats", "3"]), tmp_path
+    )
+    assert env["OAB_JUDGE_REPEATS"] == "3"
+    for k, v in env.items():
+        if k.startswith("OAB_JUDGE_"):
+            monkeypatch.setenv(k, v)
+    judge = make_judge(settings_from_env())
+    assert isinstance(judge, Repeated) and len(judge.runs) == 3
+    with pytest.raises(ValueError, match="--repeats with a jury"):
+        make_judge(JudgeSettings(judge_model="openai/a,openai/b", repeats=2))

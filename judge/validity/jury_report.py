@@ -62,9 +62,10 @@ def jury_lines(records: list[dict], *, resamples: int = 500, seed: int = 0) -> l
             f"jury member {s.name} {s.judge}: ok {ok} of {len(mine)} ({cached} from cache), cost {cost}"
         )
     failed = [r for r in records if r.get("members") and r["status"] not in ("ok", "no_answer")]
+    how = next(r["judge_model"] for r in records if r.get("members")).split("(")[0].removeprefix("jury-")
     lines.append(
         f"jury rule: a question counts when a strict majority of the {len(sources)} members graded it "
-        f"(median/mean/min of their item scores, rounded down to the item's grid); {len(failed)} failed that rule"
+        f"({how} of their item scores, rounded down to the item's grid); {len(failed)} failed that rule"
     )
     notes: list[str] = []
     for x, y in itertools.combinations(sources, 2):
