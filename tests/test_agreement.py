@@ -334,3 +334,21 @@ def test_the_readme_csv_example_reads(tmp_path):
         "39_direito_penal_peca_praticoprofissional",
     }
     assert src.graded[("o3-2025-04-16", "39_direito_penal_questao_1")].items == {"A1": 0.65}
+
+
+def test_human_csv_items_are_checked_against_the_dataset(tmp_path, built_rows):
+    rows, _ = built_rows
+    dataset = {r.question_id: r for r in rows}
+    row = dataset["39_direito_penal_questao_1"]
+    item = next(r for r in row.rubric if not r.annulled)
+    human = tmp_path / "h.csv"
+    head = "exam_id,question_id,item_id,score,grader\n"
+    human.write_text(head + f"39_direito_penal,{row.question_id},Z9,0.1,ana\n")
+    with pytest.raises(SourceError, match=r"h.csv:2: field 'item_id'.*has no item 'Z9'"):
+        load_source("H", human, dataset)
+    human.write_text(head + f"39_direito_penal,{row.question_id},{item.item_id},{item.max_score + 1},ana\n")
+    with pytest.raises(SourceError, match=r"h.csv:2: field 'item_id'.*above the item's"):
+        load_source("H", human, dataset)
+    human.write_text(head + f"39_direito_penal,{row.question_id},{item.item_id},{item.max_score},ana\n")
+    graded = load_source("H", human, dataset).graded[(None, row.question_id)]
+    assert graded.items[item.item_id] == item.max_score and graded.max_score == row.max_score
