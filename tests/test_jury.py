@@ -158,6 +158,13 @@ def test_jury_of_three_through_the_stub_one_member_always_fails(
     )
     assert "strict majority of the 3 members" in err and "0 failed that rule" in err
     assert "jury agreement A vs B: exam CCC" in err and "Krippendorff's alpha" in err
+    # one jury's file: `agreement` compares its members
+    agree = oab("agreement", out, "--format", "json", "--resamples", "200", timeout=120)
+    assert agree.returncode == 0, agree.stderr
+    r = json.loads(agree.stdout)
+    assert [s["judge"] for s in r["sources"]] == ["openai/judge-a", "openai/judge-b", "openai/judge-dead"]
+    assert r["n_pairs"] == 5 and r["item"]["exact"]["value"] == 1.0 and len(r["pairwise"]) == 3
+    assert r["pairwise"][1]["ccc"]["value"] is None  # the dead member graded nothing
     # the leaderboard: the jury as its own judge, and on request each member
     lb = oab("leaderboard", out, "--format", "json", "--members", "--resamples", "200", timeout=120)
     assert lb.returncode == 0, lb.stderr

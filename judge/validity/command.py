@@ -19,11 +19,15 @@ def run_agreement(args: argparse.Namespace) -> int:
         from ..dataset import load_rows
 
         dataset = {r.question_id: r for r in load_rows(args.dataset)}
-    if len(args.sources) < 2:
-        raise ValueError("give two sources or more (the same file may be given twice)")
-    sources = [
-        load_source(n, p, dataset) for n, p in zip(source_names(len(args.sources)), args.sources, strict=True)
-    ]
+    if len(args.sources) == 1:  # one jury's file: its members compared with each other
+        from .jury_report import jury_file_sources
+
+        sources = jury_file_sources(Path(args.sources[0]))
+    elif len(args.sources) < 2:
+        raise ValueError("give two sources or more (the same file may be given twice), or one jury's file")
+    else:
+        names = source_names(len(args.sources))
+        sources = [load_source(n, p, dataset) for n, p in zip(names, args.sources, strict=True)]
     report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
     _write(args, render_json(report) if args.format == "json" else render_text(report))
     return 0

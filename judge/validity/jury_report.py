@@ -110,3 +110,14 @@ def member_records_of(path: Path) -> list[Record]:
     if path.is_dir() or path.suffix == ".parquet":
         return []
     return member_records([r for _, r in read_objects(path) if r.get("members")], str(path))
+
+
+def jury_file_sources(path: Path) -> list[Source]:
+    """The members of the jury whose judgments file is `path`, as sources to compare."""
+    from dataset_builder.source import read_objects
+
+    records = [r for _, r in read_objects(path) if r.get("members")] if Path(path).is_file() else []
+    sources = member_sources(records)
+    if len(sources) < 2:
+        raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")
+    return [s.model_copy(update={"path": f"{path} (jury member)"}) for s in sources]
