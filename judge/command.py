@@ -14,6 +14,7 @@ from dataset_builder.errors import SourceError
 from .answers import Answer, load_answers
 from .batch.run import BatchPending
 from .dataset import load_rows
+from .jury import Jury, make_judge
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
 from .store import JudgmentStore, default_cache_dir
@@ -68,7 +69,7 @@ def run_judge_command(args: argparse.Namespace) -> int:
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
 
-    judge = make_judge(args, settings)
+    judge = command_judge(args, settings)
     try:
         judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
@@ -85,15 +86,20 @@ def run_judge_command(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def make_judge(args: argparse.Namespace, settings) -> Judge:
-    """The judge of a command, with the cache its --cache/--no-cache flags ask for."""
+def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
+    """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
     store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
-    return Judge(settings, store)
+    return make_judge(settings, store)
 
 
 def print_outcome(judgments) -> list:
     """Totals and the first failures on stderr; returns the judgments that are not ok."""
     print(summarise(judgments).line(), file=sys.stderr)
+    if any(j.members for j in judgments):  # a jury: its members' costs and agreement
+        from .validity.jury_report import jury_lines
+
+        for line in jury_lines([j.record() for j in judgments]):
+            print(line, file=sys.stderr)
     failed = [j for j in judgments if j.status != "ok"]
     for j in failed[:20]:
         print(f"not ok: {j.model} {j.question_id}: {j.status}: {j.error}", file=sys.stderr)

@@ -46,6 +46,19 @@ class ItemScore(BaseModel):
     analysis: str = ""
 
 
+class MemberScore(BaseModel):
+    """A jury member's own grading of the question (judge/jury.py), or one repeat's (judge/repeats.py)."""
+
+    judge_model: str
+    repeat: int | None = None  # --repeats: which grading of the answer (0 is the one a single run makes)
+    status: Status
+    score: float | None = None
+    items: dict[str, float] = Field(default_factory=dict)  # item id -> score
+    cost_usd: float | None = None
+    cached: bool = False
+    error: str | None = None
+
+
 class Judgment(BaseModel):
     """One (model, question) graded. Only status `ok` carries a score."""
 
@@ -68,10 +81,16 @@ class Judgment(BaseModel):
     note: str | None = None  # e.g. the answer was cut to max_answer_tokens before judging
     cache_key: str = ""
     cached: bool = False
+    members: list[MemberScore] | None = None  # a jury's judgment: each member's grading
+    repeats: list[MemberScore] | None = None  # a repeated run (--repeats K): each repeat's grading
 
     def record(self) -> dict:
-        """A line of a judgments file (`oab-bench judge`, `oab-bench run`)."""
-        return self.model_dump(mode="json", include=RECORD_FIELDS)
+        """A line of a judgments file (`oab-bench judge`, `oab-bench run`); a jury's carries its members."""
+        out = self.model_dump(mode="json", include=RECORD_FIELDS)
+        for extra in ("members", "repeats"):
+            if getattr(self, extra) is not None:
+                out[extra] = [m.model_dump(mode="json") for m in getattr(self, extra)]
+        return out
 
     def sample(self) -> dict:
         """What lighteval keeps per question (details) and aggregates (corpus figures)."""
@@ -81,7 +100,7 @@ class Judgment(BaseModel):
         return out
 
 
-RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key"}
+RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
 
 

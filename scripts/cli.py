@@ -55,6 +55,11 @@ def _records(args: argparse.Namespace):
     from judge.report.inputs import read_inputs
 
     inputs = read_inputs(args.inputs, args.dataset)
+    if getattr(args, "members", False):  # a jury's members, each as its own judge
+        from judge.validity.jury_report import member_records_of
+
+        for path in args.inputs:
+            inputs.records += member_records_of(Path(path))
     for note in inputs.notes:
         print(f"oab-bench {args.command}: note: {note}", file=sys.stderr)
     return inputs
@@ -118,6 +123,12 @@ def _report(args: argparse.Namespace) -> int:
     )
     print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from judge.validity.command import run_agreement
+
+    return run_agreement(args)
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
@@ -186,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write the table here instead of stdout")
     p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")
     p.add_argument("--by", choices=["area", "edition"], help="add a breakdown table (markdown)")
+    p.add_argument("--members", action="store_true", help="a jury's members too, each as its own judge")
     _report_args(p)
     p.set_defaults(func=_leaderboard)
 
@@ -206,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="HTML file to write")
     _report_args(p)
     p.set_defaults(func=_report)
+
+    from judge.validity.command import add_arguments as agreement_arguments
+
+    p = sub.add_parser("agreement", help="is the judge right? agreement between judges, repeats, humans")
+    agreement_arguments(p)
+    p.set_defaults(func=_agreement)
 
     return parser
 

@@ -308,6 +308,11 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
     print(leaderboard(out))
+    from judge.validity.jury_report import jury_lines  # a jury: its members' costs and agreement
+
+    for line in jury_lines(judgments):
+        print(line, file=sys.stderr)
+
     from judge.audit.write import write_run_report
 
     write_run_report(out, args.dataset)  # report.html: never fails the run

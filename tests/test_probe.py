@@ -249,7 +249,10 @@ def test_a_judge_that_gives_everything_full_marks_does_not_discriminate(
     server = stub(policy="max")
     rc, out, err = probe(capsys, built_dataset, server, tmp_path)
     assert rc == 0, err  # a bad judge is a finding, not a crash
-    assert "5 probes x 10 questions = 50 judgments, 0 already in the cache: 50 calls" in err
+    assert (
+        "5 probes x 10 questions = 50 judgments, 0 of 50 member gradings already in the cache: 50 calls"
+        in err
+    )
     assert server.count == 50
     assert "verdict: does not discriminate" in out
     assert "FAIL swapped_mean_pct: 100.00 (must be <= 10)" in out
@@ -257,7 +260,7 @@ def test_a_judge_that_gives_everything_full_marks_does_not_discriminate(
 
     # the same probes again: every judgment from the cache, no call; JSON; --strict fails the run
     rc, out, err = probe(capsys, built_dataset, server, tmp_path, "--format", "json", "--strict")
-    assert server.count == 50 and "50 already in the cache: 0 calls" in err
+    assert server.count == 50 and "50 of 50 member gradings already in the cache: 0 calls" in err
     assert rc == 1
     report = json.loads(out)
     assert report["verdict"] == "does not discriminate"

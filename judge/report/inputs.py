@@ -42,6 +42,7 @@ class Record(BaseModel):
     max_score: float
     source: str
     line: int = 0  # in `source`; 0 when it has no lines
+    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
 
 
 class Facts(BaseModel):
@@ -134,6 +135,7 @@ def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, Questio
         score=v["score"] if status == "ok" else None,
         source=source,
         line=line,
+        repeat_scores=[m["score"] if m["status"] == "ok" else None for m in v.get("repeats") or []] or None,
     )
 
 

@@ -20,6 +20,7 @@ from dataset_builder.errors import SourceError
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
 from ..aggregate import QuestionResult, exam_totals
+from ..validity.repeats import repeat_totals, repeats_ci
 from .inputs import Facts, Record, facts_of_id
 
 DEFAULT_RESAMPLES = 10_000
@@ -122,6 +123,9 @@ def model_row(
             )
         )
     totals = {e.exam_id: e.total for e in exam_totals(results).values() if e.complete}
+    by_repeat = repeat_totals(mine, expected)  # a run with --repeats K: the mean of its repeats
+    if by_repeat is not None:
+        totals = {e: money(float(np.mean(v))) for e, v in by_repeat.items()}
     meta = {f.exam_id: f for f in expected.values()}
     worth = _exam_worth(expected)
     by_area: dict[str, list[float]] = defaultdict(list)
@@ -130,7 +134,10 @@ def model_row(
         by_area[meta[exam].area].append(total)
         by_edition[str(meta[exam].edition)].append(total)
     per_area = {a: _mean(v) for a, v in sorted(by_area.items())}
-    low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
+    if by_repeat is None:
+        low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
+    else:
+        low, high = repeats_ci(by_repeat, resamples=resamples, seed=seed)
     ok = sum(1 for r in results if r.ok and abs(worth[r.exam_id] - EXAM_MAX) < 1e-6)
     return Row(
         model=model,

@@ -57,7 +57,7 @@ def default_output(judge_model: str) -> Path:
 
 def run_probe_command(args: argparse.Namespace) -> int:
     from ..answers import load_answers
-    from ..command import make_judge, pair_answers, print_outcome, write_atomic
+    from ..command import command_judge, pair_answers, print_outcome, write_atomic
     from ..dataset import load_rows, select_rows
     from ..runner import dump_jsonl, run_judge_all
     from ..settings import settings_from
@@ -77,11 +77,14 @@ def run_probe_command(args: argparse.Namespace) -> int:
         answers += load_answers(path)  # what is judged is what the files hold
     pairs, missing, _ = pair_answers(rows, answers)
 
-    judge = make_judge(args, settings)
-    cached = sum(judge.store.get(judge.key(row, a.text)) is not None for row, a in pairs)
+    judge = command_judge(args, settings)
+    members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
+    wanted = [(m, row, a) for m in members for row, a in pairs]
+    cached = sum(m.store.get(m.key(row, a.text)) is not None for m, row, a in wanted)
     print(
         f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, "
-        f"{cached} already in the cache: {len(pairs) - cached} calls to {settings.judge_model} "
+        f"{cached} of {len(wanted)} member gradings already in the cache: {len(wanted) - cached} calls to "
+        f"{settings.judge_model} "
         "(more if replies need retries)",
         file=sys.stderr,
     )
@@ -90,7 +93,8 @@ def run_probe_command(args: argparse.Namespace) -> int:
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
     print_outcome(judgments)
 
-    label = f"{settings.judge_model} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
+    name = getattr(judge, "name", settings.judge_model)  # a jury's own name, as in its records
+    label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
     variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
     report = build_report(label, rows, judgments, variants, resamples=args.resamples, seed=args.seed)
     write_atomic(out / REPORT_FILE, render_json(report))
