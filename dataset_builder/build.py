@@ -194,7 +194,27 @@ def build_question(
         report.corrections.append(f"{q.question_id}: values {values} -> {new}: {entry.summary()}")
         values = new
 
-    clean = clean_question(q.statement, q.turns, values, kind=qid.kind, number=qid.number)
+    wrong_valor = entry.correction.wrong_valor if entry else []
+    try:
+        clean = clean_question(
+            q.statement, q.turns, values, kind=qid.kind, number=qid.number, wrong_valor=wrong_valor
+        )
+    except SourceError as e:
+        hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
+        raise SourceError(
+            f"{q.question_id}: {e.message}{hint if 'Valor' in e.message else ''}", field=e.field
+        ) from None
+    stale = sorted(set(wrong_valor) - set(clean.settled))
+    if stale:
+        raise BuildError(
+            f"{q.question_id}: errata says the (Valor: ...) of {stale} is wrong, but it agrees with the values "
+            "or is not there (stale entry?)"
+        )
+    if clean.settled:
+        report.corrections.append(
+            f"{q.question_id}: kept values over the written (Valor: ...) of {', '.join(clean.settled)}: "
+            f"{entry.summary()}"
+        )
     report.normalisations += [f"{q.question_id} {n}" for n in clean.notes]
 
     labels = [""] if qid.kind == "peca" else ["A", "B"]
