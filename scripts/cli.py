@@ -135,7 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     p.set_defaults(func=_build)
 
-    p = sub.add_parser("push", help="publish a built dataset folder to the Hugging Face Hub")
+    p = sub.add_parser(
+        "push",
+        help="publish a built dataset folder to the Hugging Face Hub (configs: default, edition_39, ...)",
+    )
     p.add_argument("--dataset", required=True, help="folder written by `oab-bench build`")
     p.add_argument("--repo-id", required=True, help="ORG/NAME on the Hub")
     p.add_argument("--private", action="store_true")
