@@ -142,11 +142,24 @@ def _keep(field: str, value, line: dict) -> bool:
     return line[field] == value
 
 
+class _TaskConfig(LightevalTaskConfig):
+    """`hf_repo` is resolved when lighteval builds the task, not on import: listing the tasks, or
+    `oab-bench run` reading their filters, fetches and builds nothing."""
+
+    @property
+    def hf_repo(self) -> str:
+        return dataset_path()
+
+    @hf_repo.setter
+    def hf_repo(self, value: str) -> None:
+        pass  # always dataset_path()
+
+
 def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
-    return LightevalTaskConfig(
+    return _TaskConfig(
         name=name,
         prompt_function=oab_prompt,
-        hf_repo=dataset_path(),
+        hf_repo=DEFAULT_DATASET,  # replaced by dataset_path() when read
         hf_subset="default",
         hf_filter=hf_filter,
         hf_avail_splits=["test"],

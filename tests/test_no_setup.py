@@ -58,6 +58,17 @@ def test_a_changed_raw_folder_gets_a_new_build(tmp_path, builds):
     assert not second.cached and second.path != first.path
 
 
+def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
+    """`oab-bench run --dataset RAW`: the preflight's prompts come from the on-the-fly build (the
+    lighteval child gets the folder in OAB_BENCH_DATASET; the e2e test below runs lighteval on one)."""
+    from scripts.run import candidate_prompts
+
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(raw_folder))
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    prompts = candidate_prompts(str(raw_folder), "oab_bench:penal")
+    assert len(prompts) == 15 and all(m[0]["role"] == "system" for _, m in prompts)
+
+
 def test_built_layouts_pass_through(built_dataset, upstream_v1, builds):
     assert prepared.prepare_dataset(str(built_dataset)) == (str(built_dataset), None, False)
     assert prepared.raw_source(str(upstream_v1)) == str(upstream_v1)  # upstream's JSONL files: raw
@@ -67,12 +78,17 @@ def test_built_layouts_pass_through(built_dataset, upstream_v1, builds):
 
 
 def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
-    monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))  # importing the task prepares its dataset
+    monkeypatch.delenv("OAB_BENCH_DATASET", raising=False)
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
     import oab_bench_task
     from scripts.cli import build_parser
 
     assert oab_bench_task.DEFAULT_DATASET == "maritaca-ai/oab-bench"
+    # importing the task (offline here) fetched nothing: hf_repo is resolved when lighteval reads it
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
+    oab_bench_task.dataset_path.cache_clear()
+    assert oab_bench_task.TASKS_TABLE[0].hf_repo == str(built_dataset)
+    oab_bench_task.dataset_path.cache_clear()
     monkeypatch.delenv("OAB_BENCH_DATASET")
     args = build_parser().parse_args(["run", "--model", "openai/x", "--output-dir", "o"])
     assert args.dataset == "maritaca-ai/oab-bench"
