@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
 from collections.abc import Iterable
@@ -73,12 +74,6 @@ def card_configs(folder: Path) -> set[str]:
     return {str(c.get("config_name")) for c in configs or [] if isinstance(c, dict)}
 
 
-def is_raw_folder(folder: Path) -> bool:
-    """Upstream's raw data on disk: its Hub layout, or its JSONL files."""
-    folder = Path(folder)
-    return set(RAW_CONFIGS) <= card_configs(folder) or (folder / QUESTIONS_FILE).is_file()
-
-
 def files_hash(paths: Iterable[Path], root: Path) -> str:
     """`sha256:` of the files' names and bytes: the revision of a local source."""
     h = hashlib.sha256()
@@ -87,8 +82,21 @@ def files_hash(paths: Iterable[Path], root: Path) -> str:
     return f"sha256:{h.hexdigest()[:16]}"
 
 
-def file_source(folder: Path) -> RawSource:
+def data_folder(folder: Path) -> Path:
+    """A clone of upstream's repository stands for its one `data/*/` folder with a question file."""
     folder = Path(folder)
+    if folder.is_dir() and not (folder / QUESTIONS_FILE).exists():
+        found = sorted(p.parent for p in folder.glob(f"data/*/{QUESTIONS_FILE}"))
+        if len(found) > 1:
+            names = ", ".join(str(p.relative_to(folder)) for p in found)
+            raise SourceError(f"several upstream data folders ({names}): pass one of them", file=str(folder))
+        if found:
+            return found[0]
+    return folder
+
+
+def file_source(folder: Path) -> RawSource:
+    folder = data_folder(folder)
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is a file"
         raise SourceError(
@@ -121,6 +129,18 @@ def resolve_revision(spec: HubSpec) -> str:
         raise SourceError(f"cannot read the Hub dataset: {e}", file=spec.spec) from None
 
 
+@contextlib.contextmanager
+def _quiet(datasets):
+    """No "Generating train split" bars for a local folder's few hundred rows (a task's log stays short)."""
+    was_on = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_on:
+            datasets.enable_progress_bars()
+
+
 def _load_config(spec: HubSpec, config: str, revision: str) -> list[dict]:
     import datasets
 
@@ -132,7 +152,7 @@ def _load_config(spec: HubSpec, config: str, revision: str) -> list[dict]:
                 )
             # A local folder with `configs:` is cached by its name alone (datasets 5.2): a fresh cache
             # each time, or a changed folder would load the old rows.
-            with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache:
+            with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, _quiet(datasets):
                 ds = datasets.load_dataset(str(spec.folder), config, split="train", cache_dir=cache)
                 return ds.to_list()
         return datasets.load_dataset(spec.repo, config, split="train", revision=revision).to_list()

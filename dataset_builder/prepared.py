@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errata import DEFAULT_ERRATA
-from .origin import HF_PREFIX, RAW_CONFIGS, card_configs, parse_hub_spec, resolve_revision
+from .origin import HF_PREFIX, RAW_CONFIGS, card_configs, data_folder, parse_hub_spec, resolve_revision
 from .source import QUESTIONS_FILE
 
 UPSTREAM_DATASET = "maritaca-ai/oab-bench"
@@ -34,7 +34,7 @@ def raw_source(dataset: str) -> str | None:
     path = Path(dataset).expanduser()
     if path.exists():
         path = path.resolve()
-        if (path / QUESTIONS_FILE).is_file():
+        if (data_folder(path) / QUESTIONS_FILE).is_file():  # upstream's JSONL files, or a clone of its repo
             return str(path)
         return f"{HF_PREFIX}{path}" if set(RAW_CONFIGS) <= card_configs(path) else None
     if dataset.startswith(HF_PREFIX):

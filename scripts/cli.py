@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--source",
         required=True,
-        help="upstream data folder (question.jsonl, reference_answer/), or its Hub dataset: "
+        help="upstream data folder (question.jsonl, reference_answer/) or a clone of its repository, or its Hub dataset: "
         "hf:OWNER/NAME[@REVISION] (e.g. hf:maritaca-ai/oab-bench) or hf:/abs/folder in that layout",
     )
     p.add_argument("--output", required=True, help="dataset folder to write (parquet under data/, README.md)")

@@ -94,3 +94,27 @@ def test_cli_build_from_hub_folder_records_the_revision(upstream_v1, tmp_path):
 
     revision = json.loads(pd.read_parquet(out / "data").iloc[0].to_json())["provenance"]["revision"]
     assert f"`hf:oab-bench` at revision `{revision}`" in card
+
+
+def test_a_clone_of_upstreams_repository_works_as_source(tmp_path):
+    from dataset_builder.prepared import raw_source
+
+    clone = tmp_path / "oab-bench-clone"
+    syn.write_source(clone / "data" / "oab_bench", syn.exam())
+    errata = no_errata(tmp_path)
+    rows, _ = build_rows(clone, errata)
+    direct, _ = build_rows(clone / "data" / "oab_bench", errata)
+    assert rows == direct and len(rows) == 5
+    assert raw_source(str(clone)) == str(clone)
+    syn.write_source(clone / "data" / "oab_bench_v2", syn.exam())
+    with pytest.raises(
+        SourceError, match=r"several upstream data folders \(data/oab_bench, data/oab_bench_v2\)"
+    ):
+        build_rows(clone, errata)
+
+
+def test_no_progress_bars_from_a_local_hub_folder(tmp_path, capfd):
+    pairs = syn.exam()
+    folder = syn.write_hub_layout(tmp_path / "raw", [q for q, _ in pairs], [g for _, g in pairs])
+    build_rows(f"hf:{folder}", no_errata(tmp_path))
+    assert "Generating" not in capfd.readouterr().err
