@@ -4,8 +4,9 @@ Our built layout (a folder made by `oab-bench build`, or a Hub id it was pushed 
 Upstream's raw layout (its Hub id `maritaca-ai/oab-bench`, a folder in that Hub layout, or a folder
 of its JSONL files) is built here, with the checked-in errata, once per source revision: the build
 is kept under the Hugging Face cache (`$HF_HOME/oab-bench/builds/<key>`, the key made of source,
-revision, builder version and errata), so a second start only resolves the revision. lighteval
-only calls `load_dataset(path=hf_repo, ...)`, hence a folder rather than rows.
+revision, builder version (a hash of this package's code) and errata), so a second start only
+resolves the revision. lighteval only calls `load_dataset(path=hf_repo, ...)`, hence a folder
+rather than rows.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from .origin import HF_PREFIX, RAW_CONFIGS, card_configs, data_folder, parse_hub
 from .source import QUESTIONS_FILE
 
 UPSTREAM_DATASET = "maritaca-ai/oab-bench"
-BUILDER_VERSION = "1"  # bump when a change to dataset_builder changes the rows it makes
+
+
+def builder_version() -> str:
+    """A hash of this package's code: a new builder never reuses an old builder's cached rows."""
+    h = hashlib.sha256()
+    for p in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:12]
 
 
 class Prepared(NamedTuple):
@@ -62,7 +70,7 @@ def builds_dir() -> Path:
 def build_key(source: str, revision: str, errata: Path = DEFAULT_ERRATA) -> str:
     spec = source.removeprefix(HF_PREFIX)
     name = spec if Path(spec).is_absolute() else spec.partition("@")[0]  # a Hub id: the sha says which
-    blob = "\0".join([name, revision, BUILDER_VERSION, errata.read_text(encoding="utf-8")])
+    blob = "\0".join([name, revision, builder_version(), errata.read_text(encoding="utf-8")])
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
