@@ -1,17 +1,18 @@
-"""Dataset rows from a folder made by `oab-bench build` or a Hub id."""
+"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly)."""
 
 from __future__ import annotations
 
 import fnmatch
 
-from dataset_builder.schema import QuestionRow, dataset_source
+from dataset_builder.prepared import prepare_dataset
+from dataset_builder.schema import QuestionRow
 
 
 def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:
     """`dataset` is a local folder (any path) or a Hub id; `questions` are glob patterns on question/exam ids."""
     import datasets
 
-    ds = datasets.load_dataset(dataset_source(dataset), split="test")
+    ds = datasets.load_dataset(prepare_dataset(dataset).path, split="test")
     return select_rows([QuestionRow.model_validate(r) for r in ds], questions)
 
 

@@ -16,7 +16,8 @@ def _build(args: argparse.Namespace) -> int:
     from dataset_builder.errata import DEFAULT_ERRATA
     from dataset_builder.publish import write_dataset
 
-    rows, report = build_rows(Path(args.source), Path(args.errata) if args.errata else DEFAULT_ERRATA)
+    source = args.source if args.source.startswith("hf:") else Path(args.source)
+    rows, report = build_rows(source, Path(args.errata) if args.errata else DEFAULT_ERRATA)
     out = write_dataset(rows, report, Path(args.output), overwrite=args.overwrite)
     for line in report.lines():
         print(line)
@@ -147,13 +148,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="upstream files -> validated Hub-style dataset folder")
-    p.add_argument("--source", required=True, help="upstream data folder (question.jsonl, reference_answer/)")
+    p.add_argument(
+        "--source",
+        required=True,
+        help="upstream data folder (question.jsonl, reference_answer/) or a clone of its repository, or its Hub dataset: "
+        "hf:OWNER/NAME[@REVISION] (e.g. hf:maritaca-ai/oab-bench) or hf:/abs/folder in that layout",
+    )
     p.add_argument("--output", required=True, help="dataset folder to write (parquet under data/, README.md)")
     p.add_argument("--errata", help="errata file (default: the checked-in dataset_builder/errata.yaml)")
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     p.set_defaults(func=_build)
 
-    p = sub.add_parser("push", help="publish a built dataset folder to the Hugging Face Hub")
+    p = sub.add_parser(
+        "push",
+        help="publish a built dataset folder to the Hugging Face Hub (configs: default, edition_39, ...)",
+    )
     p.add_argument("--dataset", required=True, help="folder written by `oab-bench build`")
     p.add_argument("--repo-id", required=True, help="ORG/NAME on the Hub")
     p.add_argument("--private", action="store_true")

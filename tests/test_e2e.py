@@ -347,14 +347,15 @@ def readme_block(heading: str) -> str:
 
 
 def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, built_dataset, tmp_path):
-    """The README's block, run by bash in a checkout-like folder; only the model and server change."""
+    """The README's block, run by bash in a checkout-like folder; only the model, server and dataset
+    change. model.yaml and lighteval's files land in ~/oab-bench-runs, not in the checkout."""
     rows, _ = built_rows
     server = stub(policy="alternate")
-    root = tmp_path / "checkout"
-    (root / "out").mkdir(parents=True)
+    root, home = tmp_path / "checkout", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
     (root / ".venv").symlink_to(REPO / ".venv")
     (root / "oab_bench_task.py").symlink_to(REPO / "oab_bench_task.py")
-    (root / "out" / "oab_bench").symlink_to(built_dataset)
     block = readme_block("## With the plain lighteval CLI")
     for old, new in (
         ("model_name: openai/gpt-4o-mini", "model_name: openai/cand-readme"),
@@ -364,11 +365,18 @@ def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, b
     ):
         assert old in block, old
         block = block.replace(old, new)
-    env = env_for(OAB_JUDGE_API_BASE=server.url, OAB_JUDGE_CACHE=str(tmp_path / "jc"))
+    env = env_for(
+        HOME=str(home),
+        OAB_BENCH_DATASET=str(built_dataset),  # offline; the README's default is upstream's Hub id
+        OAB_JUDGE_API_BASE=server.url,
+        OAB_JUDGE_CACHE=str(tmp_path / "jc"),
+    )
     proc = subprocess.run(
         ["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = results_json(root / "results")["results"][f"{TASK}|0"]
+    got = results_json(home / "oab-bench-runs" / "results")["results"][f"{TASK}|0"]
     for key, value in expected_figures(rows).items():
         assert got[key] == pytest.approx(value), key
+    assert sorted(p.name for p in root.iterdir()) == [".venv", "oab_bench_task.py"]  # nothing written there
+    assert f"|{TASK}:0|" in proc.stdout.replace(" ", "")  # the label the README explains
