@@ -72,6 +72,11 @@ def foreign_paths(folder: Path) -> list[str] | None:
     return foreign
 
 
+def is_our_build(folder: Path) -> bool:
+    """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build may be reused)."""
+    return foreign_paths(folder) == []
+
+
 def _summary(paths: list[str]) -> str:
     """A foreign top folder of many files is one name (`.git/ (42 files)`); at most _SHOWN names."""
     names = []
