@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from dataset_builder.schema import PASS_MARK, money
+from scripts.preflight import CHECK_PROMPT
 from tests.conftest import REPO, SECRET
 
 pytestmark = pytest.mark.e2e
@@ -78,7 +79,8 @@ def run_bench(
         str(dataset),
     ]
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
-    cmd += ["--judge-cache", str(tmp_path / "jc"), "--output-dir", str(out), *extra]
+    cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
+    cmd += ["--output-dir", str(out), *extra]
     return out, subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
 
 
@@ -98,13 +100,26 @@ def check_no_secret(out: Path, *texts: str) -> None:
         assert SECRET not in t
 
 
+def is_check_call(request) -> bool:
+    return request["body"]["messages"][-1]["content"] == CHECK_PROMPT
+
+
+def candidate_calls(server) -> list[dict]:
+    """Generation requests the stub received (not judge calls, not the preflight's check calls)."""
+    return [
+        r
+        for r in server.requests
+        if r["body"].get("response_format", {}).get("type") != "json_schema" and not is_check_call(r)
+    ]
+
+
+def judge_calls(server) -> list[dict]:
+    return [r for r in server.requests if r["body"].get("response_format", {}).get("type") == "json_schema"]
+
+
 def check_candidate_requests(server, rows) -> None:
     system_prompts = {r.system_prompt for r in rows}
-    candidate = [
-        r["body"]
-        for r in server.requests
-        if r["body"].get("response_format", {}).get("type") != "json_schema"
-    ]
+    candidate = [r["body"] for r in candidate_calls(server)]
     assert len(candidate) == 15
     for body in candidate:
         assert body["messages"][0]["role"] == "system" and body["messages"][0]["content"] in system_prompts
