@@ -235,7 +235,12 @@ class StubServer:
             )
         if kind == "404":
             return web.json_response(
-                {"error": {"message": f"The model `{body.get('model')}` does not exist", "type": "not_found"}},
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist",
+                        "type": "not_found",
+                    }
+                },
                 status=404,
             )
         if kind in ("401", "403"):  # like providers that quote the key they were given

