@@ -2,8 +2,8 @@
 
 Each child (the lighteval run, a vLLM server) gets its own process group, so stopping it
 stops its workers too, and asks the kernel to send it SIGTERM if we die first (Linux
-PR_SET_PDEATHSIG: a SIGKILL, a crash, a closed terminal's parent). SIGTERM and SIGHUP to us
-become `Stopped`, a KeyboardInterrupt, so the same cleanup runs as for Ctrl-C.
+PR_SET_PDEATHSIG: a SIGKILL, a crash, a closed terminal's parent). Ctrl-C, SIGTERM and SIGHUP to
+us become `Stopped`, a KeyboardInterrupt, so one cleanup runs for all of them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PR_SET_PDEATHSIG = 1
 
 
 class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP: handled like Ctrl-C."""
+    """Ctrl-C, SIGTERM or SIGHUP (named in `signame`)."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -43,13 +43,19 @@ def die_with_parent(sig: int = signal.SIGTERM):
 
 @contextlib.contextmanager
 def stop_signals():
-    """SIGTERM and SIGHUP raise `Stopped` in the main thread while inside this block."""
+    """SIGTERM, SIGHUP and Ctrl-C raise `Stopped` in the main thread while inside this block, once:
+    a second signal must not break off the cleanup the first one started."""
+    fired = []
 
     def handler(signum, frame):
-        raise Stopped(signum)
+        if not fired:
+            fired.append(signum)
+            raise Stopped(signum)
 
     previous = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if sig == signal.SIGINT and signal.getsignal(sig) is not signal.default_int_handler:
+            continue  # Ctrl-C ignored (a background job) or handled by someone else: leave it
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
             previous[sig] = signal.signal(sig, handler)
     try:
