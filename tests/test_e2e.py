@@ -292,7 +292,7 @@ def test_candidate_errors_fail_the_run_and_their_exams_get_no_figure(
 
 def test_candidate_server_dying_mid_run(stub, built_rows, built_dataset, tmp_path):
     rows, _ = built_rows
-    candidate = stub(faults=[{"kind": "die", "after": 5, "count": 1}])  # the 6th request kills it
+    candidate = stub(faults=[{"kind": "die", "after": 6, "count": 1}])  # check call, 5 answers, then dead
     judge = stub(policy="max")
     out, proc = run_bench(
         "openai/cand-die",
@@ -333,20 +333,22 @@ def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub,
 def test_a_prompt_longer_than_the_context_fails_before_generating(stub, built_rows, built_dataset, tmp_path):
     rows, _ = built_rows
     server = stub(max_model_len=1400, served=("cand-short",))  # the stub counts 4 characters a token
-    _, proc = run_bench("openai/cand-short", server.url, server.url, built_dataset, tmp_path)
+    _, proc = run_bench(
+        "openai/cand-short", server.url, server.url, built_dataset, tmp_path, "--max-new-tokens", "100"
+    )
     assert proc.returncode == 2
     assert "prompts do not fit the model's context" in proc.stderr
     longest = max((r for r in rows if r.area == "penal"), key=lambda r: len(r.statement))
     assert f"{longest.question_id}: prompt " in proc.stderr and "context 1400 tokens" in proc.stderr
-    assert not server.requests  # nothing was generated
+    assert all(map(is_check_call, server.requests))  # the check calls only: nothing was generated
 
 
 def test_a_key_echoed_by_the_candidate_server_is_masked(stub, built_dataset, tmp_path):
     candidate = stub(faults=[{"kind": "401"}])  # quotes the Authorization header, key included
     judge = stub()
     out, proc = run_bench("openai/cand-401", candidate.url, judge.url, built_dataset, tmp_path, *FAST_RETRIES)
-    assert proc.returncode == 1
-    assert "Incorrect API key provided: Bearer ***" in proc.stderr  # lighteval's log, passed on masked
+    assert proc.returncode == 2  # the check call found it: nothing was generated
+    assert "Incorrect API key provided: Bearer ***" in proc.stderr
     check_no_secret(out, proc.stdout, proc.stderr)
 
 
