@@ -26,13 +26,17 @@ class Stopped(KeyboardInterrupt):
         self.signame = signal.Signals(signum).name
 
 
-def die_with_parent(sig: int = signal.SIGTERM):
-    """A preexec_fn: the child gets `sig` when this process dies (no-op off Linux)."""
+def die_with_parent(sig: int = signal.SIGTERM, *, ctrl_c: bool = False):
+    """A preexec_fn: the child gets `sig` when this process dies (no-op off Linux). `ctrl_c`: the
+    child handles SIGINT even when we were started with it ignored (a background job), since
+    the lighteval child interrupts itself with SIGINT on SIGTERM (lighteval_compat.py)."""
     if not sys.platform.startswith("linux"):
         return None
     parent = os.getpid()
 
     def preexec() -> None:
+        if ctrl_c:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl: do it ourselves

@@ -143,7 +143,7 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=die_with_parent(),
+        preexec_fn=die_with_parent(ctrl_c=True),
     )
     quiet = threading.Event()
     refused: list[str] = []
@@ -317,7 +317,8 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings) -> None:
     progress = stored_progress(args, settings)
     questions, answered, judged = progress or (1, 0, None)
     if not vllm_target(args.model) and answered < questions:
-        key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if args.api_base else None
+        local = args.api_base and args.model.startswith("openai/")  # as child_env: any key will do
+        key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
         check_call("candidate", args.model, api_base=args.api_base, api_key=key)
     if not vllm_target(settings.judge_model) and (judged is None or judged < questions):
         from judge.client import call_key
@@ -329,7 +330,7 @@ def stopped_line(args: argparse.Namespace, settings: JudgeSettings, signame: str
     """One line: what an interrupted run kept, and the command that resumes it."""
     try:
         progress = stored_progress(args, settings)
-    except Exception:
+    except BaseException:  # a second Ctrl-C, say: the line without numbers
         progress = None
     answers, judges = answer_cache(args), judge_cache(args)
     if progress is None:
