@@ -57,7 +57,11 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
 ):
     server = stub(policy="max", latency=0.4)
     cmd = command("openai/cand-resume", server.url, server.url, built_dataset, tmp_path, "--concurrency", "1")
+    cmd += ["--judge-concurrency", "2"]
     out = tmp_path / "run"
+
+    def calls_since(before: int) -> SimpleNamespace:
+        return SimpleNamespace(requests=server.requests[before:])
 
     # 1. killed (SIGKILL: no cleanup of its own) half-way through generation
     proc = subprocess.Popen(
@@ -71,17 +75,31 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
     kept = len(AnswerStore(tmp_path / "ac"))
     assert 5 <= kept <= len(candidate_calls(server)) < 15 and not judge_calls(server)
 
-    # 2. the resume generates exactly the missing answers, then judges all of them
+    # 2. the resume generates exactly the missing answers; stopped (SIGTERM) while judging
+    before = len(server.requests)
+    err = tmp_path / "resume.stderr"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env_for(), stdout=subprocess.DEVNULL, stderr=stderr)
+    wait_for(lambda: len(judge_calls(calls_since(before))) >= 4, 300, "judging", proc)
+    proc.terminate()
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    new = calls_since(before)
+    assert len(candidate_calls(new)) == 15 - kept
+    assert sum(map(is_check_call, new.requests)) == 2  # one check call each: both were going to be called
+    judged = len(judge_calls(new))
+    assert 4 <= judged < 15
+    assert f"kept 15 of 15 answers ({tmp_path / 'ac'}) and {judged} judgments" in err.read_text()
+
+    # 3. the second resume judges exactly the rest: no judgment in flight at SIGTERM was paid twice
     before = len(server.requests)
     resumed = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    new = SimpleNamespace(requests=server.requests[before:])
-    assert len(candidate_calls(new)) == 15 - kept
-    assert len(judge_calls(new)) == 15
-    assert sum(map(is_check_call, new.requests)) == 2  # one check call each: both were going to be called
+    new = calls_since(before)
+    assert not candidate_calls(new) and len(judge_calls(new)) == 15 - judged
+    assert sum(map(is_check_call, new.requests)) == 1  # the judge's only
     first = json.loads((out / "oab_bench_summary.json").read_text())
 
-    # 3. a rerun with the same settings: not one call, and the same figures
+    # 4. a rerun with the same settings: not one call, and the same figures
     before = len(server.requests)
     again = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
