@@ -69,9 +69,16 @@ def install(*, task: str, system_key: str) -> None:
     litellm.cache = None
     _install_system_prompt_from_doc(system_key)
     _run_only_the_named_task(task)
-    _stop_on_permanent_errors()
     _serve_stored_answers()
-    _stop_gracefully_on_sigterm()
+    if _in_lighteval_cli():  # a process of its own: never exit or take signals in a notebook or pytest
+        _stop_on_permanent_errors()
+        _stop_gracefully_on_sigterm()
+
+
+def _in_lighteval_cli() -> bool:
+    """`lighteval ...` or `python -m lighteval ...` (what `oab-bench run` starts)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    return script.name.startswith("lighteval") or script.parent.name == "lighteval"
 
 
 def _install_system_prompt_from_doc(system_key: str) -> None:
