@@ -24,6 +24,7 @@ from scripts.preflight import CHECK_PROMPT, drop_empty_keys, task_names
 from tests.conftest import REPO, SECRET, oab
 from tests.test_judge_parsing import made_up_row
 from tests.test_judge_server import settings
+from tests.test_task import task_module  # noqa: F401 (a fixture: the task file, imported once)
 
 KEY_VARS = ("OPENAI_API_KEY", "OAB_JUDGE_API_KEY", "ANTHROPIC_API_KEY")
 
@@ -140,15 +141,8 @@ def test_an_unknown_task_fails_at_once_listing_the_valid_ones(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_the_task_names_are_those_of_the_task_file():
-    proc = subprocess.run(
-        [sys.executable, "-c", "import oab_bench_task as t; print(' '.join(c.name for c in t.TASKS_TABLE))"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.stdout.split() == task_names(), proc.stderr[-2000:]
+def test_the_task_names_are_those_of_the_task_file(task_module):  # noqa: F811 (the fixture)
+    assert [c.name for c in task_module.TASKS_TABLE] == task_names()
 
 
 def test_empty_key_variables_count_as_missing(tmp_path, built_dataset):
