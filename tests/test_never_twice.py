@@ -30,7 +30,8 @@ KEY_VARS = ("OPENAI_API_KEY", "OAB_JUDGE_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def clean_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+    """No keys, no OAB_* settings (the task_module fixture sets some for its module)."""
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS and not k.startswith("OAB_")}
     return env | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"} | extra
 
 
