@@ -51,18 +51,18 @@ from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
-from dataset_builder.ids import AREAS
+from dataset_builder.ids import AREAS, EDITIONS
 from dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
-from dataset_builder.schema import QuestionRow, points_pt
+from dataset_builder.schema import QuestionRow
 from judge import lighteval_compat
 from judge.aggregate import QuestionResult, task_figures
 from judge.lighteval_judge import judge_responses, settings_from_env
+from judge.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
 
 logger = logging.getLogger(__name__)
 
 TASK = "oab_bench"
 DEFAULT_DATASET = UPSTREAM_DATASET
-EDITIONS = range(39, 45)
 SYSTEM_KEY = "oab_system_prompt"
 
 
@@ -71,26 +71,6 @@ def dataset_path() -> str:
     """What lighteval loads: our built layout as given (a local folder made absolute: lighteval takes
     a relative path for a Hub id), or the cached build of upstream's raw layout."""
     return prepare_dataset(os.environ.get("OAB_BENCH_DATASET") or DEFAULT_DATASET).path
-
-
-def candidate_prompt(row: QuestionRow) -> str:
-    """The answer sheet: statement, then each item with its value; all answers in one reply."""
-    if row.kind == "peca":
-        return f"{row.statement}\n\n(Valor: {points_pt(row.max_score)})\n\nRedija a peça completa em uma única resposta."
-    items = "\n\n".join(f"{i.label}) {i.prompt} (Valor: {points_pt(i.max_score)})" for i in row.items)
-    labels = ", ".join(i.label for i in row.items)
-    return (
-        f"{row.statement}\n\n{items}\n\n"
-        f"Responda a todos os itens ({labels}) em uma única resposta, identificando cada resposta pela letra do item."
-    )
-
-
-def candidate_messages(row: QuestionRow) -> list[dict]:
-    """What the candidate receives (the system message is added by our lighteval patch)."""
-    return [
-        {"role": "system", "content": row.system_prompt},
-        {"role": "user", "content": candidate_prompt(row)},
-    ]
 
 
 @functools.cache

@@ -29,6 +29,7 @@ from .trust import problem
 from .upstream import grade_upstream, load_upstream_prompts, prompt_version
 
 logger = logging.getLogger(__name__)
+STOP_GRACE_S = 10.0  # on Ctrl-C, judge calls in flight may finish (and be stored) this long
 
 
 class Summary(BaseModel):
@@ -251,10 +252,12 @@ async def judge_all(
     semaphore = asyncio.Semaphore(judge.settings.concurrency)
     bar = tqdm(total=len(pairs), desc="judging", unit="q", disable=not progress, dynamic_ncols=True)
     failures, spent = 0, 0.0
+    calling: set[asyncio.Task] = set()
 
     async def one(row: QuestionRow, answer: Answer) -> Judgment:
         nonlocal failures, spent
         async with semaphore:
+            calling.add(asyncio.current_task())
             j = await judge.grade(row, answer)
         if j.status != "ok":
             failures += 1
@@ -264,8 +267,18 @@ async def judge_all(
         bar.update(1)
         return j
 
+    tasks = [asyncio.ensure_future(one(r, a)) for r, a in pairs]
     try:
-        return list(await asyncio.gather(*(one(r, a) for r, a in pairs)))
+        return list(await asyncio.shield(asyncio.gather(*tasks)))
+    except asyncio.CancelledError:  # Ctrl-C: calls already paid for finish and are stored, briefly
+        for t in tasks:
+            if t not in calling:
+                t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+        for t in tasks:
+            t.cancel()
+        raise
     finally:
         bar.close()
 

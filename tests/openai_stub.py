@@ -15,7 +15,8 @@ forever. Kinds: `429`
 (`retry_after` seconds in the header), `500`, `400`, `hang` (sleeps `seconds`),
 `malformed` (judge content that is not JSON), `bad_score` (a score outside the enum),
 `truncated` (finish_reason length), `empty_reasoning` (no content, reasoning tokens),
-`refusal`, `empty` (empty content), `die` (the server stops: connection reset).
+`refusal`, `empty` (empty content), `die` (the server stops: connection reset), `401`/`403`
+(quoting the key), `404` (no such model).
 
 Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`): each line
 of a batch is answered by this server's own chat endpoint (so the policies and faults above
@@ -296,6 +297,16 @@ class StubServer:
                 {"error": {"message": "rate limited", "type": "rate_limit_error"}},
                 status=429,
                 headers={"Retry-After": str(fault.get("retry_after", 1))},
+            )
+        if kind == "404":
+            return web.json_response(
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist",
+                        "type": "not_found",
+                    }
+                },
+                status=404,
             )
         if kind in ("401", "403"):  # like providers that quote the key they were given
             message = f"Incorrect API key provided: {request.headers.get('Authorization', '')}"
