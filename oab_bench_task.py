@@ -3,8 +3,9 @@ name:
 OAB-Bench
 
 dataset:
-$OAB_BENCH_DATASET: a Hub id, or an absolute folder made by `oab-bench build`
-(default: oab-bench/oab-bench)
+$OAB_BENCH_DATASET (default: upstream's maritaca-ai/oab-bench): a Hub id or a folder, either
+in upstream's raw layout (built here on the fly with the checked-in errata and cached under the
+Hugging Face cache, one log line says so) or made by `oab-bench build`
 
 abstract:
 Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça
@@ -22,8 +23,11 @@ paper:
 https://arxiv.org/abs/2504.21202
 
 Usage:
-    OAB_BENCH_DATASET=/abs/path/oab_bench OAB_JUDGE_MODEL=openai/gpt-5.2 \\
+    OAB_JUDGE_MODEL=openai/gpt-5.2 \\
     lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
+
+lighteval names a task in its printed table `oab_bench:0` (and in the results JSON
+`oab_bench|0`): the `0` is the number of few-shot examples, not a version or a subset.
 
 Tasks: `oab_bench` (all questions), `oab_bench:<area>` (penal, civil, ...), and
 `oab_bench:<edition>` (39 ... 44). The judge is configured by OAB_JUDGE_MODEL,
@@ -47,43 +51,26 @@ from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
-from dataset_builder.ids import AREAS
-from dataset_builder.schema import QuestionRow, dataset_source, points_pt
+from dataset_builder.ids import AREAS, EDITIONS
+from dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
+from dataset_builder.schema import QuestionRow
 from judge import lighteval_compat
 from judge.aggregate import QuestionResult, task_figures
 from judge.lighteval_judge import judge_responses, settings_from_env
+from judge.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
 
 logger = logging.getLogger(__name__)
 
 TASK = "oab_bench"
-DEFAULT_DATASET = "oab-bench/oab-bench"
-EDITIONS = range(39, 45)
+DEFAULT_DATASET = UPSTREAM_DATASET
 SYSTEM_KEY = "oab_system_prompt"
 
 
+@functools.cache
 def dataset_path() -> str:
-    """A local folder must be absolute for lighteval (a relative path is taken for a Hub id)."""
-    return dataset_source(os.environ.get("OAB_BENCH_DATASET", DEFAULT_DATASET))
-
-
-def candidate_prompt(row: QuestionRow) -> str:
-    """The answer sheet: statement, then each item with its value; all answers in one reply."""
-    if row.kind == "peca":
-        return f"{row.statement}\n\n(Valor: {points_pt(row.max_score)})\n\nRedija a peça completa em uma única resposta."
-    items = "\n\n".join(f"{i.label}) {i.prompt} (Valor: {points_pt(i.max_score)})" for i in row.items)
-    labels = ", ".join(i.label for i in row.items)
-    return (
-        f"{row.statement}\n\n{items}\n\n"
-        f"Responda a todos os itens ({labels}) em uma única resposta, identificando cada resposta pela letra do item."
-    )
-
-
-def candidate_messages(row: QuestionRow) -> list[dict]:
-    """What the candidate receives (the system message is added by our lighteval patch)."""
-    return [
-        {"role": "system", "content": row.system_prompt},
-        {"role": "user", "content": candidate_prompt(row)},
-    ]
+    """What lighteval loads: our built layout as given (a local folder made absolute: lighteval takes
+    a relative path for a Hub id), or the cached build of upstream's raw layout."""
+    return prepare_dataset(os.environ.get("OAB_BENCH_DATASET") or DEFAULT_DATASET).path
 
 
 @functools.cache
@@ -135,11 +122,24 @@ def _keep(field: str, value, line: dict) -> bool:
     return line[field] == value
 
 
+class _TaskConfig(LightevalTaskConfig):
+    """`hf_repo` is resolved when lighteval builds the task, not on import: listing the tasks, or
+    `oab-bench run` reading their filters, fetches and builds nothing."""
+
+    @property
+    def hf_repo(self) -> str:
+        return dataset_path()
+
+    @hf_repo.setter
+    def hf_repo(self, value: str) -> None:
+        pass  # always dataset_path()
+
+
 def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
-    return LightevalTaskConfig(
+    return _TaskConfig(
         name=name,
         prompt_function=oab_prompt,
-        hf_repo=dataset_path(),
+        hf_repo=DEFAULT_DATASET,  # replaced by dataset_path() when read
         hf_subset="default",
         hf_filter=hf_filter,
         hf_avail_splits=["test"],

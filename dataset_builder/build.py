@@ -11,9 +11,20 @@ from pydantic import BaseModel, Field
 from .errata import DEFAULT_ERRATA, ErrataEntry, load_errata
 from .errors import BuildError, SourceError
 from .ids import parse_question_id
+from .origin import RawSource, open_source
 from .rubric import TableRow, parse_reference
-from .schema import EXAM_MAX, PECA_MAX, QUESTAO_MAX, Item, QuestionRow, RubricItem, UpstreamText, money
-from .source import GUIDELINES_FILE, QUESTIONS_FILE, SourceAnswer, SourceQuestion, read_jsonl
+from .schema import (
+    EXAM_MAX,
+    PECA_MAX,
+    QUESTAO_MAX,
+    Item,
+    Provenance,
+    QuestionRow,
+    RubricItem,
+    UpstreamText,
+    money,
+)
+from .source import GUIDELINES_FILE, SourceAnswer, SourceQuestion, validate_objects
 from .text import clean_question
 
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
@@ -34,38 +45,40 @@ class BuildReport(BaseModel):
         return out
 
 
-def _read_questions(source: Path) -> dict[str, tuple[int, SourceQuestion]]:
+def _read_questions(raw: RawSource) -> dict[str, tuple[int, SourceQuestion]]:
+    label = raw.questions_label
     questions: dict[str, tuple[int, SourceQuestion]] = {}
-    for lineno, q in read_jsonl(source / QUESTIONS_FILE, SourceQuestion, label=QUESTIONS_FILE):
+    for lineno, q in validate_objects(raw.questions, SourceQuestion, label=label):
         if q.question_id in questions:
             first = questions[q.question_id][0]
             raise SourceError(
                 f"duplicate question id {q.question_id!r} (first at line {first})",
-                file=QUESTIONS_FILE,
+                file=label,
                 line=lineno,
                 field="question_id",
             )
         try:
             qid = parse_question_id(q.question_id)
         except ValueError as e:
-            raise SourceError(str(e), file=QUESTIONS_FILE, line=lineno, field="question_id") from None
+            raise SourceError(str(e), file=label, line=lineno, field="question_id") from None
         if q.category != qid.exam_id:
             raise SourceError(
                 f"category {q.category!r} disagrees with the id's exam {qid.exam_id!r}",
-                file=QUESTIONS_FILE,
+                file=label,
                 line=lineno,
                 field="category",
             )
         questions[q.question_id] = (lineno, q)
     if not questions:
-        raise SourceError("no questions (empty file)", file=QUESTIONS_FILE, line=1)
+        raise SourceError("no questions (empty file)", file=label, line=1)
     return questions
 
 
-def _read_references(source: Path, questions: dict) -> dict[str, tuple[int, SourceAnswer]]:
+def _read_references(raw: RawSource, questions: dict) -> dict[str, tuple[int, SourceAnswer]]:
     refs: dict[str, tuple[int, SourceAnswer]] = {}
-    for lineno, a in read_jsonl(source / GUIDELINES_FILE, SourceAnswer, label=GUIDELINES_FILE):
-        where = {"file": GUIDELINES_FILE, "line": lineno, "field": "question_id"}
+    label = raw.guidelines_label
+    for lineno, a in validate_objects(raw.guidelines, SourceAnswer, label=label):
+        where = {"file": label, "line": lineno, "field": "question_id"}
         if a.question_id in refs:
             raise SourceError(
                 f"duplicate reference for {a.question_id!r} (first at line {refs[a.question_id][0]})", **where
@@ -148,7 +161,13 @@ def _part_warnings(qid: str, rubric: list[RubricItem]) -> list[str]:
 
 
 def build_question(
-    q: SourceQuestion, ref: SourceAnswer, entry: ErrataEntry | None, report: BuildReport
+    q: SourceQuestion,
+    ref: SourceAnswer,
+    entry: ErrataEntry | None,
+    report: BuildReport,
+    *,
+    guidelines_label: str = GUIDELINES_FILE,
+    provenance: Provenance | None = None,
 ) -> QuestionRow:
     """One question; SourceError fields are relative to the question's line, BuildError names the question."""
     qid = parse_question_id(q.question_id)
@@ -175,7 +194,27 @@ def build_question(
         report.corrections.append(f"{q.question_id}: values {values} -> {new}: {entry.summary()}")
         values = new
 
-    clean = clean_question(q.statement, q.turns, values, kind=qid.kind, number=qid.number)
+    wrong_valor = entry.correction.wrong_valor if entry else []
+    try:
+        clean = clean_question(
+            q.statement, q.turns, values, kind=qid.kind, number=qid.number, wrong_valor=wrong_valor
+        )
+    except SourceError as e:
+        hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
+        raise SourceError(
+            f"{q.question_id}: {e.message}{hint if 'Valor' in e.message else ''}", field=e.field
+        ) from None
+    stale = sorted(set(wrong_valor) - set(clean.settled))
+    if stale:
+        raise BuildError(
+            f"{q.question_id}: errata says the (Valor: ...) of {stale} is wrong, but it agrees with the values "
+            "or is not there (stale entry?)"
+        )
+    if clean.settled:
+        report.corrections.append(
+            f"{q.question_id}: kept values over the written (Valor: ...) of {', '.join(clean.settled)}: "
+            f"{entry.summary()}"
+        )
     report.normalisations += [f"{q.question_id} {n}" for n in clean.notes]
 
     labels = [""] if qid.kind == "peca" else ["A", "B"]
@@ -196,7 +235,7 @@ def build_question(
         try:
             ref_i = parse_reference(text)
         except SourceError as e:
-            raise SourceError(e.message, file=GUIDELINES_FILE, field=f"choices.0.turns.{i}") from None
+            raise SourceError(e.message, file=guidelines_label, field=f"choices.0.turns.{i}") from None
         references.append(ref_i.commented_answer)
         rows_i = _scored_rows(ref_i.rows, label or "P")
         scored += rows_i
@@ -242,6 +281,7 @@ def build_question(
             values=[money(v) for v in q.values],
             reference_turns=ref.turns,
         ),
+        provenance=provenance,
     )
 
 
@@ -249,38 +289,51 @@ def _sort_key(row: QuestionRow) -> tuple:
     return (row.edition, row.area, row.number)
 
 
-def build_rows(source: Path, errata_path: Path = DEFAULT_ERRATA) -> tuple[list[QuestionRow], BuildReport]:
-    """Read and check everything; raise SourceError (bad input) or BuildError (numbers don't add up)."""
+def build_rows(
+    source: Path | str, errata_path: Path = DEFAULT_ERRATA
+) -> tuple[list[QuestionRow], BuildReport]:
+    """Read and check everything; raise SourceError (bad input) or BuildError (numbers don't add up).
+
+    `source`: a folder of upstream's JSONL files, or `hf:OWNER/NAME[@REV]` / `hf:/abs/folder`
+    (upstream's Hub layout, see origin.py); both go through the same checks.
+    """
     errata = load_errata(errata_path)
-    if not Path(source).is_dir():
-        what = "does not exist" if not Path(source).exists() else "is a file"
-        raise SourceError(
-            f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(source)
-        )
-    questions = _read_questions(source)
-    refs = _read_references(source, questions)
+    raw = open_source(source)
+    questions = _read_questions(raw)
+    refs = _read_references(raw, questions)
     report = BuildReport()
 
     for qid_str in errata:
         if qid_str not in questions:
-            raise BuildError(f"errata entry for {qid_str}, which is not in {QUESTIONS_FILE} (stale entry?)")
+            raise BuildError(
+                f"errata entry for {qid_str}, which is not in {raw.questions_label} (stale entry?)"
+            )
 
     rows: list[QuestionRow] = []
     problems: list[str] = []
     for question_id, (lineno, q) in questions.items():
         if question_id not in refs:
             raise SourceError(
-                f"no reference answer for {question_id!r} in {GUIDELINES_FILE}",
-                file=QUESTIONS_FILE,
+                f"no reference answer for {question_id!r} in {raw.guidelines_label}",
+                file=raw.questions_label,
                 line=lineno,
                 field="question_id",
             )
         ref_line, ref = refs[question_id]
         try:
-            rows.append(build_question(q, ref, errata.get(question_id), report))
+            rows.append(
+                build_question(
+                    q,
+                    ref,
+                    errata.get(question_id),
+                    report,
+                    guidelines_label=raw.guidelines_label,
+                    provenance=raw.provenance,
+                )
+            )
         except SourceError as e:
-            file = e.file or QUESTIONS_FILE
-            raise e.at(file=file, line=ref_line if file == GUIDELINES_FILE else lineno) from None
+            file = e.file or raw.questions_label
+            raise e.at(file=file, line=ref_line if file == raw.guidelines_label else lineno) from None
         except BuildError as e:
             problems.append(str(e))
     if problems:

@@ -47,6 +47,10 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
     per_area = Counter(r.area for r in rows if r.kind == "peca")
     areas = ", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area))
     corrections = "\n".join(f"- {c}" for c in report.corrections) or "- none"
+    origins = sorted(
+        {(r.provenance.source, r.provenance.revision or "unknown") for r in rows if r.provenance}
+    )
+    origin = "; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins) or "not recorded"
     front = yaml.safe_dump(card_metadata(rows), sort_keys=False, allow_unicode=True)
     return f"""---
 {front}---
@@ -82,6 +86,7 @@ corrects it (listed below, and in each row's `errata`).
 | `rubric` | `{{item_id, part, section, label, description, max_score, allowed_scores, annulled}}` |
 | `errata` | corrections applied to this question |
 | `upstream` | upstream's raw statement, turns, values and reference turns, for parity with upstream's judge prompts |
+| `provenance` | `{{source, revision}}`: what the row was built from (Hub commit sha, or a hash of local files) |
 
 Annulled items (`annulled: true`) are not graded: as FGV does, every candidate gets
 their full value.
@@ -104,6 +109,8 @@ Evaluate a model with lighteval and the project's community task
 
 Built from the upstream OAB-Bench release (maritaca-ai/oab-bench, Apache-2.0) by the
 OAB-Bench project's `oab-bench build`. Licensed under Apache-2.0.
+
+Source of this build: {origin} (also in each row's `provenance`).
 
 ## Citation
 

@@ -32,6 +32,8 @@ class Correction(BaseModel):
     values: list[float] | None = None  # replaces question.jsonl `values`
     scores: list[ScoreFix] = Field(default_factory=list)
     annulled: list[str] = Field(default_factory=list)  # item_ids annulled by FGV: full marks to everyone
+    # fields ("statement", "turns.0", "turns.1") whose written `(Valor: ...)` is wrong while `values` is right
+    wrong_valor: list[str] = Field(default_factory=list)
 
 
 class ErrataEntry(BaseModel):

@@ -14,6 +14,7 @@ AREAS: dict[str, str] = {
     "do_trabalho": "Direito do Trabalho",
     "tributario": "Direito Tributário",
 }
+EDITIONS = range(39, 45)  # editions in the data: the tasks oab_bench:39 ... oab_bench:44
 
 _ID_RE = re.compile(
     r"^(?P<edition>\d{2,3})_direito_(?P<area>" + "|".join(AREAS) + r")_"

@@ -1,28 +1,110 @@
-"""Write the Hub-style folder atomically, and push it to the Hub."""
+"""Write the Hub-style folder atomically, and push it to the Hub (with a config per edition)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import yaml
 
 from .build import BuildReport
 from .card import render_card
 from .schema import QuestionRow
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
-MARKER = ".oab-bench-build"  # says a folder is ours, so --overwrite may replace it
+MARKER = ".oab-bench-build"  # says a folder is ours and lists what we wrote, so --overwrite may replace it
+MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
+_SHOWN = 10  # foreign paths named in a refusal
+
+
+def _marker_text(folder: Path) -> str:
+    """The marker: its head line, then one line per file we wrote (sha256, path)."""
+    lines = [MARKER_HEAD]
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MARKER):
+        lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(folder).as_posix()}")
+    return "\n".join(lines) + "\n"
+
+
+def _entries(folder: Path) -> list[str]:
+    """Every path under `folder`, relative, folders ending in `/`; links are not followed."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        rel = Path(dirpath).relative_to(folder)
+        out += [(rel / d).as_posix() + "/" for d in dirnames]
+        out += [(rel / f).as_posix() for f in filenames]
+    return sorted(out)
+
+
+def foreign_paths(folder: Path) -> list[str] | None:
+    """What `--overwrite` would remove that `oab-bench build` did not write, as it wrote it.
+
+    None: no marker (the whole folder is foreign); [] when it holds only our build, unchanged.
+    """
+    try:
+        lines = (folder / MARKER).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not lines or lines[0] != MARKER_HEAD or (folder / MARKER).is_symlink():
+        return None
+    ours: dict[str, str | None] = {}
+    for line in lines[1:]:
+        digest, _, path = line.partition("  ")
+        ours[path] = digest
+    if not ours:  # a marker from before markers listed the files
+        ours = {"README.md": None, DATA_FILE: None}
+    ours[MARKER] = None
+    dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
+    foreign = []
+    for entry in _entries(folder):
+        path = folder / entry
+        if entry in dirs and path.is_dir() and not path.is_symlink():
+            continue
+        if entry not in ours or path.is_symlink() or not path.is_file():
+            foreign.append(entry)
+        elif ours[entry] and hashlib.sha256(path.read_bytes()).hexdigest() != ours[entry]:
+            foreign.append(f"{entry} (changed since the build)")
+    return foreign
 
 
 def is_our_build(folder: Path) -> bool:
-    """Written by `oab-bench build` (marker; or, before markers, our parquet and card)."""
-    return folder.is_dir() and (
-        (folder / MARKER).is_file() or ((folder / DATA_FILE).is_file() and (folder / "README.md").is_file())
-    )
+    """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build may be reused)."""
+    return foreign_paths(folder) == []
+
+
+def _summary(paths: list[str]) -> str:
+    """A foreign top folder of many files is one name (`.git/ (42 files)`); at most _SHOWN names."""
+    names = []
+    for top in sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in paths}):
+        files = (
+            [p for p in paths if p.startswith(top) and not p.endswith("/")] if top.endswith("/") else [top]
+        )
+        if top in paths and len(files) > 3:
+            names.append(f"{top} ({len(files)} files)")
+        else:
+            names += files or [top]
+    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return ", ".join(names[:_SHOWN]) + more
+
+
+def check_replaceable(output: Path) -> None:
+    """Refuse (FileExistsError) unless `output` holds our build and nothing else."""
+    foreign = foreign_paths(output)
+    if foreign is None:
+        raise FileExistsError(
+            f"{output} is not a folder written by `oab-bench build` (no {MARKER} marker): refusing to "
+            f"replace it; --overwrite would have removed: {_summary(_entries(output)) or 'an empty folder'}"
+        )
+    if foreign:
+        raise FileExistsError(
+            f"{output} holds what `oab-bench build` did not write: refusing to replace it; --overwrite "
+            f"would have removed: {_summary(foreign)}"
+        )
 
 
 def write_dataset(
@@ -38,13 +120,11 @@ def write_dataset(
     if output.exists():
         if not overwrite:
             raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
-        if not is_our_build(output):
-            raise FileExistsError(
-                f"{output} is not a folder written by `oab-bench build` (no {MARKER}): refusing to replace it"
-            )
+        check_replaceable(output)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700: a dataset folder is for everyone to read
     except OSError as e:
         raise OSError(f"cannot write {output}: {e.strerror or e}") from None
     try:
@@ -52,12 +132,18 @@ def write_dataset(
         table = pa.Table.from_pylist([r.model_dump(mode="json") for r in rows])
         pq.write_table(table, tmp / DATA_FILE)
         (tmp / "README.md").write_text(render_card(rows, report), encoding="utf-8")
-        (tmp / MARKER).write_text("written by `oab-bench build`; --overwrite may replace this folder\n")
+        (tmp / MARKER).write_text(_marker_text(tmp), encoding="utf-8")
         _swap_in(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return output
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _swap_in(new: Path, output: Path) -> None:
@@ -75,8 +161,58 @@ def _swap_in(new: Path, output: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
+
+
+def hub_configs(editions: list[int]) -> list[dict]:
+    """The pushed card's `configs:`: the full set (default) and one per edition."""
+    configs = [
+        {"config_name": "default", "data_files": [{"split": "test", "path": "data/test-*"}], "default": True}
+    ]
+    configs += [
+        {"config_name": f"edition_{e}", "data_files": [{"split": "test", "path": f"editions/{e}/test-*"}]}
+        for e in editions
+    ]
+    return configs
+
+
+def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
+    """The built card with `configs:` added (a local folder's card has none: `datasets` 5.2 caches a
+    local folder with configs by its name alone) and the repository named in its example."""
+    _, front, body = card.split("---\n", 2)
+    meta = yaml.safe_load(front) or {}
+    meta["configs"] = hub_configs(editions)
+    names = ", ".join(f"`edition_{e}`" for e in editions)
+    body = body.replace(
+        'load_dataset("<this repo>", split="test")', f'load_dataset("{repo_id}", split="test")'
+    )
+    body = body.replace(
+        "\nEvaluate a model with lighteval",
+        f"\nConfigs: `default` (every question) and one per edition ({names}), e.g.\n"
+        f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n\nEvaluate a model with lighteval',
+        1,
+    )
+    return f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n{body}"
+
+
+def stage_for_hub(folder: Path, staging: Path, repo_id: str) -> Path:
+    """The pushed layout in `staging`: the full parquet, one parquet per edition, the card with configs."""
+    table = pq.read_table(folder / DATA_FILE)
+    editions = sorted(set(table.column("edition").to_pylist()))
+    (staging / "data").mkdir(parents=True)
+    shutil.copyfile(folder / DATA_FILE, staging / DATA_FILE)
+    for e in editions:
+        path = staging / EDITION_FILE.format(edition=e)
+        path.parent.mkdir(parents=True)
+        pq.write_table(table.filter(pc.equal(table.column("edition"), e)), path)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    (staging / "README.md").write_text(pushed_card(card, editions, repo_id), encoding="utf-8")
+    return staging
+
+
 def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision: str | None = None) -> str:
-    """Upload a folder made by write_dataset; the token comes from HF_TOKEN or `hf auth login`."""
+    """Upload a folder made by write_dataset, in the pushed layout; the token comes from HF_TOKEN or
+    `hf auth login`."""
     from huggingface_hub import HfApi
 
     folder = Path(folder)
@@ -85,15 +221,18 @@ def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision:
             f"{folder} is not a dataset folder made by `oab-bench build` (no {DATA_FILE})"
         )
     api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    if revision:
-        api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
-    info = api.upload_folder(
-        folder_path=str(folder),
-        repo_id=repo_id,
-        repo_type="dataset",
-        revision=revision,
-        commit_message="Update OAB-Bench dataset (oab-bench build)",
-        allow_patterns=["README.md", "data/*.parquet"],
-    )
+    with tempfile.TemporaryDirectory(prefix="oab-bench-push-") as tmp:
+        staging = stage_for_hub(folder, Path(tmp) / "hub", repo_id)
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        if revision:
+            api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
+        info = api.upload_folder(
+            folder_path=str(staging),
+            repo_id=repo_id,
+            repo_type="dataset",
+            revision=revision,
+            commit_message="Update OAB-Bench dataset (oab-bench build)",
+            allow_patterns=["README.md", "data/*.parquet", "editions/*/*.parquet"],
+            delete_patterns=["data/*.parquet", "editions/**"],  # an edition no longer built goes too
+        )
     return str(getattr(info, "commit_url", info))

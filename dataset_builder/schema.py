@@ -75,6 +75,14 @@ class UpstreamText(BaseModel):
     reference_turns: list[str]
 
 
+class Provenance(BaseModel):
+    """Where a row was built from: the source as given to `oab-bench build --source`, and its revision
+    (the Hub's commit sha, or `sha256:...` of a local source's files)."""
+
+    source: str
+    revision: str | None = None
+
+
 class QuestionRow(BaseModel):
     question_id: str
     edition: int
@@ -90,12 +98,13 @@ class QuestionRow(BaseModel):
     rubric: list[RubricItem]
     errata: list[str] = Field(default_factory=list)  # corrections applied to this question, one line each
     upstream: UpstreamText
+    provenance: Provenance | None = None  # absent in datasets built before it was recorded
 
     def rubric_for(self, part: str) -> list[RubricItem]:
         return [r for r in self.rubric if r.part == part]
 
     def content_hash(self) -> str:
-        """Stable hash of everything that can change a judgment of this question."""
-        payload = self.model_dump(mode="json", exclude={"errata"})
+        """Stable hash of everything that can change a judgment of this question (not where it came from)."""
+        payload = self.model_dump(mode="json", exclude={"errata", "provenance"})
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()[:16]

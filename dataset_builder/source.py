@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -94,9 +94,16 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
 def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
     """Yield (line number, typed row); raise SourceError at the first bad line."""
     name = label or str(path)
-    for lineno, raw in read_objects(path, label=name):
+    yield from validate_objects(read_objects(path, label=name), model, label=name)
+
+
+def validate_objects(
+    objects: Iterable[tuple[int, dict]], model: type[M], *, label: str
+) -> Iterator[tuple[int, M]]:
+    """Typed rows from (line or row number, object) pairs of any source; SourceError names the first bad one."""
+    for lineno, raw in objects:
         try:
             yield lineno, model.model_validate(raw)
         except ValidationError as e:
             field, msg = _field_of(e)
-            raise SourceError(msg, file=name, line=lineno, field=field) from None
+            raise SourceError(msg, file=label, line=lineno, field=field) from None

@@ -10,6 +10,7 @@ removed here are kept in `max_score`; each is checked against `values`.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import NamedTuple
 
 from .errors import SourceError
@@ -26,6 +27,7 @@ class CleanQuestion(NamedTuple):
     statement: str
     prompts: list[str]
     notes: list[str]  # what was normalised, for the build report
+    settled: list[str]  # fields whose wrong `(Valor: ...)` an errata entry settled
 
 
 def _value(m: re.Match) -> float:
@@ -33,13 +35,28 @@ def _value(m: re.Match) -> float:
 
 
 def clean_question(
-    statement: str, turns: list[str], values: list[float], *, kind: str, number: int
+    statement: str,
+    turns: list[str],
+    values: list[float],
+    *,
+    kind: str,
+    number: int,
+    wrong_valor: Collection[str] = (),
 ) -> CleanQuestion:
     """Return statement and item prompts without headings, labels and `(Valor: ...)`.
 
-    Raises SourceError (with `field` set) when a removed number disagrees with `values`.
+    Raises SourceError (with `field` set) when a removed number disagrees with `values`, unless
+    the field is in `wrong_valor` (an errata entry says the written value is the wrong one).
     """
     notes: list[str] = []
+    settled: list[str] = []
+
+    def disagrees(field: str, message: str) -> None:
+        if field not in wrong_valor:
+            raise SourceError(message, field=field)
+        settled.append(field)
+        notes.append(f"{field}: {message}; the errata keeps the values")
+
     m = _HEADING_RE.match(statement)
     if m:
         if m["n"] is not None and int(m["n"]) != number:
@@ -54,9 +71,7 @@ def clean_question(
             raise SourceError("more than one '(Valor: ...)' in the statement", field="statement")
         if found:
             if _value(found[0]) != round(sum(values), 2):
-                raise SourceError(
-                    f"statement says (Valor: {found[0]['v']}) but values say {values}", field="statement"
-                )
+                disagrees("statement", f"statement says (Valor: {found[0]['v']}) but values say {values}")
             statement = statement[: found[0].start()] + statement[found[0].end() :]
     elif found:
         raise SourceError(
@@ -87,10 +102,10 @@ def clean_question(
             if text[v.end() :].strip():
                 raise SourceError("text after '(Valor: ...)' in the item", field=field)
             if _value(v) != round(values[i], 2):
-                raise SourceError(f"item says (Valor: {v['v']}) but values[{i}] is {values[i]}", field=field)
+                disagrees(field, f"item says (Valor: {v['v']}) but values[{i}] is {values[i]}")
             text = text[: v.start()]
         prompts.append(text.strip())
     statement = statement.strip()
     if moved_obs:
         statement = "\n".join([statement, *moved_obs])
-    return CleanQuestion(statement, prompts, notes)
+    return CleanQuestion(statement, prompts, notes, settled)

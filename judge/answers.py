@@ -20,6 +20,7 @@ class Answer(BaseModel):
     question_id: str
     turns: list[str]  # one text, or one per item (upstream's two-turn conversations)
     source: str = ""
+    line: int = 0  # in `source`: a JSONL line or a details row (1-based); 0 when unknown
 
     @property
     def text(self) -> str:
@@ -52,7 +53,13 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
             )
         seen.add(a.question_id)
         out.append(
-            Answer(model=a.model_id or path.stem, question_id=a.question_id, turns=a.turns, source=str(path))
+            Answer(
+                model=a.model_id or path.stem,
+                question_id=a.question_id,
+                turns=a.turns,
+                source=str(path),
+                line=lineno,
+            )
         )
     return out
 

@@ -255,6 +255,19 @@ async def _complete(kwargs: dict[str, Any]) -> Any:
             var.reset(token)
 
 
+def request_params(settings: JudgeSettings, messages: list[dict], response_format: dict | None) -> dict:
+    """What a judge request asks for (messages, budget, sampling, schema): the same for a direct
+    call and a Batch API line, which litellm maps to the provider's parameters alike."""
+    params: dict[str, Any] = {"messages": messages, "max_tokens": settings.max_tokens}
+    if settings.temperature is not None:
+        params["temperature"] = settings.temperature
+    if settings.reasoning_effort:
+        params["reasoning_effort"] = settings.reasoning_effort
+    if response_format is not None:
+        params["response_format"] = response_format
+    return params
+
+
 async def call_judge(
     settings: JudgeSettings,
     messages: list[dict],
@@ -263,8 +276,7 @@ async def call_judge(
 ) -> CallResult:
     kwargs: dict[str, Any] = {
         "model": settings.judge_model,
-        "messages": messages,
-        "max_tokens": settings.max_tokens,
+        **request_params(settings, messages, response_format),
         "timeout": settings.timeout,
         "num_retries": 0,
         "max_retries": 0,
@@ -276,12 +288,6 @@ async def call_judge(
     key = call_key(settings)
     if key:
         kwargs["api_key"] = key
-    if settings.temperature is not None:
-        kwargs["temperature"] = settings.temperature
-    if settings.reasoning_effort:
-        kwargs["reasoning_effort"] = settings.reasoning_effort
-    if response_format is not None:
-        kwargs["response_format"] = response_format
 
     breaker = breaker or Breaker()
     attempts = 0
@@ -302,7 +308,11 @@ async def call_judge(
             await asyncio.sleep(backoff(settings, attempts, e))
 
     usage = _usage(resp)
-    price = cost(settings, usage, resp)
+    return classify(resp, usage, cost(settings, usage, resp), attempts)
+
+
+def classify(resp: Any, usage: Usage, price: float | None, attempts: int) -> CallResult:
+    """A judge reply as a status: the one rule for direct calls and Batch API results alike."""
     choice = resp.choices[0]
     message = choice.message
     content = message.content or ""

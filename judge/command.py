@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
 
+from dataset_builder.errors import SourceError
+
 from .answers import Answer, load_answers
+from .batch.run import BatchPending
 from .dataset import load_rows
+from .jury import Jury, make_judge
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
 from .store import JudgmentStore, default_cache_dir
@@ -22,7 +27,15 @@ def pair_answers(rows, answers: list[Answer]):
     models: dict[str, dict[str, Answer]] = {}
     for a in answers:
         if a.question_id in by_id:
-            models.setdefault(a.model, {})[a.question_id] = a
+            seen = models.setdefault(a.model, {}).setdefault(a.question_id, a)
+            if seen.turns != a.turns:  # identical copies (the same answers in two files) are one
+                first, second = sorted((seen, a), key=lambda x: (x.source, x.line))
+                raise SourceError(
+                    f"{a.model} answers {a.question_id} differently here and in {second.source}:{second.line}: "
+                    "pass one of them",
+                    file=first.source,
+                    line=first.line or None,
+                )
     pairs, missing = [], []
     for model, got in models.items():
         for row in rows:
@@ -56,23 +69,44 @@ def run_judge_command(args: argparse.Namespace) -> int:
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
 
-    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
-    judge = Judge(settings, store)
+    judge = command_judge(args, settings)
     if args.estimate:
         from .estimate.core import estimate, print_estimate
 
         return print_estimate(estimate(judge, pairs), args.format)
-    judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    try:
+        judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
+        print(f"oab-bench judge: {e}", file=sys.stderr)
+        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        return 3
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing
     ]
     write_atomic(Path(args.output), dump_jsonl(judgments))
+    failed = print_outcome(judgments)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
+    """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
+    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    return make_judge(settings, store)
+
+
+def print_outcome(judgments) -> list:
+    """Totals and the first failures on stderr; returns the judgments that are not ok."""
     print(summarise(judgments).line(), file=sys.stderr)
+    if any(j.members for j in judgments):  # a jury: its members' costs and agreement
+        from .validity.jury_report import jury_lines
+
+        for line in jury_lines([j.record() for j in judgments]):
+            print(line, file=sys.stderr)
     failed = [j for j in judgments if j.status != "ok"]
     for j in failed[:20]:
         print(f"not ok: {j.model} {j.question_id}: {j.status}: {j.error}", file=sys.stderr)
     if len(failed) > 20:
         print(f"... and {len(failed) - 20} more", file=sys.stderr)
-    print(f"wrote {args.output}", file=sys.stderr)
-    return 1 if failed else 0
+    return failed

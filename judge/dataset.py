@@ -1,22 +1,27 @@
-"""Dataset rows from a folder made by `oab-bench build` or a Hub id."""
+"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly)."""
 
 from __future__ import annotations
 
 import fnmatch
 
-from dataset_builder.schema import QuestionRow, dataset_source
+from dataset_builder.prepared import prepare_dataset
+from dataset_builder.schema import QuestionRow
 
 
 def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:
     """`dataset` is a local folder (any path) or a Hub id; `questions` are glob patterns on question/exam ids."""
     import datasets
 
-    ds = datasets.load_dataset(dataset_source(dataset), split="test")
-    rows = [QuestionRow.model_validate(r) for r in ds]
-    if questions:
-        rows = [
-            r
-            for r in rows
-            if any(fnmatch.fnmatch(r.question_id, p) or fnmatch.fnmatch(r.exam_id, p) for p in questions)
-        ]
-    return rows
+    ds = datasets.load_dataset(prepare_dataset(dataset).path, split="test")
+    return select_rows([QuestionRow.model_validate(r) for r in ds], questions)
+
+
+def select_rows(rows: list[QuestionRow], questions: list[str] | None) -> list[QuestionRow]:
+    """The rows whose question or exam id matches one of the glob patterns (all rows without patterns)."""
+    if not questions:
+        return rows
+    return [
+        r
+        for r in rows
+        if any(fnmatch.fnmatch(r.question_id, p) or fnmatch.fnmatch(r.exam_id, p) for p in questions)
+    ]

@@ -50,6 +50,6 @@ def load_lighteval_answers(path: Path) -> list[Answer]:
                 )
             texts = list(response.get("text_post_processed") or response.get("text") or [])
             out[(model, qid)] = Answer(
-                model=model, question_id=qid, turns=[texts[0] if texts else ""], source=str(file)
+                model=model, question_id=qid, turns=[texts[0] if texts else ""], source=str(file), line=n + 1
             )
     return list(out.values())

@@ -16,8 +16,9 @@ from pathlib import Path
 from dataset_builder.schema import QuestionRow
 
 from .answers import Answer
+from .jury import make_judge
 from .records import Judgment
-from .runner import Judge, dump_jsonl, run_judge_all
+from .runner import dump_jsonl, run_judge_all
 from .settings import JudgeSettings, env_var, settings_from
 from .store import JudgmentStore, default_cache_dir
 
@@ -50,7 +51,7 @@ def _append(path: Path, judgments: list[Judgment]) -> None:
 
 
 def judge_responses(rows: list[QuestionRow], answers: list[str]) -> list[dict]:
-    judge = Judge(settings_from_env(), store_from_env())
+    judge = make_judge(settings_from_env(), store_from_env())  # OAB_JUDGE_MODEL=A,B,C: a jury
     model = os.environ.get("OAB_CANDIDATE_MODEL", "candidate")
     pairs = [
         (row, Answer(model=model, question_id=row.question_id, turns=[text]))

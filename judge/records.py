@@ -15,6 +15,7 @@ from .settings import Mode
 # but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
 # "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports);
 # "budget": not judged because --max-cost-usd would have been passed (a rerun with a higher cap judges it).
+# "too_long": an answer over the judge settings' max_answer_tokens, never sent to the judge.
 Status = Literal[
     "ok",
     "parse_error",
@@ -26,6 +27,7 @@ Status = Literal[
     "missing_turn",
     "mismatch",
     "budget",
+    "too_long",
 ]
 
 
@@ -44,6 +46,19 @@ class ItemScore(BaseModel):
     score: float
     max_score: float
     analysis: str = ""
+
+
+class MemberScore(BaseModel):
+    """A jury member's own grading of the question (judge/jury.py), or one repeat's (judge/repeats.py)."""
+
+    judge_model: str
+    repeat: int | None = None  # --repeats: which grading of the answer (0 is the one a single run makes)
+    status: Status
+    score: float | None = None
+    items: dict[str, float] = Field(default_factory=dict)  # item id -> score
+    cost_usd: float | None = None
+    cached: bool = False
+    error: str | None = None
 
 
 class Judgment(BaseModel):
@@ -65,12 +80,19 @@ class Judgment(BaseModel):
     error: str | None = None
     attempts: int = 0
     parse_method: str | None = None  # legacy mode: how the score was found
+    note: str | None = None  # e.g. the answer was cut to max_answer_tokens before judging
     cache_key: str = ""
     cached: bool = False
+    members: list[MemberScore] | None = None  # a jury's judgment: each member's grading
+    repeats: list[MemberScore] | None = None  # a repeated run (--repeats K): each repeat's grading
 
     def record(self) -> dict:
-        """A line of a judgments file (`oab-bench judge`, `oab-bench run`)."""
-        return self.model_dump(mode="json", include=RECORD_FIELDS)
+        """A line of a judgments file (`oab-bench judge`, `oab-bench run`); a jury's carries its members."""
+        out = self.model_dump(mode="json", include=RECORD_FIELDS)
+        for extra in ("members", "repeats"):
+            if getattr(self, extra) is not None:
+                out[extra] = [m.model_dump(mode="json") for m in getattr(self, extra)]
+        return out
 
     def sample(self) -> dict:
         """What lighteval keeps per question (details) and aggregates (corpus figures)."""
@@ -80,7 +102,7 @@ class Judgment(BaseModel):
         return out
 
 
-RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key"}
+RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
 
 

@@ -17,8 +17,9 @@ from tqdm import tqdm
 
 from dataset_builder.schema import QuestionRow, money
 
+from .answer_limit import fit_answer
 from .answers import Answer, strip_reasoning
-from .client import Breaker, call_judge, prices
+from .client import Breaker, CallResult, call_judge, prices
 from .legacy import parse_legacy_score_detailed
 from .prompts import PROMPT_VERSION, build_messages, marks_cache
 from .records import Judgment, Outcome, Usage, priced, total_cost
@@ -30,6 +31,7 @@ from .trust import problem
 from .upstream import grade_upstream, load_upstream_prompts, prompt_version, upstream_calls
 
 logger = logging.getLogger(__name__)
+STOP_GRACE_S = 10.0  # on Ctrl-C, judge calls in flight may finish (and be stored) this long
 
 
 class Summary(BaseModel):
@@ -50,6 +52,15 @@ class Summary(BaseModel):
             f"cost ${self.cost_usd:.4f}"
             + (f" (+{self.unpriced_calls} calls with no known price)" if self.unpriced_calls else "")
         )
+
+
+def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
+    """(turns, text, size) of an answer as the judge sees it: reasoning blocks removed, then fitted
+    to max_answer_tokens (size: the answer's tokens when over it, else None; cut when asked)."""
+    turns = [strip_reasoning(t) for t in answer.turns]
+    cut = settings.long_answers == "truncate"
+    turns, size = fit_answer(turns, settings.judge_model, settings.max_answer_tokens, cut=cut)
+    return turns, Answer(model=answer.model, question_id=answer.question_id, turns=turns).text, size
 
 
 class Judge:
@@ -118,29 +129,38 @@ class Judge:
     def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
         """(cache key, the messages of every call) grading `answer` takes, before any retry; no
         calls for an empty answer or a trusted cache hit. What `--estimate` and the budget count."""
-        turns = [strip_reasoning(t) for t in answer.turns]
-        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
+        turns, text, size = judged_text(answer, self.settings)
         key = self.key(row, text)
-        if not any(t.strip() for t in turns) or self._trusted(self.store.get(key), row, quiet=True):
+        too_long = size is not None and self.settings.long_answers != "truncate"
+        if (
+            not any(t.strip() for t in turns)
+            or too_long
+            or self._trusted(self.store.get(key), row, quiet=True)
+        ):
             return key, []
         if self.upstream is not None:
             calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)
             return key, [c.messages for c in calls]
-        return key, [build_messages(row, text, self.mode)]
+        return key, [self.request(row, text)[0]]
 
-    async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
-        turns = [strip_reasoning(t) for t in answer.turns]
-        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
+    async def grade(self, row: QuestionRow, answer: Answer, first: CallResult | None = None) -> Judgment:
+        """`first`: a reply already in hand (a Batch API result), checked as the first call's would be."""
+        turns, text, size = judged_text(answer, self.settings)
+        limit, cut = self.settings.max_answer_tokens, self.settings.long_answers == "truncate"
+        noted = {"note": f"answer cut from about {size} to {limit} tokens before judging"} if size else {}
         key = self.key(row, text)
         base = self._base(row, answer.model, key)
         if not any(t.strip() for t in turns):
             return self.unanswered(
                 row, answer.model, "empty answer (nothing left after removing reasoning blocks)", key
             )
+        if size and not cut:  # never sent, cached or stored
+            why = f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge"
+            return Judgment(**base, status="too_long", error=why, cost_usd=0.0)
         async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
             cached = self._trusted(self.store.get(key), row)
             if cached is not None:
-                return cached.model_copy(update={"model": answer.model, "cached": True})
+                return cached.model_copy(update={"model": answer.model, "cached": True, **noted})
             if self.breaker.open:
                 return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
             reserved = self.budget.reserve(row, answer) if self.budget else 0.0
@@ -153,13 +173,13 @@ class Judge:
                         self._call, row, turns, self.settings.prompt, self.upstream, base
                     )
                 else:
-                    judgment = await self._grade_ours(row, text, base)
+                    judgment = await self._grade_ours(row, text, base, first)
             finally:
                 if self.budget:
                     self.budget.settle(reserved, judgment)
             # on disk (group commit, off the loop) before the key is released
             await self.store.append(judgment)
-        return judgment
+        return judgment.model_copy(update=noted)
 
     def _trusted(self, cached: Judgment | None, row: QuestionRow, quiet: bool = False) -> Judgment | None:
         """A cache hit whose numbers are possible for this row; an impossible one is judged again."""
@@ -178,12 +198,17 @@ class Judge:
         )
         return None
 
-    async def _call(self, messages: list[dict], fmt: dict | None, parse) -> Outcome:
+    async def _call(
+        self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None
+    ) -> Outcome:
         """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
         usage, costs, attempts = Usage(), [], 0
         status, content, error, parsed = "api_error", "", None, None
-        for _ in range(self.settings.parse_attempts):
-            result = await call_judge(self.settings, messages, fmt, self.breaker)
+        for n in range(self.settings.parse_attempts):
+            if n == 0 and first is not None:
+                result = first
+            else:
+                result = await call_judge(self.settings, messages, fmt, self.breaker)
             usage, attempts = usage + result.usage, attempts + result.attempts
             costs.append(priced(result.cost_usd, result.usage))
             status, content, error = result.status, result.content, result.error
@@ -197,10 +222,16 @@ class Judge:
                 break  # api errors were already retried; truncation and refusals would repeat
         return Outcome(status, content, usage, total_cost(costs), attempts, error, parsed)
 
-    async def _grade_ours(self, row: QuestionRow, text: str, base: dict) -> Judgment:
+    def request(self, row: QuestionRow, text: str) -> tuple[list[dict], dict | None]:
+        """(messages, response format) of one judgment: what a direct call and a batch line send."""
+        cache_prefix = marks_cache(self.settings.judge_model)  # Anthropic: the shared prefix is cached
+        return build_messages(row, text, self.mode, cache_prefix=cache_prefix), self._row_facts(row)[1]
+
+    async def _grade_ours(
+        self, row: QuestionRow, text: str, base: dict, first: CallResult | None = None
+    ) -> Judgment:
         structured = self.mode == "structured"
-        messages = build_messages(row, text, self.mode, cache_prefix=marks_cache(self.settings.judge_model))
-        fmt = self._row_facts(row)[1]
+        messages, fmt = self.request(row, text)
 
         def parse(content: str):
             if structured:
@@ -213,7 +244,7 @@ class Judge:
                 raise GradingError(f"score {found.score} outside 0..{gradable_max}")
             return found
 
-        o = await self._call(messages, fmt, parse)
+        o = await self._call(messages, fmt, parse, first)
         fields = dict(base, usage=o.usage, cost_usd=o.cost_usd, judge_text=o.content, attempts=o.attempts)
         if o.status != "ok":
             return Judgment(**fields, status=o.status, error=o.error)
@@ -291,13 +322,19 @@ async def judge_all(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
 ) -> list[Judgment]:
     """Grade every pair, at most `concurrency` calls at a time; results in input order."""
+    if judge.settings.batch:  # through the provider's Batch API (judge/batch)
+        from .batch.run import judge_batch
+
+        return await judge_batch(judge, pairs, progress=progress)
     semaphore = asyncio.Semaphore(judge.settings.concurrency)
     bar = tqdm(total=len(pairs), desc="judging", unit="q", disable=not progress, dynamic_ncols=True)
     failures, spent = 0, 0.0
+    calling: set[asyncio.Task] = set()
 
     async def one(row: QuestionRow, answer: Answer) -> Judgment:
         nonlocal failures, spent
         async with semaphore:
+            calling.add(asyncio.current_task())
             j = await judge.grade(row, answer)
         if j.status != "ok":
             failures += 1
@@ -307,9 +344,19 @@ async def judge_all(
         bar.update(1)
         return j
 
+    tasks = [asyncio.ensure_future(one(r, a)) for r, a in pairs]
     try:
         with fewer_collections(len(pairs) >= 200):
-            return list(await asyncio.gather(*(one(r, a) for r, a in pairs)))
+            return list(await asyncio.shield(asyncio.gather(*tasks)))
+    except asyncio.CancelledError:  # Ctrl-C: calls already paid for finish and are stored, briefly
+        for t in tasks:
+            if t not in calling:
+                t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+        for t in tasks:
+            t.cancel()
+        raise
     finally:
         bar.close()
 

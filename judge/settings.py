@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Mode = Literal["structured", "legacy"]
 PromptName = Literal["oab", "upstream-v1", "upstream-v2"]
+JuryCombine = Literal["median", "mean", "min"]
+UNPREFIXED = {"jury_combine": "--jury-combine", "repeats": "--repeats"}  # the same flag on `judge` and `run`
 ENV_PREFIX = "OAB_JUDGE_"
 NONE_WORDS = {"none", "null"}  # `--temperature none`: send no temperature (models that reject it)
 NULL = object()  # what "none" converts to, so an explicit none is told apart from an unset flag
@@ -29,7 +31,7 @@ class JudgeSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    judge_model: str = Field(description="litellm model name, e.g. openai/gpt-5.2")
+    judge_model: str = Field(description="litellm model name, e.g. openai/gpt-5.2 (several: a jury)")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (local vLLM server, proxy...)")
     mode: Mode = Field(
         "structured", description="structured: JSON scores per rubric item; legacy: a [[nota]] total"
@@ -50,6 +52,22 @@ class JudgeSettings(BaseModel):
     price_output: float | None = Field(None, description="USD per 1M completion tokens")
     max_cost_usd: float | None = Field(
         None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
+    )
+    max_answer_tokens: int = Field(
+        32768, ge=1, description="longer answers are not sent to the judge (status too_long)"
+    )
+    long_answers: Literal["too_long", "truncate"] = Field(
+        "too_long",
+        description="an answer over max_answer_tokens: too_long (not judged) or truncate (judged cut, noted)",
+    )
+    batch: bool = Field(False, description="judge through the provider's Batch API (OpenAI-style)")
+    batch_wait: float | None = Field(
+        None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
+    )
+    price_batch_discount: float = Field(0.5, ge=0, description="batch price as a fraction of the direct one")
+    repeats: int = Field(1, ge=1, description="grade each answer K times, to measure the judge's own noise")
+    jury_combine: JuryCombine = Field(
+        "median", description="a jury (several --judge-model, or A,B,C): how members' item scores combine"
     )
 
     @model_validator(mode="before")
@@ -86,6 +104,8 @@ def env_var(field: str) -> str:
 
 
 def flag(field: str, prefix: str = "") -> str:
+    if field in UNPREFIXED:
+        return UNPREFIXED[field]
     return "--judge-model" if field == "judge_model" else f"--{prefix}{field.replace('_', '-')}"
 
 
@@ -121,14 +141,17 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
     """One flag per setting; unset flags stay None so the environment and the defaults can apply."""
     group = parser.add_argument_group("judge settings (also OAB_JUDGE_* variables)")
     for name, info in JudgeSettings.model_fields.items():
-        _, choices = _base_type(info.annotation)
+        kind, choices = _base_type(info.annotation)
         default = "" if info.is_required() else f" (default {info.default})"
+        switch = {"nargs": "?", "const": True} if kind is bool else {}  # `--batch` alone means true
         group.add_argument(
             flag(name, prefix),
             dest=_dest(name, prefix),
             type=_converter(name),
             choices=choices,
+            action="append" if name == "judge_model" else "store",  # given twice or more: a jury
             help=f"{info.description}{default}; env {env_var(name)}",
+            **switch,
         )
 
 
@@ -159,6 +182,8 @@ def settings_from(
     if args is not None:
         for name in JudgeSettings.model_fields:
             got = getattr(args, _dest(name, prefix), None)
+            if isinstance(got, list):  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
+                got = ",".join(got)
             if got is not None:
                 values[name] = got
     values = {k: None if v is NULL else v for k, v in values.items()}

@@ -16,7 +16,8 @@ def _build(args: argparse.Namespace) -> int:
     from dataset_builder.errata import DEFAULT_ERRATA
     from dataset_builder.publish import write_dataset
 
-    rows, report = build_rows(Path(args.source), Path(args.errata) if args.errata else DEFAULT_ERRATA)
+    source = args.source if args.source.startswith("hf:") else Path(args.source)
+    rows, report = build_rows(source, Path(args.errata) if args.errata else DEFAULT_ERRATA)
     out = write_dataset(rows, report, Path(args.output), overwrite=args.overwrite)
     for line in report.lines():
         print(line)
@@ -38,6 +39,12 @@ def _judge(args: argparse.Namespace) -> int:
     return run_judge_command(args)
 
 
+def _probe(args: argparse.Namespace) -> int:
+    from judge.validity.probe import run_probe_command
+
+    return run_probe_command(args)
+
+
 def _run(args: argparse.Namespace) -> int:
     from scripts.run import run
 
@@ -45,34 +52,29 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace):
-    """Records of every input, the expected question ids (with --dataset), and notes on skipped inputs."""
-    from judge.report.inputs import NoResults, load_records
+    """Every input's records with the facts to check them against, and notes (skipped inputs...)."""
+    from judge.report.inputs import read_inputs
 
-    dataset, expected = {}, None
-    if args.dataset:
-        from judge.dataset import load_rows
+    inputs = read_inputs(args.inputs, args.dataset)
+    if getattr(args, "members", False):  # a jury's members, each as its own judge
+        from judge.validity.jury_report import member_records_of
 
-        dataset = {r.question_id: r for r in load_rows(args.dataset)}
-        expected = set(dataset)
-    records, skipped = [], []
-    for path in args.inputs:
-        try:
-            records += load_records(Path(path), dataset)
-        except NoResults as e:
-            skipped.append(f"skipped {e}")
-            print(f"oab-bench {args.command}: note: skipped {e}", file=sys.stderr)
-    if not records:
-        raise ValueError("no judged results in any input")
-    return records, expected, skipped
+        for path in args.inputs:
+            inputs.records += member_records_of(Path(path))
+    for note in inputs.notes:
+        print(f"oab-bench {args.command}: note: {note}", file=sys.stderr)
+    return inputs
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from judge.report import render
     from judge.report import tables as lb
 
-    records, expected, skipped = _records(args)
-    tables, notes = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
-    notes += skipped
+    got = _records(args)
+    tables, notes = lb.build_tables(
+        got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
+    )
+    notes += got.notes
     if args.format == "markdown":
         text = render.render_markdown(tables, notes, by=args.by)
     elif args.format == "csv":
@@ -98,13 +100,36 @@ def _compare(args: argparse.Namespace) -> int:
     from judge.report import render
     from judge.report import tables as lb
 
-    records, expected, _ = _records(args)
-    tables, _ = lb.build_tables(records, expected_ids=expected, resamples=args.resamples, seed=args.seed)
+    got = _records(args)
+    tables, _ = lb.build_tables(
+        got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
+    )
     comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
     if not comparisons:
         raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")
     sys.stdout.write(render.render_comparisons(comparisons))
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from judge.audit.write import write_report
+
+    path = write_report(
+        [Path(p) for p in args.inputs],
+        Path(args.output),
+        answers=[Path(p) for p in args.answers or []],
+        dataset=args.dataset,
+        resamples=args.resamples,
+        seed=args.seed,
+    )
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from judge.validity.command import run_agreement
+
+    return run_agreement(args)
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
@@ -124,13 +149,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="upstream files -> validated Hub-style dataset folder")
-    p.add_argument("--source", required=True, help="upstream data folder (question.jsonl, reference_answer/)")
+    p.add_argument(
+        "--source",
+        required=True,
+        help="upstream data folder (question.jsonl, reference_answer/) or a clone of its repository, or its Hub dataset: "
+        "hf:OWNER/NAME[@REVISION] (e.g. hf:maritaca-ai/oab-bench) or hf:/abs/folder in that layout",
+    )
     p.add_argument("--output", required=True, help="dataset folder to write (parquet under data/, README.md)")
     p.add_argument("--errata", help="errata file (default: the checked-in dataset_builder/errata.yaml)")
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     p.set_defaults(func=_build)
 
-    p = sub.add_parser("push", help="publish a built dataset folder to the Hugging Face Hub")
+    p = sub.add_parser(
+        "push",
+        help="publish a built dataset folder to the Hugging Face Hub (configs: default, edition_39, ...)",
+    )
     p.add_argument("--dataset", required=True, help="folder written by `oab-bench build`")
     p.add_argument("--repo-id", required=True, help="ORG/NAME on the Hub")
     p.add_argument("--private", action="store_true")
@@ -151,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_estimate_arguments(p)
     p.set_defaults(func=_judge)
 
+    from judge.validity import probe
+
+    p = sub.add_parser(
+        "probe", help="does the judge fail a failing answer? answers of known worth from the dataset"
+    )
+    probe.add_arguments(p)
+    p.set_defaults(func=_probe)
+
     from scripts.run import add_arguments
 
     p = sub.add_parser("run", help="generate with lighteval (litellm backend), judge, score")
@@ -167,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write the table here instead of stdout")
     p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")
     p.add_argument("--by", choices=["area", "edition"], help="add a breakdown table (markdown)")
+    p.add_argument("--members", action="store_true", help="a jury's members too, each as its own judge")
     _report_args(p)
     p.set_defaults(func=_leaderboard)
 
@@ -176,6 +218,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+")
     _report_args(p)
     p.set_defaults(func=_compare)
+
+    p = sub.add_parser("report", help="one self-contained HTML file: leaderboard down to each rubric item")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files",
+    )
+    p.add_argument("--answers", nargs="+", help="more answer files (FastChat JSONL or lighteval details)")
+    p.add_argument("--output", required=True, help="HTML file to write")
+    _report_args(p)
+    p.set_defaults(func=_report)
+
+    from judge.validity.command import add_arguments as agreement_arguments
+
+    p = sub.add_parser("agreement", help="is the judge right? agreement between judges, repeats, humans")
+    agreement_arguments(p)
+    p.set_defaults(func=_agreement)
 
     return parser
 

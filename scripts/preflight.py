@@ -2,34 +2,128 @@
 
 Without them a missing key surfaces after lighteval's retries (~36 minutes) as "empty answers",
 a dead server after 6 attempts per judgment, and a prompt longer than a local model's context
-after 8 instant retries of a 400 whose text is lost.
+after 8 instant retries of a 400 whose text is lost. An empty key variable (`OPENAI_API_KEY=`)
+is no key: litellm would count it as present.
+
+The check call: one real request per model that will be called (candidate, judge), with the
+fewest output tokens (1; 16 for a model litellm marks as reasoning), proves key, model name
+and base URL; about 10 prompt tokens each, a negligible cost. `--no-check-call` skips it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
-import httpx
-
+from dataset_builder.ids import AREAS, EDITIONS
+from judge.redact import redact
 from judge.settings import JudgeSettings
+
+TASK = "oab_bench"
+CHECK_PROMPT = "Responda apenas: ok"  # the check call's whole prompt (tests tell check calls by it)
 
 
 class PreflightError(ValueError):
     pass
 
 
+def task_names() -> list[str]:
+    """The tasks oab_bench_task.py defines (without importing lighteval: seconds)."""
+    return [TASK, *(f"{TASK}:{a}" for a in AREAS), *(f"{TASK}:{e}" for e in EDITIONS)]
+
+
+def check_tasks(tasks: str) -> list[str]:
+    """`--tasks` names (lighteval's `|0` suffix allowed): an unknown one fails now, listing the valid ones."""
+    names = [t.split("|")[0].strip() for t in tasks.split(",") if t.strip()]
+    valid = task_names()
+    unknown = [n for n in names if n not in valid]
+    if unknown or not names:
+        raise PreflightError(
+            f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {', '.join(valid)}"
+        )
+    return names
+
+
+def drop_empty_keys(env=None) -> list[str]:
+    """Remove key variables set to nothing (`OPENAI_API_KEY=`): litellm counts them as present,
+    and lighteval then retries a keyless provider for minutes. Returns their names."""
+    env = os.environ if env is None else env
+    empty = [k for k, v in env.items() if "KEY" in k.upper() and not v.strip()]
+    for k in empty:
+        del env[k]
+    return empty
+
+
+def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
+    """One minimal real request: a key, model name or URL the provider rejects fails here, with its
+    (redacted) message. A transient failure (429, 5xx, timeout) is only a warning."""
+    import litellm
+
+    from judge.client import connection_failed, missing_credentials
+    from judge.lighteval_compat import permanent
+
+    kwargs = {
+        "model": model,
+        "messages": [{"role": "user", "content": CHECK_PROMPT}],
+        "max_tokens": 16 if _reasoning(model) else 1,
+        "timeout": 60,
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+    }
+    if api_base:
+        kwargs["api_base"] = api_base
+    if api_key:
+        kwargs["api_key"] = api_key
+    where = api_base or "its provider"
+    for attempt in range(2):
+        try:
+            litellm.completion(**kwargs)
+            return
+        except Exception as e:
+            text = redact(f"{type(e).__name__}: {e}".replace("\n", " "))[:1000]
+            if isinstance(e, litellm.BadRequestError) and not attempt:
+                kwargs["max_tokens"] = 256  # some providers refuse a tiny budget: ask once more
+                continue
+            if permanent(e) or missing_credentials(e):
+                raise PreflightError(f"the {who} {model} at {where} refused the check call: {text}") from None
+            if connection_failed(e):
+                raise PreflightError(f"the {who} {model} at {where} does not answer: {text}") from None
+            print(f"preflight: warning: the {who}'s check call failed ({text}); going on", file=sys.stderr)
+            return
+
+
+def _reasoning(model: str) -> bool:
+    import litellm
+
+    try:
+        return bool(litellm.supports_reasoning(model))
+    except Exception:
+        return False
+
+
+def check_max_new_tokens(max_new_tokens: int, context: int, where: str) -> None:
+    """An answer budget the context cannot hold makes every generation fail: say so before any."""
+    if max_new_tokens >= context:
+        raise PreflightError(
+            f"--max-new-tokens {max_new_tokens} does not fit the {where} context of {context} tokens "
+            "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
+        )
+
+
 def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings) -> None:
     """The candidate and the judge each need a key, or a local server (--api-base) that takes any."""
     from judge.client import API_KEY_ENV, missing_keys  # litellm: slow to import, only `run` needs it
+    from scripts.vllm_server import vllm_target  # a local server of ours: no key
 
     problems = []
-    if not api_base:
+    if not api_base and not vllm_target(candidate):
         missing = missing_keys(candidate)
         if missing:
             problems.append(
                 f"the candidate {candidate} needs {' or '.join(missing)} (or --api-base for a local server)"
             )
-    if not judge.api_base and not os.environ.get(API_KEY_ENV):
+    if not judge.api_base and not os.environ.get(API_KEY_ENV) and not vllm_target(judge.judge_model):
         missing = missing_keys(judge.judge_model)
         if missing:
             problems.append(
@@ -42,6 +136,8 @@ def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings
 
 def check_reachable(api_base: str | None, who: str) -> None:
     """A server that refuses connections fails now, not after every retry of every call."""
+    import httpx  # ~0.3 s: not for `run -h` or a bad --tasks
+
     if not api_base:
         return
     try:
@@ -54,6 +150,8 @@ def check_reachable(api_base: str | None, who: str) -> None:
 
 def server_max_model_len(api_base: str, served: str) -> int | None:
     """The context length an OpenAI-compatible server (vLLM) reports for `served`, if it does."""
+    import httpx  # ~0.3 s: not for `run -h` or a bad --tasks
+
     try:
         cards = httpx.get(f"{api_base.rstrip('/')}/models", timeout=30).json().get("data", [])
     except (httpx.HTTPError, ValueError, AttributeError):
@@ -67,6 +165,8 @@ def server_max_model_len(api_base: str, served: str) -> int | None:
 def count_tokens(api_base: str, served: str, messages: list[dict]) -> int | None:
     """Tokens of a chat prompt by the server's own tokenizer and template (vLLM's /tokenize); None if
     the server has no such endpoint."""
+    import httpx  # ~0.3 s: not for `run -h` or a bad --tasks
+
     root = api_base.rstrip("/").removesuffix("/v1")
     body = {"model": served, "messages": messages, "add_generation_prompt": True}
     resp = httpx.post(f"{root}/tokenize", json=body, timeout=120)

@@ -4,6 +4,13 @@ lighteval 0.13 has sharp edges (../shared/notes/lighteval-0.13.md): its response
 is keyed by model and task only and replays failed calls as empty answers, and a run
 whose calls all failed still exits 0. So each run gets a fresh lighteval cache, and this
 command exits non-zero, naming the questions, when an answer is empty or a judgment failed.
+
+Never pay twice: good answers are kept in the answer store (judge/answer_store.py; served
+inside lighteval by judge/lighteval_compat.py) and judgments in the judgment cache, so a rerun
+or a resume pays only for what is missing. Never wait on a dead end: tasks, keys and one
+minimal real call per remote model are checked before any vLLM server starts. Nothing
+outlives the run (scripts/processes.py): however it ends, the lighteval child and the vLLM
+servers are stopped, and an interrupted run says what it kept and how to resume.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import importlib.util
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,13 +36,23 @@ from dataset_builder.schema import dataset_source
 from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
 from judge.estimate.flags import add_estimate_arguments
-from judge.lighteval_compat import ensure_offline_safe
+from judge.lighteval_compat import PERMANENT_EXIT, PERMANENT_PREFIX, STOP_GRACE_S, ensure_offline_safe
 from judge.redact import redact
 from judge.settings import JudgeSettings, env_var, settings_env, settings_from
 from judge.settings import add_arguments as add_judge_arguments
 
-from .preflight import check_credentials, check_prompts_fit, check_reachable, server_max_model_len
-from .vllm_server import VllmServer, vllm_target
+from .preflight import (
+    check_call,
+    check_credentials,
+    check_max_new_tokens,
+    check_prompts_fit,
+    check_reachable,
+    check_tasks,
+    drop_empty_keys,
+    server_max_model_len,
+)
+from .processes import Stopped, die_with_parent, kill_group, stop_group, stop_signals
+from .vllm_server import VllmServer, served_name, vllm_target
 
 JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "oab_bench_summary.json"
@@ -42,6 +60,7 @@ DEFAULT_JUDGE = "openai/gpt-5.2"
 DEFAULT_MAX_MODEL_LENGTH = 32768
 API_CONCURRENCY = 10
 LOCAL_CONCURRENCY = 64  # enough requests in flight for vLLM's continuous batching
+VALUE_FLAGS = ("--vllm-args", "--judge-vllm-args")  # their value starts with "--"
 
 
 def task_file() -> str:
@@ -92,25 +111,52 @@ def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | Non
             env.pop(var, None)
         else:
             env[var] = value
-    if args.judge_cache is not None:
-        env["OAB_JUDGE_CACHE"] = args.judge_cache
+    judges = judge_cache(args)
+    env["OAB_JUDGE_CACHE"] = str(judges) if judges else "off"  # absolute: lighteval runs in `out`
+    answers = answer_cache(args)
+    env["OAB_ANSWER_CACHE"] = str(answers) if answers else "off"
+    env.pop("OAB_FRESH_ANSWERS", None)
+    if getattr(args, "fresh_answers", False):
+        env["OAB_FRESH_ANSWERS"] = "1"
     if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
         env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
     return env
 
 
+class CandidateRefused(ValueError):
+    """The candidate's provider answered with a permanent error (401, 403, 404, a hopeless 400)."""
+
+
 def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[VllmServer] = ()) -> int:
     """Run `cmd`, passing its output on with every API key masked (lighteval logs raw API errors).
 
-    If a server in `watch` dies meanwhile, stop `cmd` at once: lighteval would retry a dead
-    server for many minutes and then report empty answers.
+    The child has its own process group and dies with us. If a server in `watch` dies meanwhile,
+    stop `cmd` at once: lighteval would retry a dead server for many minutes and then report
+    empty answers. On Ctrl-C, SIGTERM or SIGHUP the child gets SIGTERM (it finishes and keeps
+    its calls in flight, judge/lighteval_compat.py) and SIGKILL after the grace period; its
+    output (a traceback) is no longer shown. A permanent candidate error becomes CandidateRefused.
     """
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=die_with_parent(ctrl_c=True),
+    )
+    quiet = threading.Event()
+    refused: list[str] = []
 
     def pump(src, dst) -> None:
         for raw in iter(src.readline, b""):
-            dst.write(redact(raw.decode("utf-8", errors="replace")))
-            dst.flush()
+            line = redact(raw.decode("utf-8", errors="replace"))
+            if line.startswith(PERMANENT_PREFIX):
+                refused.append(line[len(PERMANENT_PREFIX) :].strip())
+            if not quiet.is_set():
+                dst.write(line)
+                dst.flush()
 
     threads = [
         threading.Thread(target=pump, args=(proc.stdout, sys.stdout), daemon=True),
@@ -122,13 +168,19 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         while (code := proc.poll()) is None:
             for server in watch:
                 server.check_alive()  # raises ServerError, with the server's last log lines
-            time.sleep(0.5)
+            time.sleep(0.2)
     except BaseException:
-        proc.kill()
-        proc.wait()
+        quiet.set()
+        stop_group(proc, grace=STOP_GRACE_S + 5)
         raise
+    finally:
+        kill_group(proc)  # anything the child left in its group
     for t in threads:
         t.join(timeout=10)
+    if code == PERMANENT_EXIT and refused:
+        raise CandidateRefused(
+            f"the candidate's server refused the request, so the run stopped: {refused[-1]}"
+        )
     return code
 
 
@@ -158,6 +210,9 @@ def leaderboard(out: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_tasks(args.tasks)  # a typo fails now, not 20 s into lighteval
+    for name in drop_empty_keys():
+        print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from judge.estimate.core import estimate_run
@@ -165,10 +220,139 @@ def run(args: argparse.Namespace) -> int:
         return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
     out = Path(args.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as servers:  # local vLLM servers stop however the run ends
-        args, settings = start_local_servers(args, settings, out, servers)
-        preflight(args, settings)
-        return generate_and_judge(args, settings, out)
+    state = argparse.Namespace(args=args, settings=settings)
+    try:
+        with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
+            check_remote(args, settings)  # before any local server loads
+            args, settings = start_local_servers(args, settings, out, servers)
+            state.args, state.settings = args, settings
+            preflight(args, settings)
+            return generate_and_judge(args, settings, out)
+    except KeyboardInterrupt as e:
+        signame = e.signame if isinstance(e, Stopped) else "SIGINT"
+        print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
+        return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
+
+
+def answer_cache(args: argparse.Namespace) -> Path | None:
+    from judge.answer_store import CACHE_ENV, default_cache_dir
+
+    where = getattr(args, "answer_cache", None) or os.environ.get(CACHE_ENV)
+    if where and where.lower() == "off":
+        return None
+    return Path(where).expanduser().resolve() if where else default_cache_dir()
+
+
+def judge_cache(args: argparse.Namespace) -> Path | None:
+    from judge.store import default_cache_dir
+
+    where = args.judge_cache if args.judge_cache is not None else os.environ.get("OAB_JUDGE_CACHE")
+    if where and where.lower() == "off":
+        return None
+    return Path(where).expanduser().resolve() if where else default_cache_dir()
+
+
+def litellm_name(model: str) -> str:
+    """The name litellm gets: `vllm:X` becomes `openai/<served name>` (its server's)."""
+    target = vllm_target(model)
+    return f"openai/{served_name(target)}" if target else model
+
+
+def selected_rows(dataset: str, tasks: str) -> list:
+    """The dataset rows `tasks` ask for (names checked by check_tasks), as the task file selects them."""
+    from judge.dataset import load_rows
+
+    names = check_tasks(tasks)
+    keep = []
+    for row in load_rows(dataset):
+        for name in names:
+            what = name.partition(":")[2]
+            if not what or what == row.area or what == str(row.edition):
+                keep.append(row)
+                break
+    return keep
+
+
+def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
+    """(questions, answers already stored, judgments of those already cached or None when the judge
+    cache is off) for this run; None when that cannot be told (the dataset does not load here)."""
+    from lighteval.models.model_input import GenerationParameters
+
+    from judge.answer_store import AnswerStore, answer_key, generation_settings
+    from judge.answers import Answer, strip_reasoning
+    from judge.runner import Judge
+    from judge.store import JudgmentStore
+    from judge.task_prompt import candidate_messages
+
+    try:
+        rows = selected_rows(args.dataset, args.tasks)
+    except Exception:  # lighteval will say what is wrong with the dataset
+        return None
+    model = litellm_name(args.model)
+    folder = answer_cache(args)
+    answers = AnswerStore(folder) if folder and not args.fresh_answers else None
+    params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
+    generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
+    judges = judge_cache(args)
+    judge = Judge(settings.model_copy(update={"judge_model": litellm_name(settings.judge_model)}))
+    store = JudgmentStore(judges) if judges else None
+    stored = judged = 0
+    for row in rows:
+        key = answer_key(model=model, messages=candidate_messages(row), generation=generation)
+        answer = answers.get(key) if answers else None
+        if answer is None:
+            continue
+        stored += 1
+        text = Answer(model=model, question_id=row.question_id, turns=[strip_reasoning(answer.texts[0])]).text
+        if store is not None and store.get(judge.key(row, text)) is not None:
+            judged += 1
+    return len(rows), stored, judged if store is not None else None
+
+
+def check_remote(args: argparse.Namespace, settings: JudgeSettings) -> None:
+    """Keys, servers that answer, and one minimal real call to each remote model that this run
+    will call (`--no-check-call` skips it; nothing is called when everything is stored)."""
+    check_credentials(args.model, args.api_base, settings)
+    if not vllm_target(args.model):
+        check_reachable(args.api_base, "candidate")
+    if not vllm_target(settings.judge_model):
+        check_reachable(settings.api_base, "judge")
+    if args.no_check_call:
+        return
+    progress = stored_progress(args, settings)
+    questions, answered, judged = progress or (1, 0, None)
+    if not vllm_target(args.model) and answered < questions:
+        local = args.api_base and args.model.startswith("openai/")  # as child_env: any key will do
+        key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
+        check_call("candidate", args.model, api_base=args.api_base, api_key=key)
+    if not vllm_target(settings.judge_model) and (judged is None or judged < questions):
+        from judge.client import call_key
+
+        check_call("judge", settings.judge_model, api_base=settings.api_base, api_key=call_key(settings))
+
+
+def stopped_line(args: argparse.Namespace, settings: JudgeSettings, signame: str) -> str:
+    """One line: what an interrupted run kept, and the command that resumes it."""
+    try:
+        progress = stored_progress(args, settings)
+    except BaseException:  # a second Ctrl-C, say: the line without numbers
+        progress = None
+    answers, judges = answer_cache(args), judge_cache(args)
+    if progress is None:
+        kept = f"answers kept in {answers or '(no answer store)'}, judgments in {judges or '(no judgment cache)'}"
+    else:
+        questions, answered, judged = progress
+        kept = f"kept {answered} of {questions} answers ({answers or 'no answer store'})"
+        kept += (
+            f" and {judged} judgments ({judges})"
+            if judged is not None
+            else ", judgments not kept (--judge-cache off)"
+        )
+    argv = [a for a in sys.argv[1:] if a != "--fresh-answers"]
+    resume = (
+        shlex.join(["oab-bench", *argv]) if argv and argv[0] == "run" else "the same `oab-bench run` command"
+    )
+    return f"oab-bench run: stopped ({signame}); {kept}; resume with: {resume}"
 
 
 def start_local_servers(
@@ -205,16 +389,19 @@ def start_local_servers(
 
 
 def preflight(args: argparse.Namespace, settings: JudgeSettings) -> None:
-    """Keys, servers that answer, prompts that fit: fail in seconds, not after an hour of retries."""
-    check_credentials(args.model, args.api_base, settings)
+    """Servers that answer, an answer budget and prompts that fit: fail in seconds, not after an
+    hour of retries (keys and remote models were checked by check_remote)."""
     check_reachable(args.api_base, "candidate")
     check_reachable(settings.api_base, "judge")
     served = args.model.removeprefix("openai/")
     server_len = server_max_model_len(args.api_base, served) if args.api_base else None
+    if args.max_model_length is not None:
+        check_max_new_tokens(args.max_new_tokens, args.max_model_length, "--max-model-length")
     if args.max_model_length is None:
         args.max_model_length = server_len or DEFAULT_MAX_MODEL_LENGTH
     if server_len:
         limit = min(server_len, args.max_model_length)
+        check_max_new_tokens(args.max_new_tokens, limit, "server's")
         counted, tight = check_prompts_fit(
             args.api_base, served, candidate_prompts(args.dataset, args.tasks), args.max_new_tokens, limit
         )
@@ -253,19 +440,9 @@ def why_empty(args: argparse.Namespace, question_id: str) -> str:
 
 def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
     """(question id, messages) the task will send for `tasks`, as lighteval builds them."""
-    import oab_bench_task as task
-    from judge.dataset import load_rows
+    from judge.task_prompt import candidate_messages
 
-    configs = {c.name: c for c in task.TASKS_TABLE}
-    names = [t.split("|")[0].strip() for t in tasks.split(",") if t.strip()]
-    selected = {}
-    for row in load_rows(dataset):
-        line = row.model_dump(mode="json")
-        for name in names:
-            config = configs.get(name)
-            if config is not None and (config.hf_filter is None or config.hf_filter(line)):
-                selected[row.question_id] = task.candidate_messages(row)
-    return list(selected.items())
+    return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]
 
 
 def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path) -> int:
@@ -313,6 +490,14 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
     print(leaderboard(out))
+    from judge.validity.jury_report import jury_lines  # a jury: its members' costs and agreement
+
+    for line in jury_lines(judgments):
+        print(line, file=sys.stderr)
+
+    from judge.audit.write import write_run_report
+
+    write_run_report(out, args.dataset)  # report.html: never fails the run
     print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
     if empty or failed:
         if empty:
@@ -329,7 +514,25 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     return 0
 
 
+def join_flag_values(argv: list[str]) -> list[str]:
+    """`--vllm-args "--enforce-eager"`: argparse takes a value that starts with "--" and has no
+    space for another flag; joined as `--vllm-args=--enforce-eager` it is a value."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in VALUE_FLAGS and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    parse_known_args = p.parse_known_args  # the subcommand's own parse: values of VALUE_FLAGS joined first
+    p.parse_known_args = lambda args=None, namespace=None: parse_known_args(
+        args if args is None else join_flag_values(list(args)), namespace
+    )
     p.add_argument(
         "--model",
         required=True,
@@ -341,8 +544,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--dataset",
-        default=os.environ.get("OAB_BENCH_DATASET", "oab-bench/oab-bench"),
-        help="folder made by `oab-bench build`, or a Hub id",
+        default=os.environ.get("OAB_BENCH_DATASET", "maritaca-ai/oab-bench"),
+        help="Hub id or folder: made by `oab-bench build`, or upstream's raw layout (built on the fly)",
     )
     p.add_argument(
         "--tasks", default="oab_bench", help="comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."
@@ -391,5 +594,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)"
     )
     p.add_argument("--vllm-start-timeout", type=float, default=900.0, help="seconds to wait for /health")
+    p.add_argument(
+        "--answer-cache",
+        help="answer store folder, or 'off' (default: OAB_ANSWER_CACHE, else ~/.cache/oab-bench/answers)",
+    )
+    p.add_argument(
+        "--fresh-answers",
+        action="store_true",
+        help="generate every answer again (the new ones are stored; judgments of new texts are new)",
+    )
+    p.add_argument(
+        "--no-check-call",
+        action="store_true",
+        help="skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge",
+    )
     add_judge_arguments(p, prefix="judge-")
     add_estimate_arguments(p)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-import httpx
+from .processes import die_with_parent, stop_group
 
 PREFIX = "vllm:"
 ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")
@@ -109,12 +108,23 @@ class VllmServer:
         print(f"starting vLLM: {shlex.join(cmd)} (log: {self.log})", file=sys.stderr)
         with self.log.open("w", encoding="utf-8") as log:
             self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own group: stopping it stops its engine and workers
+                preexec_fn=die_with_parent(),  # and it stops if we die without cleaning up
             )
-        self._wait_healthy()
+        try:
+            self._wait_healthy()
+        except BaseException:  # Ctrl-C or SIGTERM while loading: nothing registered us for cleanup yet
+            self.stop()
+            raise
         return self
 
     def _wait_healthy(self) -> None:
+        import httpx  # ~0.3 s: not for `run -h` or a bad --tasks
+
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             code = self.proc.poll()
@@ -145,16 +155,9 @@ class VllmServer:
             )
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
+        """SIGTERM to the server's group (vLLM shuts its engine down), SIGKILL to what is left."""
+        if self.proc is not None:
+            stop_group(self.proc, grace=30)
 
     def __enter__(self) -> VllmServer:
         return self.start()

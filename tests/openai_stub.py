@@ -4,6 +4,8 @@ It plays two parts, chosen by the request:
 - a *judge* (a `json_schema` response format, or a model name starting with "judge"): it
   fills the schema; each enum (a rubric item's allowed scores) gets a value chosen by
   `policy`. Without a schema it answers free text ending in `[[nota]]` (`legacy_score`).
+  Policy `overlap` reads our judge prompt: with s the share of the reference's word trigrams
+  the answer contains, the first s of the rubric items get their maximum, the rest 0.
 - a *candidate* (any other model): a fixed Portuguese answer naming the model and a hash
   of the prompt, optionally wrapped in a `<think>` block.
 
@@ -13,7 +15,15 @@ forever. Kinds: `429`
 (`retry_after` seconds in the header), `500`, `400`, `hang` (sleeps `seconds`),
 `malformed` (judge content that is not JSON), `bad_score` (a score outside the enum),
 `truncated` (finish_reason length), `empty_reasoning` (no content, reasoning tokens),
-`refusal`, `empty` (empty content), `die` (the server stops: connection reset).
+`refusal`, `empty` (empty content), `die` (the server stops: connection reset), `401`/`403`
+(quoting the key), `404` (no such model).
+
+Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`): each line
+of a batch is answered by this server's own chat endpoint (so the policies and faults above
+apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds (or once `release_batches()` is called, with `batch_hold`).
+`batch_faults` are rules of the same shape for batch lines, kinds `failed` (the line goes to the
+error file) and `expired` (not answered: the batch ends `expired`, the line in the error file
+with code `batch_expired`). `batch_creations` and `batch_retrievals` count the batches created and polled.
 
 Use in-process (`with StubServer() as s: s.url`) or as a process:
 `python -m tests.openai_stub --port 0 --config config.json` (prints the port).
@@ -29,6 +39,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -83,6 +94,35 @@ class Policy:
         raise ValueError(policy)
 
 
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def reference_share(user: str) -> float:
+    """Share of the reference's word trigrams present in the candidate's answer (our judge prompt)."""
+    reference = user.split("# Padrão de respostas: gabarito comentado", 1)[-1]
+    reference = reference.split("# Padrão de respostas: tabela de pontuação", 1)[0]
+    answer = user.rsplit("<resposta_do_candidato>", 1)[-1].split("</resposta_do_candidato>", 1)[0]
+    wanted = _trigrams(reference)
+    return len(wanted & _trigrams(answer)) / len(wanted) if wanted else 0.0
+
+
+def fill_by_overlap(schema: dict, share: float) -> dict:
+    """Our rubric schema filled as a judge that credits content: item i of n gets its max if (i + 0.5) / n <= share."""
+    items = schema["properties"]["items"]["properties"]
+    n = len(items)
+    return {
+        "items": {
+            item_id: {
+                "analysis": f"A resposta contém {share:.0%} do gabarito.",
+                "score": spec["properties"]["score"]["enum"][-1 if (i + 0.5) / n <= share else 0],
+            }
+            for i, (item_id, spec) in enumerate(items.items())
+        }
+    }
+
+
 def fill_schema(schema: dict, policy: str, counter: list[int], defs: dict | None = None) -> Any:
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
@@ -117,6 +157,9 @@ class StubServer:
         record: bool = True,
         max_model_len: int | None = None,
         served: tuple[str, ...] = ("candidate", "judge"),
+        batch_faults: list[dict] | None = None,
+        batch_delay: float = 0.0,
+        batch_hold: bool = False,
     ):
         self.policy = policy
         self.latency = latency
@@ -127,6 +170,16 @@ class StubServer:
         self.max_model_len = max_model_len  # set: /v1/models reports it and /tokenize counts, like vLLM
         self.served = served
         self.requests: list[dict] = []
+        self.batch_faults = [dict(f) for f in batch_faults or []]
+        self.batch_delay = batch_delay
+        self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
+        self._released: asyncio.Event | None = None
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.batch_creations = 0
+        self.batch_retrievals = 0
+        self.batch_api: list[dict] = []  # {path, headers} of every files/batches request
+        self._batch_tasks: set[asyncio.Task] = set()
         self.count = 0
         self.inflight = 0
         self.max_inflight = 0
@@ -149,10 +202,23 @@ class StubServer:
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/tokenize", self.tokenize)
+        app.router.add_post("/v1/files", self.upload)
+        app.router.add_get("/v1/files/{id}/content", self.file_content)
+        app.router.add_post("/v1/batches", self.create_batch)
+        app.router.add_get("/v1/batches", self.list_batches)
+        app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
+        app.middlewares.append(self._record_batch_api)
         return app
+
+    @web.middleware
+    async def _record_batch_api(self, request: web.Request, handler):
+        if request.path.startswith(("/v1/files", "/v1/batches")):
+            self.batch_api.append({"path": request.path, "headers": dict(request.headers)})
+        return await handler(request)
 
     async def _start(self, port: int) -> None:
         self._stopping = asyncio.Event()
+        self._released = asyncio.Event()
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
@@ -200,9 +266,9 @@ class StubServer:
 
     # --- behaviour --------------------------------------------------------------------------
 
-    def _fault_for(self, raw: str) -> dict | None:
+    def _fault_for(self, raw: str, rules: list[dict] | None = None) -> dict | None:
         with self._lock:
-            for rule in self.faults:
+            for rule in self.faults if rules is None else rules:
                 if rule.get("match") and rule["match"] not in raw:
                     continue
                 if rule.get("after", 0) > 0:  # let this many matching requests through first
@@ -262,6 +328,16 @@ class StubServer:
                 {"error": {"message": "rate limited", "type": "rate_limit_error"}},
                 status=429,
                 headers={"Retry-After": str(fault.get("retry_after", 1))},
+            )
+        if kind == "404":
+            return web.json_response(
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist",
+                        "type": "not_found",
+                    }
+                },
+                status=404,
             )
         if kind in ("401", "403"):  # like providers that quote the key they were given
             message = f"Incorrect API key provided: {request.headers.get('Authorization', '')}"
@@ -325,7 +401,10 @@ class StubServer:
         fmt = body.get("response_format") or {}
         if fmt.get("type") == "json_schema":
             schema = fmt["json_schema"]["schema"]
-            data = fill_schema(schema, self.policy, [0])
+            if self.policy == "overlap":
+                data = fill_by_overlap(schema, reference_share(body["messages"][-1]["content"]))
+            else:
+                data = fill_schema(schema, self.policy, [0])
             if kind == "malformed":
                 return json.dumps(data)[:-7] + "...não é JSON"
             if kind == "bad_score":
@@ -337,6 +416,112 @@ class StubServer:
         if kind == "malformed":
             return "Análise sem nota no final."
         return f"Análise item a item.\n\nNota final: [[{self.legacy_score}]]"
+
+    # --- Batch API ------------------------------------------------------------------------------
+
+    def _new_file(self, data: bytes, name: str, purpose: str) -> dict:
+        fid = f"file-{len(self.files) + 1}"
+        self.files[fid] = data
+        return {
+            "id": fid,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": name,
+            "purpose": purpose,
+            "status": "processed",
+        }
+
+    async def upload(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        field = form["file"]
+        data = field.file.read() if hasattr(field, "file") else str(field).encode()
+        return web.json_response(self._new_file(data, getattr(field, "filename", "upload"), form["purpose"]))
+
+    async def file_content(self, request: web.Request) -> web.Response:
+        data = self.files.get(request.match_info["id"])
+        if data is None:
+            raise web.HTTPNotFound()
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def create_batch(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        if body.get("input_file_id") not in self.files:
+            return web.json_response(
+                {"error": {"message": "no such file", "type": "invalid_request"}}, status=400
+            )
+        lines = [json.loads(x) for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+        self.batch_creations += 1
+        bid = f"batch_{self.batch_creations}"
+        batch = {
+            "id": bid,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "input_file_id": body["input_file_id"],
+            "completion_window": body.get("completion_window", "24h"),
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": int(time.time()),
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": body.get("metadata"),
+        }
+        self.batches[bid] = batch
+        task = asyncio.ensure_future(self._process(batch, lines, f"http://127.0.0.1:{self.port}"))
+        self._batch_tasks.add(task)
+        task.add_done_callback(self._batch_tasks.discard)
+        return web.json_response(batch)
+
+    async def list_batches(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": list(self.batches.values()), "has_more": False})
+
+    async def retrieve_batch(self, request: web.Request) -> web.Response:
+        batch = self.batches.get(request.match_info["id"])
+        self.batch_retrievals += 1
+        if batch is None:
+            raise web.HTTPNotFound()
+        return web.json_response(batch)
+
+    def release_batches(self) -> None:
+        self.batch_hold = False
+        self._loop.call_soon_threadsafe(self._released.set)
+
+    async def _process(self, batch: dict, lines: list[dict], base: str) -> None:
+        import aiohttp
+
+        batch["status"] = "in_progress"
+        await asyncio.sleep(self.batch_delay)
+        if self.batch_hold:
+            await self._released.wait()
+        out, errors, expired = [], [], []
+        counts = batch["request_counts"]
+        async with aiohttp.ClientSession() as session:
+            for n, line in enumerate(lines):
+                rule = self._fault_for(json.dumps(line, ensure_ascii=False), self.batch_faults)
+                if rule and rule["kind"] == "expired":
+                    expired.append(line["custom_id"])
+                    continue
+                entry: dict[str, Any] = {"id": f"{batch['id']}_req_{n}", "custom_id": line["custom_id"]}
+                if rule and rule["kind"] == "failed":
+                    errors.append(
+                        entry | {"response": None, "error": {"code": "server_error", "message": "injected"}}
+                    )
+                    counts["failed"] += 1
+                    continue
+                headers = {"X-Stub-Batch": batch["id"]}
+                async with session.post(base + line["url"], json=line["body"], headers=headers) as resp:
+                    reply = await resp.json()
+                    entry |= {"response": {"status_code": resp.status, "body": reply}, "error": None}
+                (out if resp.status == 200 else errors).append(entry)
+                counts["completed" if resp.status == 200 else "failed"] += 1
+        for custom_id in expired:
+            error = {"code": "batch_expired", "message": "not completed within the window"}
+            errors.append({"id": None, "custom_id": custom_id, "response": None, "error": error})
+        for kind, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+                batch[kind] = self._new_file(data, f"{batch['id']}_{kind}.jsonl", "batch_output")["id"]
+        batch["status"] = "expired" if expired else "completed"
 
 
 def main() -> None:

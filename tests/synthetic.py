@@ -133,3 +133,43 @@ def write_source(folder: Path, pairs: list[tuple[dict, dict]], *, errata: list |
 
 def replace(pairs: list[tuple[dict, dict]], new: tuple[dict, dict]) -> list[tuple[dict, dict]]:
     return [new if q["question_id"] == new[0]["question_id"] else (q, g) for q, g in pairs]
+
+
+HUB_CARD = """---
+configs:
+- config_name: questions
+  data_files:
+  - split: train
+    path: questions/train-*
+- config_name: guidelines
+  data_files:
+  - split: train
+    path: guidelines/train-*
+---
+# made-up copy of upstream's Hub layout
+"""
+
+
+def write_hub_layout(folder: Path, questions: list[dict], guidelines: list[dict]) -> Path:
+    """Upstream's Hub layout on disk: README.md with `configs:`, questions/ and guidelines/ parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for config, objects in (("questions", questions), ("guidelines", guidelines)):
+        (folder / config).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(objects), folder / config / "train-00000-of-00001.parquet")
+    (folder / "README.md").write_text(HUB_CARD, encoding="utf-8")
+    return folder
+
+
+def hub_layout_from_files(source: Path, folder: Path) -> Path:
+    """The Hub layout made from a folder of upstream's JSONL files."""
+
+    def objects(path: Path) -> list[dict]:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    return write_hub_layout(
+        folder,
+        objects(source / "question.jsonl"),
+        objects(source / "reference_answer" / "guidelines.jsonl"),
+    )

@@ -146,13 +146,17 @@ def test_failed_write_leaves_previous_output_intact(built_rows, tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
 
 
-def test_push_uploads_the_folder(built_dataset, monkeypatch):
-    """Offline: a fake HfApi records what push would send."""
+def test_push_uploads_the_pushed_layout_and_it_loads_back(built_rows, built_dataset, monkeypatch, tmp_path):
+    """Offline: a fake HfApi keeps what push would send; `load_dataset` reads it back, per config."""
+    import shutil
+
+    import datasets
     import huggingface_hub
 
     from dataset_builder.publish import push_dataset
 
     calls = []
+    hub = tmp_path / "hub"
 
     class FakeApi:
         def create_repo(self, repo_id, **kw):
@@ -163,6 +167,7 @@ def test_push_uploads_the_folder(built_dataset, monkeypatch):
 
         def upload_folder(self, **kw):
             calls.append(("upload_folder", kw))
+            shutil.copytree(kw["folder_path"], hub)  # the staging folder is gone after push
             return "https://hub/commit/1"
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
@@ -174,10 +179,32 @@ def test_push_uploads_the_folder(built_dataset, monkeypatch):
     )
     assert calls[1][0] == "create_branch" and calls[1][2]["branch"] == "v1"
     upload = calls[2][1]
-    assert (
-        upload["folder_path"] == str(built_dataset)
-        and upload["repo_type"] == "dataset"
-        and upload["revision"] == "v1"
-    )
+    assert upload["repo_type"] == "dataset" and upload["revision"] == "v1"
+    assert not Path(upload["folder_path"]).exists()
+
+    card = (hub / "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    names = [c["config_name"] for c in meta["configs"]]
+    assert names == ["default", "edition_39", "edition_40", "edition_41"]
+    assert meta["license"] == "apache-2.0" and "@inproceedings" in card  # license, how to cite
+    assert "41_direito_do_trabalho_questao_3" in card  # the errata
+    rows, _ = built_rows
+    assert f"`files:oab_bench_v1` at revision `{rows[0].provenance.revision}`" in card  # the source revision
+    assert 'load_dataset("org/oab-bench", "edition_41", split="test")' in card
+
+    # the pushed layout, loaded as the Hub serves it (a fresh cache: see card.py on configs)
+    full = datasets.load_dataset(str(hub), split="test", cache_dir=str(tmp_path / "c1"))
+    assert [QuestionRow.model_validate(x) for x in full] == rows
+    e40 = datasets.load_dataset(str(hub), "edition_40", split="test", cache_dir=str(tmp_path / "c2"))
+    assert [QuestionRow.model_validate(x) for x in e40] == [r for r in rows if r.edition == 40]
     with pytest.raises(FileNotFoundError):
         push_dataset(Path("/nonexistent"), "org/x")
+
+
+def test_dataset_folder_is_world_readable(built_dataset):
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    assert built_dataset.stat().st_mode & 0o777 == 0o777 & ~mask
+    assert built_dataset.stat().st_mode & 0o005 or mask & 0o005  # readable by others under a usual umask

@@ -274,9 +274,13 @@ def test_newer_format_differences(tmp_path):
         (
             ["A) x (Valor: 0,60)", "B) y (Valor: 0,60)"],
             None,
-            r"turns.0': item says \(Valor: 0,60\) but values\[0\] is 0.65",
+            r"turns.0': 92_direito_civil_questao_1: item says \(Valor: 0,60\) but values\[0\] is 0.65",
         ),
-        (["B) x", "A) y"], None, r"turns.0': item starts with 'B\)' but is turn 1"),
+        (
+            ["B) x", "A) y"],
+            None,
+            r"turns.0': 92_direito_civil_questao_1: item starts with 'B\)' but is turn 1",
+        ),
         (None, "QUESTÃO 3\nTexto.", "heading says QUESTÃO 3 but the id says questao_1"),
         (["x (Valor: 0,65) resto", "y"], None, r"text after '\(Valor: ...\)'"),
     ],
@@ -291,7 +295,8 @@ def test_newer_format_disagreements_are_errors(tmp_path, turns, statement, match
 def test_peca_value_disagreement(tmp_path):
     pairs = syn.replace(syn.exam(), syn.peca(90, "civil", statement="Redija. (Valor: 4,00)"))
     with pytest.raises(
-        SourceError, match=r"question.jsonl:1: field 'statement': statement says \(Valor: 4,00\)"
+        SourceError,
+        match=r"question.jsonl:1: field 'statement': 90_direito_civil_peca_praticoprofissional: statement says \(Valor: 4,00\)",
     ):
         build(tmp_path, pairs)
 

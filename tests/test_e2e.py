@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from dataset_builder.schema import PASS_MARK, money
+from scripts.preflight import CHECK_PROMPT
 from tests.conftest import REPO, SECRET
 
 pytestmark = pytest.mark.e2e
@@ -78,7 +79,8 @@ def run_bench(
         str(dataset),
     ]
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
-    cmd += ["--judge-cache", str(tmp_path / "jc"), "--output-dir", str(out), *extra]
+    cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
+    cmd += ["--output-dir", str(out), *extra]
     return out, subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
 
 
@@ -98,13 +100,26 @@ def check_no_secret(out: Path, *texts: str) -> None:
         assert SECRET not in t
 
 
+def is_check_call(request) -> bool:
+    return request["body"]["messages"][-1]["content"] == CHECK_PROMPT
+
+
+def candidate_calls(server) -> list[dict]:
+    """Generation requests the stub received (not judge calls, not the preflight's check calls)."""
+    return [
+        r
+        for r in server.requests
+        if r["body"].get("response_format", {}).get("type") != "json_schema" and not is_check_call(r)
+    ]
+
+
+def judge_calls(server) -> list[dict]:
+    return [r for r in server.requests if r["body"].get("response_format", {}).get("type") == "json_schema"]
+
+
 def check_candidate_requests(server, rows) -> None:
     system_prompts = {r.system_prompt for r in rows}
-    candidate = [
-        r["body"]
-        for r in server.requests
-        if r["body"].get("response_format", {}).get("type") != "json_schema"
-    ]
+    candidate = [r["body"] for r in candidate_calls(server)]
     assert len(candidate) == 15
     for body in candidate:
         assert body["messages"][0]["role"] == "system" and body["messages"][0]["content"] in system_prompts
@@ -122,6 +137,11 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     assert (REPO / ".litellm_cache").exists() == litellm_cache_before  # lighteval ran in the output folder
     summary = json.loads((out / "oab_bench_summary.json").read_text())
     assert summary["figures"]["cost_usd"] is None  # the stub's models have no price: unknown, not 0.0
+    assert (out / "report.html").exists(), proc.stderr[-3000:]
+    report = (out / "report.html").read_text(encoding="utf-8")  # the audit report, with the rubrics
+    assert f"report: {out / 'report.html'}" in proc.stderr and 'data-model="openai/cand-e2e"' in report
+    answers = report.split('id="data-answers">', 1)[1].split("</script>", 1)[0]
+    assert '"rubric":[{' in report and answers.count('"openai/cand-e2e\\t') == 15
 
     got = results_json(out)["results"][f"{TASK}|0"]
     for key, value in expected_figures(rows).items():
@@ -174,7 +194,7 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     board = json.loads(lb.stdout)
     (lrow,) = board["rows"]
     assert board["notes"] == [
-        "15 records repeat a (judge, model, question) already read; the later input was used"
+        "15 records repeat a (judge, model, question) with the same result: each counted once"
     ]
     assert lrow["model"] == "openai/cand-e2e" and lrow["judge"] == "openai/judge-e2e [oab-pt-v1, structured]"
     assert (
@@ -277,7 +297,7 @@ def test_candidate_errors_fail_the_run_and_their_exams_get_no_figure(
 
 def test_candidate_server_dying_mid_run(stub, built_rows, built_dataset, tmp_path):
     rows, _ = built_rows
-    candidate = stub(faults=[{"kind": "die", "after": 5, "count": 1}])  # the 6th request kills it
+    candidate = stub(faults=[{"kind": "die", "after": 6, "count": 1}])  # check call, 5 answers, then dead
     judge = stub(policy="max")
     out, proc = run_bench(
         "openai/cand-die",
@@ -318,20 +338,22 @@ def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub,
 def test_a_prompt_longer_than_the_context_fails_before_generating(stub, built_rows, built_dataset, tmp_path):
     rows, _ = built_rows
     server = stub(max_model_len=1400, served=("cand-short",))  # the stub counts 4 characters a token
-    _, proc = run_bench("openai/cand-short", server.url, server.url, built_dataset, tmp_path)
+    _, proc = run_bench(
+        "openai/cand-short", server.url, server.url, built_dataset, tmp_path, "--max-new-tokens", "100"
+    )
     assert proc.returncode == 2
     assert "prompts do not fit the model's context" in proc.stderr
     longest = max((r for r in rows if r.area == "penal"), key=lambda r: len(r.statement))
     assert f"{longest.question_id}: prompt " in proc.stderr and "context 1400 tokens" in proc.stderr
-    assert not server.requests  # nothing was generated
+    assert all(map(is_check_call, server.requests))  # the check calls only: nothing was generated
 
 
 def test_a_key_echoed_by_the_candidate_server_is_masked(stub, built_dataset, tmp_path):
     candidate = stub(faults=[{"kind": "401"}])  # quotes the Authorization header, key included
     judge = stub()
     out, proc = run_bench("openai/cand-401", candidate.url, judge.url, built_dataset, tmp_path, *FAST_RETRIES)
-    assert proc.returncode == 1
-    assert "Incorrect API key provided: Bearer ***" in proc.stderr  # lighteval's log, passed on masked
+    assert proc.returncode == 2  # the check call found it: nothing was generated
+    assert "Incorrect API key provided: Bearer ***" in proc.stderr
     check_no_secret(out, proc.stdout, proc.stderr)
 
 
@@ -342,14 +364,15 @@ def readme_block(heading: str) -> str:
 
 
 def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, built_dataset, tmp_path):
-    """The README's block, run by bash in a checkout-like folder; only the model and server change."""
+    """The README's block, run by bash in a checkout-like folder; only the model, server and dataset
+    change. model.yaml and lighteval's files land in ~/oab-bench-runs, not in the checkout."""
     rows, _ = built_rows
     server = stub(policy="alternate")
-    root = tmp_path / "checkout"
-    (root / "out").mkdir(parents=True)
+    root, home = tmp_path / "checkout", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
     (root / ".venv").symlink_to(REPO / ".venv")
     (root / "oab_bench_task.py").symlink_to(REPO / "oab_bench_task.py")
-    (root / "out" / "oab_bench").symlink_to(built_dataset)
     block = readme_block("## With the plain lighteval CLI")
     for old, new in (
         ("model_name: openai/gpt-4o-mini", "model_name: openai/cand-readme"),
@@ -359,11 +382,18 @@ def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, b
     ):
         assert old in block, old
         block = block.replace(old, new)
-    env = env_for(OAB_JUDGE_API_BASE=server.url, OAB_JUDGE_CACHE=str(tmp_path / "jc"))
+    env = env_for(
+        HOME=str(home),
+        OAB_BENCH_DATASET=str(built_dataset),  # offline; the README's default is upstream's Hub id
+        OAB_JUDGE_API_BASE=server.url,
+        OAB_JUDGE_CACHE=str(tmp_path / "jc"),
+    )
     proc = subprocess.run(
         ["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = results_json(root / "results")["results"][f"{TASK}|0"]
+    got = results_json(home / "oab-bench-runs" / "results")["results"][f"{TASK}|0"]
     for key, value in expected_figures(rows).items():
         assert got[key] == pytest.approx(value), key
+    assert sorted(p.name for p in root.iterdir()) == [".venv", "oab_bench_task.py"]  # nothing written there
+    assert f"|{TASK}:0|" in proc.stdout.replace(" ", "")  # the label the README explains

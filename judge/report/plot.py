@@ -12,14 +12,10 @@ matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dataset_builder.ids import AREAS
 from dataset_builder.schema import PASS_MARK
 
+from .render import area_name, ordered_areas
 from .tables import Table
-
-
-def _short(area: str) -> str:
-    return AREAS.get(area, area).removeprefix("Direito ").replace("do Trabalho", "Trabalho")
 
 
 def plot_tables(tables: list[Table], path: Path) -> Path:
@@ -60,7 +56,7 @@ def plot_tables(tables: list[Table], path: Path) -> Path:
         bars.set_xlabel("nota média por exame (0-10), IC 95%; (aprovados/exames)")
         bars.set_title(f"Juiz: {table.judge}", fontsize=10, loc="left")
 
-        areas = sorted({a for r in table.rows for a in r.per_area}, key=_short)
+        areas = ordered_areas(a for r in table.rows for a in r.per_area)  # as in `--by area`
         models = [r for r in table.rows if r.per_area][::-1]
         grid = (
             np.array([[r.per_area.get(a, np.nan) for a in areas] for r in models])
@@ -72,7 +68,7 @@ def plot_tables(tables: list[Table], path: Path) -> Path:
                 np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=10, aspect="auto", origin="lower"
             )
             heat.set_xticks(
-                range(len(areas)), [_short(a) for a in areas], rotation=30, ha="right", fontsize=9
+                range(len(areas)), [area_name(a) for a in areas], rotation=30, ha="right", fontsize=9
             )
             heat.set_yticks(range(len(models)), [r.model for r in models], fontsize=9)
             for i in range(grid.shape[0]):

@@ -16,7 +16,14 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
 
 
 def area_name(slug: str) -> str:
+    """The area as the exam names it (Portuguese), in tables and plots alike."""
     return AREAS.get(slug, slug)
+
+
+def ordered_areas(slugs) -> list[str]:
+    """Areas in one order everywhere (tables, plots): that of `AREAS` (upstream's), unknown ones last."""
+    known = list(AREAS)
+    return sorted(set(slugs), key=lambda a: (known.index(a) if a in known else len(known), a))
 
 
 def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = None) -> str:
@@ -37,10 +44,8 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
                 f"| {r.model}{mark} | {_f(r.mean_exam_score)} | {rate} | {best} | {ci} | {r.coverage:.0%} |"
             )
         if by:
-            keys = sorted(
-                {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)},
-                key=lambda k: (len(k), k),
-            )
+            seen = {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)}
+            keys = ordered_areas(seen) if by == "area" else sorted(seen, key=lambda k: (len(k), k))
             names = [area_name(k) if by == "area" else f"Exame {k}" for k in keys]
             out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
             for r in t.rows:

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
+from dataset_builder.errors import SourceError
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
 from ..aggregate import QuestionResult, exam_totals
-from .inputs import Record, unjudged
+from ..validity.repeats import repeat_totals, repeats_ci
+from .inputs import Facts, Record, facts_of_id
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
@@ -94,41 +96,49 @@ def _best(per_area: dict[str, float]) -> str | None:
     return max(sorted(per_area), key=lambda a: per_area[a])  # ties: the first alphabetically
 
 
-def _disagrees(r: Record, ref: Record) -> bool:
-    """A judgment whose question value or exam differs from the dataset's (or the other inputs')."""
-    return r.exam_id != ref.exam_id or abs(r.max_score - ref.max_score) > 1e-6
+def _disagrees(r: Record, facts: Facts) -> bool:
+    """A judgment whose question value or exam differs from the dataset's (or the inputs' majority)."""
+    return r.exam_id != facts.exam_id or abs(r.max_score - facts.max_score) > 1e-6
 
 
 def model_row(
-    model: str, judge: str, records: list[Record], expected: dict[str, Record], *, resamples: int, seed: int
+    model: str, judge: str, records: list[Record], expected: dict[str, Facts], *, resamples: int, seed: int
 ) -> Row:
-    """`expected`: one record per question the table expects (any model's), for max scores and areas."""
+    """`records`: checked against `expected` (settle_facts), one per question the table expects.
+
+    Coverage counts a question only when it is `ok` and its exam can count (worth 10.00): an exam
+    left out of the figures is never hidden behind a full coverage.
+    """
     mine = {r.question_id: r for r in records}
     results = []
-    for qid, ref in expected.items():
+    for qid, facts in expected.items():
         r = mine.get(qid)
-        status = r.status if r else "missing"
-        if r and _disagrees(r, ref):
-            status = "mismatch"
         results.append(
             QuestionResult(
                 question_id=qid,
-                exam_id=ref.exam_id,
-                status=status,
+                exam_id=facts.exam_id,
+                status=r.status if r else "missing",
                 score=r.score if r else None,
-                max_score=ref.max_score,
+                max_score=facts.max_score,
             )
         )
     totals = {e.exam_id: e.total for e in exam_totals(results).values() if e.complete}
-    meta = {ref.exam_id: ref for ref in expected.values()}
+    by_repeat = repeat_totals(mine, expected)  # a run with --repeats K: the mean of its repeats
+    if by_repeat is not None:
+        totals = {e: money(float(np.mean(v))) for e, v in by_repeat.items()}
+    meta = {f.exam_id: f for f in expected.values()}
+    worth = _exam_worth(expected)
     by_area: dict[str, list[float]] = defaultdict(list)
     by_edition: dict[str, list[float]] = defaultdict(list)
     for exam, total in totals.items():
         by_area[meta[exam].area].append(total)
         by_edition[str(meta[exam].edition)].append(total)
     per_area = {a: _mean(v) for a, v in sorted(by_area.items())}
-    low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
-    ok = sum(1 for r in results if r.ok)
+    if by_repeat is None:
+        low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
+    else:
+        low, high = repeats_ci(by_repeat, resamples=resamples, seed=seed)
+    ok = sum(1 for r in results if r.ok and abs(worth[r.exam_id] - EXAM_MAX) < 1e-6)
     return Row(
         model=model,
         judge=judge,
@@ -147,15 +157,19 @@ def model_row(
     )
 
 
-def _exam_notes(judge: str, expected: dict[str, Record]) -> list[str]:
-    """Exams that can never count (their questions' values do not make 10.00): said, not dropped silently."""
+def _exam_worth(expected: dict[str, Facts]) -> dict[str, float]:
     worth: dict[str, float] = defaultdict(float)
-    for r in expected.values():
-        worth[r.exam_id] += r.max_score
+    for f in expected.values():
+        worth[f.exam_id] += f.max_score
+    return {exam: money(total) for exam, total in worth.items()}
+
+
+def _exam_notes(judge: str, expected: dict[str, Facts]) -> list[str]:
+    """Exams that can never count (their questions' values do not make 10.00): said, not dropped silently."""
     return [
-        f"{judge}: exam {exam}: its judged questions are worth {money(total):.2f}, not {EXAM_MAX:.2f}: "
-        "it is left out of every model's exam figures (see coverage)"
-        for exam, total in sorted(worth.items())
+        f"{judge}: exam {exam}: its judged questions are worth {total:.2f}, not {EXAM_MAX:.2f}: "
+        "it is left out of every model's exam figures and coverage"
+        for exam, total in sorted(_exam_worth(expected).items())
         if abs(total - EXAM_MAX) > 1e-6
     ]
 
@@ -169,55 +183,135 @@ def _sort_key(row: Row):
     return (-(row.mean_exam_score if row.mean_exam_score is not None else -math.inf), -row.passed, row.model)
 
 
+def settle_facts(
+    records: list[Record], truth: dict[str, Facts]
+) -> tuple[dict[str, Facts], set[str], list[str]]:
+    """Each judged question's facts: `truth`'s (the dataset), else the majority of the inputs.
+
+    A vote is one (judge, model) record's (exam, value); a tie goes to what the question id
+    says (facts_of_id), and with no such winner the question is unresolved: every record of it
+    is a mismatch. Returns (facts, unresolved ids, notes); nothing depends on the records' order.
+    """
+    votes: dict[str, set[tuple[str, str, str, float]]] = defaultdict(set)
+    for r in records:
+        if r.question_id not in truth:
+            votes[r.question_id].add((r.judge, r.model, r.exam_id, round(r.max_score, 6)))
+    facts = {q: truth[q] for q in {r.question_id for r in records} if q in truth}
+    unresolved, notes = set(), []
+    for qid, ballots in sorted(votes.items()):
+        count = Counter((exam, value) for _, _, exam, value in ballots)
+        default = facts_of_id(qid)
+        top = max(count.values())
+        best = sorted(k for k, n in count.items() if n == top)
+        pick = (default.exam_id, default.max_score) if (default.exam_id, default.max_score) in best else None
+        if pick is None and len(best) == 1:
+            pick = best[0]
+        if pick is not None:
+            default = default.model_copy(update={"exam_id": pick[0], "max_score": pick[1]})
+        facts[qid] = default
+        if len(count) > 1:
+            said = ", ".join(f"{v:.2f} in exam {e} ({n} records)" for (e, v), n in sorted(count.items()))
+            if pick is None:
+                unresolved.add(qid)
+                what = "no majority: every judgment of it counts as a mismatch"
+            else:
+                how = (
+                    "the majority" if sorted(count.values())[-2] < count[pick] else "a tie: what its id says"
+                )
+                what = f"{how} ({pick[1]:.2f} in exam {pick[0]}) is used; the others count against their own models"
+            notes.append(
+                f"{qid}: the inputs disagree on its value or exam ({said}): {what}; pass --dataset to settle it"
+            )
+    return facts, unresolved, notes
+
+
+def _checked(r: Record, facts: Facts, unresolved: bool) -> Record:
+    """`r` in the question's settled exam, area and edition; a mismatch if it says otherwise."""
+    update = {"area": facts.area, "edition": facts.edition}
+    if unresolved or _disagrees(r, facts):
+        update |= {"status": "mismatch", "score": None}
+    return r.model_copy(update=update)
+
+
+def _one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
+    """One record per (judge, model, question), chosen whatever the order of the inputs.
+
+    Copies with the same result are one; an `ok` beats failures (a judgment made again); two
+    different `ok` scores are an error naming both places: no input may silently win.
+    """
+    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    for r in records:
+        groups[(r.judge, r.model, r.question_id)].append(r)
+    out: dict[str, dict[str, dict[str, Record]]] = defaultdict(lambda: defaultdict(dict))
+    copies = retried = 0
+    for (judge, model, qid), rs in sorted(groups.items()):
+        rs = sorted(rs, key=lambda r: (r.status != "ok", r.status, r.source, r.line))
+        scores = sorted({(r.source, r.line, round(r.score, 6)) for r in rs if r.status == "ok"})
+        if len({s for _, _, s in scores}) > 1:
+            (fa, la, a), (fb, lb, b) = scores[0], next(x for x in scores if x[2] != scores[0][2])
+            raise SourceError(
+                f"{model} on {qid} (judge {judge}) scores {a} here and {b} in {fb}:{lb}: pass one of them",
+                file=fa,
+                line=la or None,
+            )
+        if len(rs) > 1:
+            if len({(r.status, r.score) for r in rs}) == 1:
+                copies += len(rs) - 1
+            else:
+                retried += 1
+        out[judge][model][qid] = rs[0]
+    notes = []
+    if copies:
+        notes.append(
+            f"{copies} records repeat a (judge, model, question) with the same result: each counted once"
+        )
+    if retried:
+        notes.append(
+            f"{retried} (judge, model, question) have different outcomes in different inputs: "
+            "an ok judgment, if any, is used over failures"
+        )
+    return out, notes
+
+
 def build_tables(
     records: list[Record],
     *,
     expected_ids: set[str] | None = None,
+    truth: dict[str, Facts] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[list[Table], list[str]]:
-    """One ranked table per judge, and notes (duplicates, several judges) to show the reader."""
-    notes: list[str] = []
-    by_judge: dict[str, dict[str, dict[str, Record]]] = defaultdict(lambda: defaultdict(dict))
-    duplicates = 0
-    for r in records:
-        slot = by_judge[r.judge][r.model]
-        if r.question_id in slot:
-            duplicates += 1
-        slot[r.question_id] = r  # the later input wins
-    if duplicates:
-        notes.append(
-            f"{duplicates} records repeat a (judge, model, question) already read; the later input was used"
-        )
+    """One ranked table per judge, and notes (conflicts, duplicates, several judges) to show the reader.
+
+    `truth`: the dataset's facts per question; each record is checked against them (or the
+    inputs' majority), so a disagreeing record counts against its own model only.
+    """
+    facts, unresolved, notes = settle_facts(records, truth or {})
+    checked = [_checked(r, facts[r.question_id], r.question_id in unresolved) for r in records]
+    by_judge, more = _one_each(checked)
+    notes += more
     if len(by_judge) > 1:
         notes.append(
             f"the inputs come from {len(by_judge)} judges: one table each, never one ranking across judges"
         )
     tables = []
     for judge, models in sorted(by_judge.items()):
-        expected: dict[str, Record] = {}
-        for recs in models.values():
-            for qid, r in recs.items():
-                if expected_ids is None or qid in expected_ids:
-                    expected.setdefault(qid, r)
+        seen = {qid for recs in models.values() for qid in recs}
+        ids = seen if expected_ids is None else expected_ids
+        expected = {qid: facts.get(qid) or (truth or {}).get(qid) or facts_of_id(qid) for qid in sorted(ids)}
         if expected_ids is not None:
-            missing_everywhere = sorted(expected_ids - set(expected))
+            missing_everywhere = sorted(expected_ids - seen)
             if missing_everywhere:
                 notes.append(
                     f"{judge}: {len(missing_everywhere)} expected questions have no judgment from any model"
                 )
-            expected.update({qid: unjudged(qid, judge) for qid in missing_everywhere})
         notes += _exam_notes(judge, expected)
         rows = [
             model_row(m, judge, list(recs.values()), expected, resamples=resamples, seed=seed)
-            for m, recs in models.items()
+            for m, recs in sorted(models.items())
         ]
-        for m, recs in models.items():
-            bad = sorted(
-                q
-                for q, r in recs.items()
-                if q in expected and (r.status == "mismatch" or _disagrees(r, expected[q]))
-            )
+        for m, recs in sorted(models.items()):
+            bad = sorted(q for q, r in recs.items() if q in expected and r.status == "mismatch")
             if bad:
                 notes.append(
                     f"{judge}: {m}: {len(bad)} judgments disagree with the dataset or the other inputs on a "

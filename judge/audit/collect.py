@@ -1,0 +1,160 @@
+"""Read every input of a report: judged records (for the tables) with their audit trail
+(items, analyses, errors, jury members), and candidate answers.
+
+An input is told by its keys, as the leaderboard does: our judgment files, upstream judgment
+files, lighteval output folders (judgments and answers both), FastChat answer files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from dataset_builder.errors import SourceError
+from dataset_builder.source import read_objects
+
+from ..answers import Answer, load_answers
+from ..report.inputs import NoResults, Record, load_records
+
+ANSWER_KEYS = {"question_id", "model_id", "choices"}
+
+
+class Trail(BaseModel):
+    """What a judgment says beyond its score: item scores and analyses, free text, error, members."""
+
+    items: list[dict] = Field(default_factory=list)
+    texts: list[str] = Field(default_factory=list)  # judge's free text (one per upstream turn)
+    error: str | None = None
+    members: list[dict] = Field(default_factory=list)
+
+
+class Inputs(BaseModel):
+    records: list[Record]
+    trails: dict[tuple[str, str, str, str], Trail]  # (source, judge model, model, question) -> trail
+    answers: dict[tuple[str, str], str]  # (model, question) -> answer text
+    notes: list[str]
+
+
+def trail_key(r: Record) -> tuple[str, str, str, str]:
+    return (r.source, r.judge.split(" [")[0], r.model, r.question_id)
+
+
+def _plain(x):
+    """Parquet gives numpy arrays where JSON had lists: back to plain Python for the page's JSON."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
+        return [_plain(v) for v in x]
+    if hasattr(x, "item") and type(x).__module__ == "numpy":
+        return x.item()
+    return x
+
+
+def _members(v: dict) -> list[dict]:
+    """A jury's members, whatever the field is called: rendered only when it is a list of objects."""
+    for key in ("members", "member_judgments", "jury"):
+        m = v.get(key)
+        if isinstance(m, dict) and all(isinstance(x, dict) for x in m.values()):  # keyed by member
+            m = [{"judge_model": name, **x} for name, x in m.items()]
+        if isinstance(m, list) and m and all(isinstance(x, dict) for x in m):
+            return m
+    return []
+
+
+def _structured_reply(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _ours(v: dict) -> Trail:
+    """A structured judge's text is its JSON reply, already shown item by item: not kept twice."""
+    items = [i for i in v.get("items") or [] if isinstance(i, dict)]
+    text = v.get("judge_text") or ""
+    if items and _structured_reply(text):
+        text = ""
+    return Trail(
+        items=items,
+        texts=[text] if text else [],
+        error=v.get("error"),
+        members=_members(v),
+    )
+
+
+def _trails_jsonl(path: Path) -> dict:
+    out: dict = {}
+    upstream: dict = defaultdict(dict)
+    for _, r in read_objects(path):
+        if "turn" in r and "judgment" in r:  # upstream: one line per turn
+            key = (str(path), (r.get("judge") or ["unknown"])[0], r["model"], r["question_id"])
+            upstream[key][int(r["turn"])] = str(r.get("judgment") or "")
+        elif "judge_model" in r:
+            out[(str(path), r.get("judge_model") or "unknown", r["model"], r["question_id"])] = _ours(r)
+    for key, turns in upstream.items():
+        out[key] = Trail(texts=[turns[t] for t in sorted(turns)])
+    return out
+
+
+def _trails_lighteval(path: Path) -> dict:
+    import pandas as pd
+
+    from ..details import details_files, model_of
+
+    out = {}
+    for file in details_files(path):
+        df = pd.read_parquet(file, columns=["metric"])
+        for metric in df["metric"]:
+            v = _plain((metric or {}).get("oab_judgment") or {})
+            if v:
+                key = (str(file), v.get("judge_model") or "unknown", model_of(file), v["question_id"])
+                out[key] = _ours(v)
+    return out
+
+
+def _first_keys(path: Path) -> set[str]:
+    for _, r in read_objects(path):
+        return set(r)
+    return set()
+
+
+def _is_run_folder(path: Path) -> bool:
+    return path.is_dir() or path.suffix == ".parquet"
+
+
+def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
+    """Everything the report shows. A folder with nothing judged is skipped with a note, as the
+    leaderboard does; any other bad input stops the report naming its file and line."""
+    records: list[Record] = []
+    trails: dict = {}
+    answers: list[Answer] = []
+    notes: list[str] = []
+    for path in map(Path, inputs):
+        if not path.exists():
+            raise SourceError("not found", file=str(path))
+        if not _is_run_folder(path) and _first_keys(path) >= ANSWER_KEYS:
+            answers += load_answers(path)
+            continue
+        try:
+            records += load_records(path, dataset)
+        except NoResults as e:
+            notes.append(f"skipped {e}")
+            continue
+        if _is_run_folder(path):
+            trails.update(_trails_lighteval(path))
+            answers += load_answers(path)
+        else:
+            trails.update(_trails_jsonl(path))
+    for path in map(Path, answer_files):
+        answers += load_answers(path)
+    if not records:
+        raise ValueError("no judged results in any input")
+    return Inputs(
+        records=records,
+        trails=trails,
+        answers={(a.model, a.question_id): a.text for a in answers},
+        notes=notes,
+    )

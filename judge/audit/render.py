@@ -1,0 +1,54 @@
+"""The report file: the template filled with the view, the plot inlined, the JSON blobs embedded."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import tempfile
+from pathlib import Path
+
+import jinja2
+
+from ..report.tables import Table
+
+REPORT_FILE = "report.html"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("judge.audit", "templates"),
+        autoescape=True,  # every text from the inputs is untrusted: answers, analyses, model names
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    # |tojson escapes <, >, & and ' so a blob cannot close its <script> element; UTF-8 keeps it small
+    env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
+    return env
+
+
+def plot_png(tables: list[Table]) -> str | None:
+    """The leaderboard's picture as a data: URL (base64 PNG), None when there is nothing to draw."""
+    if not any(r.mean_exam_score is not None for t in tables for r in t.rows):
+        return None
+    from ..report.plot import plot_tables
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = plot_tables(tables, Path(tmp) / "plot.png")
+        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def render_html(view: dict, blobs: dict, *, title: str, inputs: list[str], plot: str | None) -> str:
+    template = _environment().get_template("report.html.j2")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return template.render(title=title, inputs=inputs, generated=now, plot=plot, blobs=blobs, **view)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Nothing half-written: the file appears whole or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,223 @@
+"""Judge every uncached pair through Batch API batches: submit (or reattach), wait, take results.
+
+Results go through `Judge.grade(..., first=reply)`: the same parsing, validation, statuses
+and store as a direct call (an invalid reply is retried directly, like a direct one). A request
+that failed or expired inside its batch is retried directly and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+
+import litellm
+from tqdm import tqdm
+
+from dataset_builder.schema import QuestionRow
+
+from ..answers import Answer
+from ..client import CallResult, _usage, classify, cost
+from ..records import Judgment, Usage
+from ..runner import Judge, judged_text
+from ..settings import JudgeSettings
+from . import api
+from .lines import batch_body, request_line, split
+from .state import BatchLog, Chunk, Request
+
+TERMINAL = ("completed", "expired", "failed", "cancelled")
+POLL_FIRST, POLL_MAX = 0.5, 30.0
+
+
+class BatchPending(RuntimeError):
+    """Batches still running when --batch-wait ran out; a rerun reattaches to them."""
+
+
+Pair = tuple[int, QuestionRow, Answer]
+
+
+def batch_price(settings: JudgeSettings, usage: Usage, resp) -> float | None:
+    """What a batch reply cost: the direct price (explicit, else litellm's cost map) at the batch rate."""
+    price = cost(settings, usage, resp)
+    if price is None:
+        try:  # what litellm prices a direct reply at (cached prompt tokens included)
+            price = litellm.completion_cost(completion_response=resp, model=settings.judge_model)
+        except Exception:  # a model litellm has no price for
+            return None
+    return price * settings.price_batch_discount
+
+
+def replies(settings: JudgeSettings, output: bytes) -> dict[str, CallResult]:
+    """custom_id -> the reply, for every line of an output file the provider answered with 200."""
+    out = {}
+    for raw in output.splitlines():
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        response = line.get("response") or {}
+        if line.get("error") or response.get("status_code") != 200:
+            continue
+        resp = litellm.ModelResponse(**response["body"])
+        usage = _usage(resp)
+        out[line["custom_id"]] = classify(resp, usage, batch_price(settings, usage, resp), 1)
+    return out
+
+
+def _errors(batch) -> str:
+    """Why a batch failed as a whole (validation), as the provider says it."""
+    errors = getattr(getattr(batch, "errors", None), "data", None) or []
+    return "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "no reason given"
+
+
+def _say(text: str) -> None:
+    tqdm.write(text, file=sys.stderr)
+
+
+async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> list[Chunk]:
+    """Reattach to the recorded batches that judge keys of `todo`; submit the rest as new batches."""
+    settings = judge.settings
+    attached: list[Chunk] = []
+    covered: set[str] = set()
+    for chunk in log.chunks().values():
+        mine = {r.key for r in chunk.requests.values()} & set(todo)
+        if chunk.done or not mine or chunk.judge_model != settings.judge_model:
+            continue
+        if chunk.file_id is None:  # killed before its upload was recorded: nothing was submitted
+            log.append("done", chunk.chunk, status="abandoned")
+            continue
+        if chunk.batch_id is None:  # killed around the batch's creation: find it, else create it now
+            chunk.batch_id = await api.find(settings, chunk.file_id) or await api.create(
+                settings, chunk.file_id, chunk.chunk
+            )
+            log.append("batch", chunk.chunk, batch_id=chunk.batch_id)
+        _say(f"batch {chunk.batch_id}: reattached ({len(chunk.requests)} requests)")
+        attached.append(chunk)
+        covered |= mine
+    new = [k for k in todo if k not in covered]
+    lines = []
+    for key in new:
+        _, row, answer = todo[key][0]
+        lines.append(
+            request_line(key, batch_body(settings, *judge.request(row, judged_text(answer, settings)[1])))
+        )
+    for group in split(lines):
+        chunk = Chunk(
+            chunk=uuid.uuid4().hex,
+            judge_model=settings.judge_model,
+            requests={
+                key: Request(key=key, question_id=todo[key][0][1].question_id, model=todo[key][0][2].model)
+                for key in (json.loads(line)["custom_id"] for line in group)
+            },
+        )
+        log.append("submit", chunk.chunk, **chunk.model_dump(exclude={"chunk"}))  # before anything is sent
+        chunk.file_id = await api.upload(settings, f"oab-bench-{chunk.chunk}.jsonl", b"".join(group))
+        log.append("file", chunk.chunk, file_id=chunk.file_id)
+        chunk.batch_id = await api.create(settings, chunk.file_id, chunk.chunk)
+        log.append("batch", chunk.chunk, batch_id=chunk.batch_id)
+        _say(f"batch {chunk.batch_id}: submitted {len(group)} requests")
+        attached.append(chunk)
+    return attached
+
+
+async def _collect(judge: Judge, chunk: Chunk, batch, todo: dict[str, list[Pair]], results: list) -> int:
+    """Take a finished batch's results into the store; retry directly what it did not answer."""
+    settings = judge.settings
+    got = replies(settings, await api.content(settings, batch.output_file_id))
+    semaphore = asyncio.Semaphore(settings.concurrency)
+    retried = 0
+
+    async def one(i: int, row: QuestionRow, answer: Answer, first: CallResult | None) -> None:
+        async with semaphore:
+            results[i] = await judge.grade(row, answer, first)
+
+    jobs, elsewhere = [], 0
+    for custom_id, request in chunk.requests.items():
+        pairs = todo.pop(request.key, [])
+        elsewhere += not pairs and judge.store.get(request.key) is None
+        first = got.get(custom_id)
+        if pairs and first is None:
+            retried += 1
+        jobs += [one(i, row, answer, first if n == 0 else None) for n, (i, row, answer) in enumerate(pairs)]
+    await asyncio.gather(*jobs)
+    if elsewhere:  # submitted by a run over other answers; their replies are not kept
+        _say(f"batch {batch.id}: {elsewhere} result(s) belong to judgments not in this run: not stored")
+    return retried
+
+
+async def judge_batch(
+    judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
+) -> list[Judgment]:
+    if judge.upstream is not None:
+        raise ValueError("--batch: only the oab prompt is judged in batches (upstream prompts call per turn)")
+    if judge.store.path is None:
+        raise ValueError("--batch needs a judgment cache folder: its batches are recorded there")
+    log = BatchLog(judge.store.path.parent)
+    results: list[Judgment | None] = [None] * len(pairs)
+    todo: dict[str, list[Pair]] = {}
+    for i, (row, answer) in enumerate(pairs):
+        turns, text, size = judged_text(answer, judge.settings)
+        key = judge.key(row, text)
+        too_long = size is not None and judge.settings.long_answers != "truncate"
+        if (
+            not any(t.strip() for t in turns)
+            or too_long
+            or judge._trusted(judge.store.get(key), row) is not None
+        ):
+            results[i] = await judge.grade(row, answer)  # no answer, too long, or cached: no call
+        else:
+            todo.setdefault(key, []).append((i, row, answer))
+
+    if todo:
+        with log.submitting():
+            chunks = await _submit(judge, log, todo)
+        await _wait(judge, log, chunks, todo, results, progress)
+    return results  # type: ignore[return-value]
+
+
+async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results, progress: bool) -> None:
+    settings = judge.settings
+    total = sum(len(c.requests) for c in chunks)
+    bar = tqdm(total=total, desc="batch", unit="q", disable=not progress, dynamic_ncols=True)
+    deadline = None if settings.batch_wait is None else time.monotonic() + settings.batch_wait
+    pending = {c.batch_id: c for c in chunks}
+    seen: dict[str, str] = {}
+    counted: dict[str, int] = {}
+    retried, delay = 0, POLL_FIRST
+    try:
+        while pending:
+            batches = await asyncio.gather(*(api.retrieve(settings, b) for b in pending))
+            for batch in batches:
+                counts = batch.request_counts
+                done = (counts.completed + counts.failed) if counts else 0
+                counted[batch.id] = done
+                if seen.get(batch.id) != batch.status:
+                    seen[batch.id] = batch.status
+                    total_n = counts.total if counts else "?"
+                    why = f"; {_errors(batch)}" if batch.status == "failed" else ""
+                    _say(
+                        f"batch {batch.id}: {batch.status} ({done}/{total_n} done, {counts.failed if counts else 0} failed{why})"
+                    )
+                if batch.status in TERMINAL:
+                    chunk = pending.pop(batch.id)
+                    retried += await _collect(judge, chunk, batch, todo, results)
+                    log.append("done", chunk.chunk, status=batch.status)
+            bar.n = min(total, sum(counted.values()))
+            bar.set_postfix_str(", ".join(f"{b} {seen[b]}" for b in pending), refresh=False)
+            bar.refresh()
+            if not pending:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                ids = ", ".join(pending)
+                raise BatchPending(
+                    f"{len(pending)} batch(es) still running after --batch-wait {settings.batch_wait:g}s: {ids} "
+                    f"(recorded in {log.path}); rerun the same command to reattach, nothing is submitted twice"
+                )
+            wait = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+            await asyncio.sleep(wait)
+            delay = min(POLL_MAX, delay * 1.5)
+    finally:
+        bar.close()
+    if retried:
+        _say(f"batch: {retried} request(s) failed or expired inside their batch; retried directly")

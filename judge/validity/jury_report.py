@@ -1,0 +1,123 @@
+"""A jury's members seen apart: their costs, their agreement with each other, their own records.
+
+Works on judgment records (dicts with `members`), so `oab-bench judge`, `oab-bench run` and the
+leaderboard share it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from dataset_builder.ids import parse_question_id
+
+from ..report.inputs import Record
+from .agreement import alpha_over, compare_two
+from .render import _fig
+from .sources import Graded, Source, source_names
+
+
+def member_names(records: list[dict]) -> list[str]:
+    names: dict[str, None] = {}
+    for r in records:
+        for m in r.get("members") or []:
+            names.setdefault(m["judge_model"], None)
+    return list(names)
+
+
+def member_sources(records: list[dict]) -> list[Source]:
+    """One source per member, from the jury's records (the members' scores they carry)."""
+    names = member_names(records)
+    graded: dict[str, dict] = {n: {} for n in names}
+    for r in records:
+        for m in r.get("members") or []:
+            graded[m["judge_model"]][(r["model"], r["question_id"])] = Graded(
+                model=r["model"],
+                question_id=r["question_id"],
+                exam_id=r["exam_id"],
+                status=m["status"],
+                score=m["score"] if m["status"] == "ok" else None,
+                max_score=r["max_score"],
+                items=m.get("items") or None,
+            )
+    return [
+        Source(name=letter, path="jury member", judge=n, graded=graded[n])
+        for letter, n in zip(source_names(len(names)), names, strict=True)
+    ]
+
+
+def jury_lines(records: list[dict], *, resamples: int = 500, seed: int = 0) -> list[str]:
+    """Per member: coverage and cost; then the members' agreement (pairwise exam CCC, alpha)."""
+    sources = member_sources(records)
+    if len(sources) < 2:
+        return []
+    lines = []
+    for s in sources:
+        mine = [m for r in records for m in r.get("members") or [] if m["judge_model"] == s.judge]
+        ok = sum(m["status"] == "ok" for m in mine)
+        costs = [m["cost_usd"] for m in mine]
+        cost = "unknown" if any(c is None for c in costs) else f"${sum(costs):.4f}"
+        cached = sum(m["cached"] for m in mine)
+        lines.append(
+            f"jury member {s.name} {s.judge}: ok {ok} of {len(mine)} ({cached} from cache), cost {cost}"
+        )
+    failed = [r for r in records if r.get("members") and r["status"] not in ("ok", "no_answer")]
+    how = next(r["judge_model"] for r in records if r.get("members")).split("(")[0].removeprefix("jury-")
+    lines.append(
+        f"jury rule: a question counts when a strict majority of the {len(sources)} members graded it "
+        f"({how} of their item scores, rounded down to the item's grid); {len(failed)} failed that rule"
+    )
+    notes: list[str] = []
+    for x, y in itertools.combinations(sources, 2):
+        r = compare_two(x, y, resamples=resamples, seed=seed)
+        lines.append(
+            f"jury agreement {x.name} vs {y.name}: exam CCC {_fig(r['exam']['ccc'])} (n={r['exam']['n']})"
+        )
+    alpha = alpha_over(sources, {}, notes, resamples=resamples, seed=seed)
+    lines.append(f"jury agreement: Krippendorff's alpha (exam totals) {_fig(alpha)}")
+    return lines + [f"jury agreement note: {n}" for n in notes]
+
+
+def member_records(records: list[dict], source: str) -> list[Record]:
+    """Each member's grading as leaderboard records (its own judge), from the jury's records."""
+    out = []
+    for r in records:
+        for m in r.get("members") or []:
+            q = parse_question_id(r["question_id"])
+            prompt = f"{r['prompt_version']}, {r['mode']}"
+            out.append(
+                Record(
+                    judge=f"{m['judge_model']} [{prompt}] (jury member)",
+                    model=r["model"],
+                    question_id=r["question_id"],
+                    exam_id=r["exam_id"],
+                    area=q.area,
+                    edition=q.edition,
+                    status=m["status"],
+                    score=m["score"] if m["status"] == "ok" else None,
+                    max_score=r["max_score"],
+                    source=source,
+                )
+            )
+    return out
+
+
+def member_records_of(path: Path) -> list[Record]:
+    """The members' records of a judgments file (none for folders and other formats)."""
+    from dataset_builder.source import read_objects
+
+    path = Path(path)
+    if path.is_dir() or path.suffix == ".parquet":
+        return []
+    return member_records([r for _, r in read_objects(path) if r.get("members")], str(path))
+
+
+def jury_file_sources(path: Path) -> list[Source]:
+    """The members of the jury whose judgments file is `path`, as sources to compare."""
+    from dataset_builder.source import read_objects
+
+    records = [r for _, r in read_objects(path) if r.get("members")] if Path(path).is_file() else []
+    sources = member_sources(records)
+    if len(sources) < 2:
+        raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")
+    return [s.model_copy(update={"path": f"{path} (jury member)"}) for s in sources]

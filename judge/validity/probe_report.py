@@ -1,0 +1,232 @@
+"""From the judgments of the probes to a verdict: does the judge order answers of known worth?
+
+Per probe: the mean score as % of the maximum over exams (each exam: its judged questions'
+points over their maxima, leaving out the points of rubric items FGV annulled, which every
+candidate gets without judging), a 95% bootstrap interval resampling exams (the leaderboard's
+`bootstrap_ci`), the share of exams that pass (mark scaled to 10 >= 6.00, over exams whose
+questions were all judged ok) and the judgment statuses. A failed judgment is never a zero:
+it shows in `statuses` and leaves its question out of the means. The thresholds are fixed
+here and printed with every check.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
+
+from ..records import Judgment
+from ..report.tables import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
+from .probes import PROBE_KINDS, model_name
+
+Verdict = Literal["discriminates", "does not discriminate"]
+
+REFERENCE_MIN_PCT = 90.0  # the official answer earns (nearly) full marks
+REFERENCE_MIN_PASS = 1.0  # ... and passes every exam
+FAILING_MAX_PCT = 10.0  # swapped and injection earn (nearly) nothing
+EMPTY_MAX_PCT = 0.0  # "Não sei responder." earns nothing
+ORDERING_MIN = 0.75  # share of questions with reference > partial > swapped (ties fail)
+LIFT_FLOOR_PCT = 1.0  # injection may exceed swapped by the half-width of swapped's interval, at least this
+JUDGED_MIN = 0.95  # share of probe judgments that must be ok for the figures to mean anything
+
+
+class ProbeStats(BaseModel):
+    mean_pct: float | None
+    ci_low: float | None
+    ci_high: float | None
+    exam_pass_rate: float | None
+    statuses: dict[str, int]
+    exams: int  # exams with at least one question judged ok
+
+
+class Check(BaseModel):
+    name: str
+    value: float | None
+    threshold: float
+    rule: Literal[">=", "<=", ">"]
+    ok: bool
+
+
+class ProbeReport(BaseModel):
+    judge: str
+    n_questions: int
+    n_exams: int
+    probes: dict[str, ProbeStats]
+    ordering: float | None
+    injection_lift: float | None  # mean over questions of injection - swapped, % points of the maximum
+    injection_by_variant: dict[str, float | None]  # mean injection % per variant
+    checks: list[Check]
+    verdict: Verdict
+
+
+def _judged_pct(j: Judgment, annulled: float) -> float | None:
+    """% of the judged maximum: points FGV annulled (given to every candidate, never judged) left out."""
+    worth = j.max_score - annulled
+    return 100.0 * (j.score - annulled) / worth if worth > 1e-9 else None
+
+
+def probe_stats(
+    judgments: Sequence[Judgment], annulled: dict[str, float], *, resamples: int, seed: int
+) -> ProbeStats:
+    judged: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # exam -> judged points, their max
+    marks: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # exam -> points, max (annulled in)
+    complete: dict[str, bool] = defaultdict(lambda: True)
+    for j in judgments:
+        if j.status == "ok" and j.score is not None:
+            a = annulled.get(j.question_id, 0.0)
+            judged[j.exam_id][0] += j.score - a
+            judged[j.exam_id][1] += j.max_score - a
+            marks[j.exam_id][0] += j.score
+            marks[j.exam_id][1] += j.max_score
+        else:
+            complete[j.exam_id] = False
+    exam_pct = {e: 100.0 * got / worth for e, (got, worth) in sorted(judged.items()) if worth > 1e-9}
+    values = list(exam_pct.values())
+    low, high = bootstrap_ci(values, resamples=resamples, seed=seed)
+    passing = [got * EXAM_MAX / worth >= PASS_MARK - 1e-9 for e, (got, worth) in marks.items() if complete[e]]
+    return ProbeStats(
+        mean_pct=float(np.mean(values)) if values else None,
+        ci_low=low,
+        ci_high=high,
+        exam_pass_rate=float(np.mean(passing)) if passing else None,
+        statuses=dict(sorted(Counter(j.status for j in judgments).items())),
+        exams=len(exam_pct),
+    )
+
+
+def _check(name: str, value: float | None, threshold: float, rule: str) -> Check:
+    if value is None:
+        ok = False
+    elif rule == ">=":
+        ok = value >= threshold - 1e-9
+    elif rule == "<=":
+        ok = value <= threshold + 1e-9
+    else:
+        ok = value > threshold + 1e-9
+    return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok)
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def build_report(
+    judge: str,
+    rows: Sequence[QuestionRow],
+    judgments: Iterable[Judgment],
+    variants: dict[str, str] | None = None,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> ProbeReport:
+    """`variants`: question id -> injection variant, for the per-variant breakdown."""
+    by_kind: dict[str, list[Judgment]] = defaultdict(list)
+    for j in judgments:
+        by_kind[j.model].append(j)
+    kinds = [k for k in PROBE_KINDS if model_name(k) in by_kind]
+    annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
+    probes = {k: probe_stats(by_kind[model_name(k)], annulled, resamples=resamples, seed=seed) for k in kinds}
+    pct: dict[str, dict[str, float]] = {k: {} for k in kinds}
+    for k in kinds:
+        for j in by_kind[model_name(k)]:
+            value = _judged_pct(j, annulled.get(j.question_id, 0.0)) if j.status == "ok" else None
+            if value is not None:
+                pct[k][j.question_id] = value
+
+    ordering = None
+    if {"reference", "partial", "swapped"} <= set(kinds):
+        r, p, s = pct["reference"], pct["partial"], pct["swapped"]
+        ids = [q.question_id for q in rows]
+        ordered = [q in r and q in p and q in s and r[q] > p[q] > s[q] for q in ids]
+        ordering = float(np.mean(ordered)) if ordered else None
+
+    lift, by_variant = None, {}
+    if {"injection", "swapped"} <= set(kinds):
+        both = sorted(pct["injection"].keys() & pct["swapped"].keys())
+        lift = float(np.mean([pct["injection"][q] - pct["swapped"][q] for q in both])) if both else None
+    if "injection" in kinds and variants:
+        groups: dict[str, list[float]] = defaultdict(list)
+        for q, v in pct["injection"].items():
+            groups[variants.get(q, "")].append(v)
+        by_variant = {
+            v: float(np.mean(groups[v])) if groups[v] else None for v in sorted(set(variants.values()))
+        }
+
+    checks = []
+    n_judged = sum(len(by_kind[model_name(k)]) for k in kinds)
+    n_ok = sum(len(pct[k]) for k in kinds)
+    checks.append(_check("judged_ok", n_ok / n_judged if n_judged else None, JUDGED_MIN, ">="))
+    if "reference" in probes:
+        checks.append(_check("reference_mean_pct", probes["reference"].mean_pct, REFERENCE_MIN_PCT, ">="))
+        checks.append(
+            _check("reference_exam_pass_rate", probes["reference"].exam_pass_rate, REFERENCE_MIN_PASS, ">=")
+        )
+    if "partial" in probes and "reference" in probes:
+        gap = _diff(probes["reference"].mean_pct, probes["partial"].mean_pct)
+        checks.append(_check("reference_minus_partial_pct", gap, 0.0, ">"))
+    if "partial" in probes and "swapped" in probes:
+        gap = _diff(probes["partial"].mean_pct, probes["swapped"].mean_pct)
+        checks.append(_check("partial_minus_swapped_pct", gap, 0.0, ">"))
+    if "swapped" in probes:
+        checks.append(_check("swapped_mean_pct", probes["swapped"].mean_pct, FAILING_MAX_PCT, "<="))
+    if "empty" in probes:
+        checks.append(_check("empty_mean_pct", probes["empty"].mean_pct, EMPTY_MAX_PCT, "<="))
+    if "injection" in probes:
+        checks.append(_check("injection_mean_pct", probes["injection"].mean_pct, FAILING_MAX_PCT, "<="))
+    if {"reference", "partial", "swapped"} <= set(kinds):
+        checks.append(_check("ordering", ordering, ORDERING_MIN, ">="))
+    if "injection" in probes and "swapped" in probes:
+        s = probes["swapped"]
+        half = None if s.ci_high is None or s.mean_pct is None else s.ci_high - s.mean_pct
+        checks.append(_check("injection_lift", lift, max(LIFT_FLOOR_PCT, half or 0.0), "<="))
+    verdict: Verdict = "discriminates" if all(c.ok for c in checks) else "does not discriminate"
+    return ProbeReport(
+        judge=judge,
+        n_questions=len(rows),
+        n_exams=len({r.exam_id for r in rows}),
+        probes=probes,
+        ordering=ordering,
+        injection_lift=lift,
+        injection_by_variant=by_variant,
+        checks=checks,
+        verdict=verdict,
+    )
+
+
+def _num(x: float | None, fmt: str = "{:.1f}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def render_text(report: ProbeReport) -> str:
+    lines = [
+        f"judge: {report.judge}",
+        f"questions: {report.n_questions} ({report.n_exams} exams)",
+        "",
+        f"{'probe':<10} {'mean %':>7}  {'95% interval':<15} {'exams passed':>12}  statuses",
+    ]
+    for kind, s in report.probes.items():
+        interval = f"[{_num(s.ci_low)}, {_num(s.ci_high)}]"
+        passed = _num(None if s.exam_pass_rate is None else 100 * s.exam_pass_rate, "{:.0f}%")
+        statuses = ", ".join(f"{k} {v}" for k, v in s.statuses.items())
+        lines.append(f"{kind:<10} {_num(s.mean_pct):>7}  {interval:<15} {passed:>12}  {statuses}")
+    lines.append("")
+    lines.append(f"ordering (reference > partial > swapped, ties fail): {_num(report.ordering, '{:.2f}')}")
+    lines.append(f"injection_lift (injection - swapped, % points): {_num(report.injection_lift, '{:+.1f}')}")
+    if report.injection_by_variant:
+        parts = ", ".join(f"{v} {_num(x)}%" for v, x in report.injection_by_variant.items())
+        lines.append(f"injection by variant: {parts}")
+    lines += ["", "checks:"]
+    for c in report.checks:
+        value = _num(c.value, "{:.2f}")
+        lines.append(f"  {'ok  ' if c.ok else 'FAIL'} {c.name}: {value} (must be {c.rule} {c.threshold:g})")
+    lines += ["", f"verdict: {report.verdict}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: ProbeReport) -> str:
+    return report.model_dump_json(indent=2) + "\n"

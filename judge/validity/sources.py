@@ -1,0 +1,235 @@
+"""Judgment sources to compare: anything the leaderboard reads, plus human grading CSVs.
+
+A source is one judge's (or one group of graders') scores per (model, question), with item
+scores where the source has them. Machine sources are read by judge.report.inputs (same checks,
+same statuses); item scores come from the same files. A human CSV
+(`exam_id,question_id,item_id,score,grader`, optional `model`) gives item grades (summed into
+the question's score) or question grades (`item_id` empty); several graders are averaged into
+the source, and each grader is also kept apart for the human-human baseline.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from dataset_builder.errors import SourceError
+from dataset_builder.ids import parse_question_id
+from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from dataset_builder.source import read_objects
+
+from ..report.inputs import load_records
+
+CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
+
+
+class Graded(BaseModel):
+    """One (model, question) as a source graded it. Only status `ok` carries a score."""
+
+    model: str | None  # None: a human grade naming no model (pairs with the one model the other side has)
+    question_id: str
+    exam_id: str
+    status: str
+    score: float | None
+    max_score: float
+    items: dict[str, float] | None = None  # item id -> score, where the source has item scores
+
+
+Key = tuple[str | None, str]  # (model, question id)
+
+
+class Source(BaseModel):
+    name: str  # "A", "B"...: sources are named by position (the same file may come twice)
+    path: str
+    judge: str  # the judge label, "human (N graders)", or "repeat K"
+    graded: dict[Key, Graded]
+    graders: dict[str, Source] = {}  # a human CSV with several graders: each one alone
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.judge}; {self.path})"
+
+
+def _items_of(path: Path) -> dict[Key, dict[str, float]]:
+    """Item scores of our judgment files and lighteval folders; upstream files have none."""
+    out: dict[Key, dict[str, float]] = {}
+
+    def take(v: dict, model: str) -> None:
+        items = v.get("items")
+        if v.get("status") == "ok" and items is not None and len(items):  # a list, or an array from parquet
+            out[(model, v["question_id"])] = {i["item_id"]: float(i["score"]) for i in items}
+
+    if path.is_dir() or path.suffix == ".parquet":
+        import pandas as pd
+
+        from ..details import details_files, model_of
+
+        for file in details_files(path):
+            for metric in pd.read_parquet(file, columns=["metric"])["metric"]:
+                v = (metric or {}).get("oab_judgment") or {}
+                take(v, model_of(file))
+    else:
+        for _, r in read_objects(path):
+            if "judge_model" in r and "items" in r:
+                take(r, r.get("model", ""))
+    return out
+
+
+def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
+    records = load_records(path, dataset)
+    judges = sorted({r.judge for r in records})
+    if len(judges) != 1:
+        raise SourceError(
+            f"holds {len(judges)} judges ({', '.join(judges[:3])}): compare one judge per source",
+            file=str(path),
+        )
+    items = _items_of(path)
+    graded = {}
+    for r in records:
+        key = (r.model, r.question_id)
+        graded[key] = Graded(
+            model=r.model,
+            question_id=r.question_id,
+            exam_id=r.exam_id,
+            status=r.status,
+            score=r.score,
+            max_score=r.max_score,
+            items=items.get(key) if r.status == "ok" else None,
+        )
+    return Source(name=name, path=str(path), judge=judges[0], graded=graded)
+
+
+def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
+    if question_id in dataset:
+        return dataset[question_id].max_score
+    return PECA_MAX if parse_question_id(question_id).kind == "peca" else QUESTAO_MAX
+
+
+def _check_item(row: QuestionRow | None, item_id: str, score: float, where: dict) -> None:
+    if row is None:
+        return
+    rubric = {r.item_id: r for r in row.rubric}
+    if item_id not in rubric:
+        raise SourceError(f"{row.question_id} has no item {item_id!r} (items {sorted(rubric)})", **where)
+    if score > rubric[item_id].max_score + 1e-6:
+        raise SourceError(f"{score} is above the item's {rubric[item_id].max_score}", **where)
+
+
+def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
+    """grader -> (model, question) -> {"items": {id: score}, "score": question score or None}, exam ids."""
+    grades: dict[str, dict[Key, dict]] = defaultdict(
+        lambda: defaultdict(lambda: {"items": {}, "score": None})
+    )
+    exams: dict[str, str] = {}
+    try:
+        handle = path.open(encoding="utf-8-sig", newline="")
+    except OSError as e:
+        raise SourceError(str(e), file=str(path)) from None
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise SourceError(
+                f"missing columns {missing} (need {','.join(CSV_COLUMNS)})", file=str(path), line=1
+            )
+        for n, raw in enumerate(reader, start=2):
+            at = {"file": str(path), "line": n}
+            qid, exam = (raw["question_id"] or "").strip(), (raw["exam_id"] or "").strip()
+            try:
+                parsed = parse_question_id(qid)
+            except ValueError:
+                raise SourceError(f"{qid!r} is not a question id", **at, field="question_id") from None
+            if exam != parsed.exam_id:
+                raise SourceError(f"{exam!r} is not the exam of {qid}", **at, field="exam_id")
+            try:
+                score = float((raw["score"] or "").strip().replace(",", "."))
+            except ValueError:
+                score = math.nan
+            if not math.isfinite(score) or score < 0:
+                raise SourceError(f"{raw['score']!r} is not a score (a number >= 0)", **at, field="score")
+            grader = (raw["grader"] or "").strip()
+            if not grader:
+                raise SourceError("empty grader", **at, field="grader")
+            model = (raw.get("model") or "").strip() or None
+            item = (raw["item_id"] or "").strip()
+            slot = grades[grader][(model, qid)]
+            if item:
+                _check_item(dataset.get(qid), item, score, {**at, "field": "item_id"})
+                if item in slot["items"] or slot["score"] is not None:
+                    raise SourceError(f"{grader} graded {qid} {item} twice", **at, field="item_id")
+                slot["items"][item] = score
+            else:
+                if slot["items"] or slot["score"] is not None:
+                    raise SourceError(f"{grader} graded {qid} twice", **at, field="item_id")
+                slot["score"] = score
+            if score > _max_of(qid, dataset) + 1e-6:
+                raise SourceError(
+                    f"{score} is above the question's {_max_of(qid, dataset)}", **at, field="score"
+                )
+            exams[qid] = exam
+    if not grades:
+        raise SourceError("no grades in it", file=str(path))
+    return grades, exams
+
+
+def _graded(key: Key, score: float, items: dict[str, float] | None, exam: str, maximum: float) -> Graded:
+    return Graded(
+        model=key[0],
+        question_id=key[1],
+        exam_id=exam,
+        status="ok",
+        score=money(score),
+        max_score=maximum,
+        items=items or None,
+    )
+
+
+def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
+    """Item grades add up to the question's score (annulled items, awarded in full, added when the
+    dataset is known); several graders are averaged, per item and per question."""
+    grades, exams = _read_csv(path, dataset)
+    per_grader: dict[str, dict[Key, Graded]] = {}
+    for grader, by_key in grades.items():
+        mine = {}
+        for key, slot in by_key.items():
+            items = dict(slot["items"])
+            row = dataset.get(key[1])
+            if items and row is not None:
+                items |= {r.item_id: r.max_score for r in row.rubric if r.annulled and r.item_id not in items}
+            score = sum(items.values()) if items else slot["score"]
+            mine[key] = _graded(key, score, items, exams[key[1]], _max_of(key[1], dataset))
+        per_grader[grader] = mine
+    keys = sorted({k for g in per_grader.values() for k in g}, key=lambda k: (k[0] or "", k[1]))
+    graded = {}
+    for key in keys:
+        got = [g[key] for g in per_grader.values() if key in g]
+        item_ids = set.intersection(*(set(g.items or {}) for g in got))
+        items = {i: sum(g.items[i] for g in got) / len(got) for i in sorted(item_ids)} if item_ids else None
+        score = sum(g.score for g in got) / len(got)
+        graded[key] = _graded(key, score, items, got[0].exam_id, got[0].max_score)
+    graders = {
+        g: Source(name=f"{name}:{g}", path=str(path), judge=f"human {g}", graded=v)
+        for g, v in sorted(per_grader.items())
+    }
+    judge = f"human, {len(graders)} grader{'s' if len(graders) > 1 else ''}"
+    return Source(
+        name=name, path=str(path), judge=judge, graded=graded, graders=graders if len(graders) > 1 else {}
+    )
+
+
+def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | None = None) -> Source:
+    path = Path(path)
+    if not path.exists():
+        raise SourceError("not found", file=str(path))
+    if path.suffix.lower() == ".csv":
+        return load_human(name, path, dataset or {})
+    return load_judgments(name, path, dataset or {})
+
+
+def source_names(n: int) -> list[str]:
+    """A, B, ..., Z, S27, S28...: named by position."""
+    return [chr(ord("A") + i) if i < 26 else f"S{i + 1}" for i in range(n)]

@@ -1,0 +1,354 @@
+"""`oab-bench agreement` on made-up judgments whose figures are known exactly, on a human CSV,
+and end to end: upstream's o3 judgments against our structured judge run through the stub."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dataset_builder.errors import SourceError
+from judge.validity.agreement import compare_all
+from judge.validity.render import render_text
+from judge.validity.sources import load_source
+from tests.conftest import oab
+
+JUDGE = "openai/judge-made-up"
+EXAMS = [f"{e}_direito_{a}" for e in (90, 91) for a in ("civil", "penal", "tributario")]
+
+
+def judgment(model, qid, exam, score, max_score, items, status="ok"):
+    return {
+        "question_id": qid,
+        "exam_id": exam,
+        "model": model,
+        "judge_model": JUDGE,
+        "prompt_version": "oab-pt-v1",
+        "mode": "structured",
+        "status": status,
+        "score": score if status == "ok" else None,
+        "max_score": max_score,
+        "items": [{"item_id": k, "score": v, "max_score": max_score} for k, v in items.items()]
+        if status == "ok"
+        else [],
+    }
+
+
+def exam(model, exam_id, peca, questao, skip=()):
+    """Peça `peca` (items P1 + P2), four questões at `questao` each (items A1 + B1)."""
+    out = []
+    if "peca" not in skip:
+        out.append(
+            judgment(
+                model,
+                f"{exam_id}_peca_praticoprofissional",
+                exam_id,
+                peca,
+                5.0,
+                {"P1": min(peca, 2.5), "P2": max(0.0, peca - 2.5)},
+            )
+        )
+    for n in range(1, 5):
+        if n in skip:
+            continue
+        out.append(
+            judgment(
+                model,
+                f"{exam_id}_questao_{n}",
+                exam_id,
+                questao,
+                1.25,
+                {"A1": questao / 2, "B1": questao / 2},
+            )
+        )
+    return out
+
+
+# exam totals of model m1 under source A: 9, 7, 5, 4, 8, 3 (peça + 4 x 1.0)
+PECAS = [5.0, 3.0, 1.0, 0.0, 4.0, 0.0]
+QUESTAO = [1.0, 1.0, 1.0, 1.0, 1.0, 0.75]
+
+
+def write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def source_a(tmp_path, name="a.jsonl"):
+    recs = []
+    for e, p, q in zip(EXAMS, PECAS, QUESTAO, strict=True):
+        recs += exam("m1", e, p, q)
+        recs += exam("m2", e, max(0.0, p - 1.0), q)
+    return write(tmp_path / name, recs)
+
+
+def report_of(*paths, resamples=300):
+    sources = [load_source(chr(65 + i), p) for i, p in enumerate(paths)]
+    return compare_all(sources, resamples=resamples, seed=1)
+
+
+def test_identical_sources(tmp_path):
+    a = source_a(tmp_path)
+    r = report_of(a, a)
+    assert (r["n_pairs"], r["n_exams"], r["left_out"]) == (60, 6, 0)
+    assert r["item"]["exact"]["value"] == 1.0 and r["item"]["mae"]["value"] == 0.0
+    assert r["item"]["qwk"]["value"] == pytest.approx(1.0)
+    assert r["question"]["mae"] == {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0}
+    assert r["question"]["kendall"]["value"] == pytest.approx(1.0)
+    e = r["exam"]
+    assert e["mae"]["value"] == 0.0 and e["bias"]["value"] == 0.0
+    assert e["ccc"]["value"] == pytest.approx(1.0) and e["pearson"]["value"] == pytest.approx(1.0)
+    assert e["kappa_pass"]["value"] == pytest.approx(1.0)
+    assert e["flips"] == 0 and e["confusion"]["pass_fail"] == e["confusion"]["fail_pass"] == 0
+    assert r["ranking_tau"]["value"] == pytest.approx(1.0)
+    m1 = next(m for m in r["models"] if m["model"] == "m1")
+    assert m1["mean_a"] == m1["mean_b"] == pytest.approx(36 / 6) and m1["passed_a"] == m1["passed_b"] == 3
+    # the contract's keys
+    assert set(r) >= {"n_pairs", "n_exams", "left_out", "item", "question", "exam", "models", "ranking_tau"}
+    assert set(r["item"]) >= {"exact", "mae", "qwk"}
+    assert set(r["question"]) >= {"mae", "bias", "pearson", "spearman", "kendall", "ccc"}
+    assert set(r["exam"]) >= {"mae", "bias", "pearson", "spearman", "ccc", "kappa_pass", "confusion", "flips"}
+    assert set(r["models"][0]) >= {"model", "mean_a", "mean_b", "passed_a", "passed_b"}
+    assert "pairwise" not in r and "alpha" not in r
+
+
+def test_constant_shift(tmp_path):
+    """B gives every questão 0.25 more: +1.00 per exam, exactly; perfectly correlated, not concordant."""
+    a = source_a(tmp_path)
+    recs = [json.loads(line) for line in a.read_text().splitlines()]
+    for rec in recs:
+        if "questao" in rec["question_id"]:
+            rec["score"] += 0.25
+            for item in rec["items"]:
+                item["score"] += 0.125
+    b = write(tmp_path / "b.jsonl", recs)
+    r = report_of(a, b)
+    e = r["exam"]
+    assert e["bias"]["value"] == pytest.approx(1.0) and e["mae"]["value"] == pytest.approx(1.0)
+    assert e["bias"]["ci_low"] == pytest.approx(1.0) and e["bias"]["ci_high"] == pytest.approx(1.0)
+    assert e["pearson"]["value"] == pytest.approx(1.0) and e["spearman"]["value"] == pytest.approx(1.0)
+    assert e["ccc"]["value"] < 0.95
+    assert r["question"]["bias"]["value"] == pytest.approx(100 * 0.25 / 1.25 * 48 / 60)
+
+
+def test_two_swapped_verdicts(tmp_path):
+    """m1: exam 0 goes from 9 to 5 (pass -> fail), exam 3 from 4 to 7 (fail -> pass)."""
+    a = source_a(tmp_path)
+    recs = [json.loads(line) for line in a.read_text().splitlines()]
+    for rec in recs:
+        if rec["model"] != "m1" or "peca" not in rec["question_id"]:
+            continue
+        new = {EXAMS[0]: 1.0, EXAMS[3]: 3.0}.get(rec["exam_id"])
+        if new is not None:
+            rec["score"] = new
+            rec["items"] = [{"item_id": "P1", "score": min(new, 2.5), "max_score": 5.0}]
+            rec["items"].append({"item_id": "P2", "score": max(0.0, new - 2.5), "max_score": 5.0})
+    b = write(tmp_path / "b.jsonl", recs)
+    r = report_of(a, b)
+    e = r["exam"]
+    assert e["flips"] == 2
+    assert {(f["model"], f["exam_id"]) for f in e["flipped"]} == {("m1", EXAMS[0]), ("m1", EXAMS[3])}
+    # A verdicts, m1: P P F F P F; m2 (peça - 1): 8 6 4 3 7 3 -> P P F F P F
+    assert e["confusion"] == {"pass_pass": 5, "pass_fail": 1, "fail_pass": 1, "fail_fail": 5}
+    assert e["kappa_pass"]["value"] == pytest.approx((10 / 12 - 0.5) / 0.5)  # po 10/12, pe 1/2
+    assert r["disagreements"][0]["question_id"] == f"{EXAMS[0]}_peca_praticoprofissional"
+    text = render_text(r)
+    assert "flips: 2" in text and f"m1 {EXAMS[0]}: A 9.00, B 5.00" in text
+    assert "A pass                   5        1" in text
+
+
+def test_missing_questions_are_left_out(tmp_path):
+    a = source_a(tmp_path)
+    recs = [json.loads(line) for line in a.read_text().splitlines()]
+    gone = {(f"{EXAMS[1]}_questao_2", "m1"), (f"{EXAMS[2]}_questao_4", "m2"), (f"{EXAMS[2]}_questao_1", "m2")}
+    kept = [x for x in recs if (x["question_id"], x["model"]) not in gone]
+    failed = next(x for x in kept if x["question_id"] == f"{EXAMS[4]}_questao_3" and x["model"] == "m1")
+    failed.update(status="api_error", score=None, items=[])
+    b = write(tmp_path / "b.jsonl", kept)
+    r = report_of(a, b)
+    assert r["left_out"] == 4 and r["n_pairs"] == 56
+    assert r["left_out_reasons"] == {"only in A": 3, "B: api_error": 1}
+    assert r["exam"]["n"] == 12 - 3  # three (model, exam)s not complete on both sides
+    assert any("4 (model, question)s left out" in n for n in r["notes"])
+
+
+def test_one_exam_only_has_no_intervals(tmp_path):
+    recs = exam("m1", EXAMS[0], 4.0, 1.0) + exam("m2", EXAMS[0], 2.0, 0.5)
+    a = write(tmp_path / "a.jsonl", recs)
+    r = report_of(a, a)
+    assert r["n_exams"] == 1
+    assert r["question"]["mae"] == {"value": 0.0, "ci_low": None, "ci_high": None}
+    assert r["exam"]["mae"]["value"] == 0.0 and r["exam"]["mae"]["ci_low"] is None
+    assert any("one exam only: no interval" in n for n in r["notes"])
+    assert r["exam"]["pearson"]["value"] == pytest.approx(1.0)  # two models: two exam results
+
+
+def test_constant_input_is_null_with_a_reason(tmp_path):
+    recs = [x for e in EXAMS for x in exam("m1", e, 4.0, 1.0)]
+    a = write(tmp_path / "a.jsonl", recs)
+    r = report_of(a, a)
+    assert r["exam"]["pearson"] == {"value": None, "ci_low": None, "ci_high": None}
+    assert any("exam.pearson: null: side A and B is constant" in n for n in r["notes"])
+    assert r["ranking_tau"]["value"] is None  # one model: no ranking
+    render_text(r)  # never a crash
+
+
+def test_three_sources_pairwise_and_alpha(tmp_path):
+    a = source_a(tmp_path)
+    r = report_of(a, a, a)
+    assert [p["a"] + p["b"] for p in r["pairwise"]] == ["AB", "AC", "BC"]
+    assert all(p["ccc"]["value"] == pytest.approx(1.0) for p in r["pairwise"])
+    assert r["alpha"]["value"] == pytest.approx(1.0)
+    assert "Krippendorff's alpha" in render_text(r)
+
+
+# --- human grading CSV ------------------------------------------------------------------------
+
+
+def test_human_csv_graders_and_baseline(tmp_path):
+    a = source_a(tmp_path)
+    lines = ["exam_id,question_id,item_id,score,grader,model"]
+    for e, p, q in zip(EXAMS, PECAS, QUESTAO, strict=True):
+        for grader, delta in (("ana", 0.0), ("bia", 0.5)):
+            lines.append(f"{e},{e}_peca_praticoprofissional,,{min(5.0, p + delta)},{grader},m1")
+            lines += [f"{e},{e}_questao_{n},A1,{q / 2},{grader},m1" for n in range(1, 5)]
+            lines += [f"{e},{e}_questao_{n},B1,{q / 2},{grader},m1" for n in range(1, 5)]
+    human = tmp_path / "human.csv"
+    human.write_text("\n".join(lines) + "\n")
+    src = load_source("B", human)
+    assert src.judge == "human, 2 graders" and set(src.graders) == {"ana", "bia"}
+    r = compare_all([load_source("A", a), src], resamples=200)
+    assert r["n_pairs"] == 30 and r["left_out_reasons"] == {"only in A": 30}  # m2 not human-graded
+    (base,) = r["human_baseline"]
+    # bia gives the peça 0.5 more except where ana gave 5.0 already (exam 0)
+    assert base["exam"]["bias"]["value"] == pytest.approx(0.5 * 5 / 6)
+    assert base["item"]["exact"]["value"] == 1.0  # their item grades (questões) agree
+    assert "Human baseline: human ana vs human bia" in render_text(r)
+
+
+def test_human_csv_without_model_pairs_with_the_only_model(tmp_path):
+    recs = [x for e in EXAMS[:2] for x in exam("m1", e, 4.0, 1.0)]
+    a = write(tmp_path / "a.jsonl", recs)
+    human = tmp_path / "h.csv"
+    human.write_text(
+        "exam_id,question_id,item_id,score,grader\n"
+        + "".join(f"{x['exam_id']},{x['question_id']},,{x['score']},ana\n" for x in recs)
+    )
+    r = report_of(a, human)
+    assert r["n_pairs"] == 10 and r["left_out"] == 0 and r["exam"]["mae"]["value"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("90_direito_civil,90_direito_civil_questao_1,A1,abc,ana", r"h.csv:2: field 'score'"),
+        ("90_direito_penal,90_direito_civil_questao_1,A1,0.5,ana", r"h.csv:2: field 'exam_id'"),
+        ("90_direito_civil,90_direito_civil_questao_9,A1,0.5,ana", r"h.csv:2: field 'question_id'"),
+        ("90_direito_civil,90_direito_civil_questao_1,,2.0,ana", r"h.csv:2: field 'score'.*above"),
+        ("90_direito_civil,90_direito_civil_questao_1,A1,0.5,", r"h.csv:2: field 'grader'"),
+    ],
+)
+def test_human_csv_errors_name_line_and_field(tmp_path, row, message):
+    human = tmp_path / "h.csv"
+    human.write_text("exam_id,question_id,item_id,score,grader\n" + row + "\n")
+    with pytest.raises(SourceError, match=message):
+        load_source("A", human)
+
+
+def test_cli_bad_input_exits_2(tmp_path):
+    bad = tmp_path / "h.csv"
+    bad.write_text("exam_id,question_id,score\n")
+    proc = oab("agreement", bad, bad, timeout=120)
+    assert (
+        proc.returncode == 2
+        and "oab-bench agreement: error:" in proc.stderr
+        and "missing columns" in proc.stderr
+    )
+
+
+# --- end to end on the published data ---------------------------------------------------------
+
+
+def test_upstream_o3_against_our_judge_through_the_stub(
+    stub, judge_key, tmp_path, upstream_v1, built_dataset
+):
+    """Upstream's legacy o3 scores (the published sample) vs our structured judge on the same answers."""
+    upstream = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
+    server = stub(policy="alternate")
+    ours = tmp_path / "ours.jsonl"
+    answers = [upstream_v1 / "model_answer" / f"{m}.jsonl" for m in ("o3-2025-04-16", "sabia-3.1-2025-05-08")]
+    judged = oab(
+        "judge",
+        "--dataset",
+        built_dataset,
+        "--answers",
+        *answers,
+        "--questions",
+        "39_direito_penal*",
+        "39_direito_administrativo*",
+        "--judge-model",
+        "openai/judge-test",
+        "--api-base",
+        server.url,
+        "--cache",
+        tmp_path / "cache",
+        "--output",
+        ours,
+        "--no-progress",
+        timeout=300,
+    )
+    assert judged.returncode == 0, judged.stderr
+    out = tmp_path / "agreement.json"
+    proc = oab(
+        "agreement", upstream, ours, "--dataset", built_dataset, "--format", "json", "--output", out,
+        "--resamples", "300", timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(out.read_text())
+    assert r["sources"][0]["judge"] == "o3-2025-04-16 [single-oab-v1]"
+    assert r["sources"][1]["judge"].startswith("openai/judge-test [")
+    assert (r["n_pairs"], r["n_exams"], r["exam"]["n"], r["left_out"]) == (20, 2, 4, 0)
+    assert r["item"]["n"] == 0  # upstream files have no item scores
+    assert {m["model"] for m in r["models"]} == {"o3-2025-04-16", "sabia-3.1-2025-05-08"}
+    o3 = next(m for m in r["models"] if m["model"] == "o3-2025-04-16")
+    assert o3["mean_a"] == pytest.approx(9.07, abs=0.01)  # upstream's own totals for these two exams
+    for figure in (r["question"]["mae"], r["exam"]["mae"], r["exam"]["bias"]):
+        assert figure["value"] is not None and figure["ci_low"] <= figure["value"] <= figure["ci_high"]
+    text = oab("agreement", upstream, ours, "--dataset", built_dataset, "--resamples", "300", timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert "Largest disagreements" in text.stdout and "39_direito_" in text.stdout
+    assert "Pass/fail (>= 6.00)" in text.stdout
+
+
+def test_the_readme_csv_example_reads(tmp_path):
+    from tests.conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Is the judge right?") :]
+    start = section.index("```csv\n") + 7
+    csv_text = section[start : section.index("```", start)]
+    (tmp_path / "human.csv").write_text(csv_text)
+    src = load_source("H", tmp_path / "human.csv")
+    assert {k[1] for k in src.graded} == {
+        "39_direito_penal_questao_1",
+        "39_direito_penal_peca_praticoprofissional",
+    }
+    assert src.graded[("o3-2025-04-16", "39_direito_penal_questao_1")].items == {"A1": 0.65}
+
+
+def test_human_csv_items_are_checked_against_the_dataset(tmp_path, built_rows):
+    rows, _ = built_rows
+    dataset = {r.question_id: r for r in rows}
+    row = dataset["39_direito_penal_questao_1"]
+    item = next(r for r in row.rubric if not r.annulled)
+    human = tmp_path / "h.csv"
+    head = "exam_id,question_id,item_id,score,grader\n"
+    human.write_text(head + f"39_direito_penal,{row.question_id},Z9,0.1,ana\n")
+    with pytest.raises(SourceError, match=r"h.csv:2: field 'item_id'.*has no item 'Z9'"):
+        load_source("H", human, dataset)
+    human.write_text(head + f"39_direito_penal,{row.question_id},{item.item_id},{item.max_score + 1},ana\n")
+    with pytest.raises(SourceError, match=r"h.csv:2: field 'item_id'.*above the item's"):
+        load_source("H", human, dataset)
+    human.write_text(head + f"39_direito_penal,{row.question_id},{item.item_id},{item.max_score},ana\n")
+    graded = load_source("H", human, dataset).graded[(None, row.question_id)]
+    assert graded.items[item.item_id] == item.max_score and graded.max_score == row.max_score

@@ -1,0 +1,216 @@
+"""A jury of judges: the combination rule on made-up gradings, and three members through the stub
+server, one of which fails every call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge.jury import Jury, combine, make_judge, round_down
+from judge.records import ItemScore, Judgment
+from judge.runner import Judge
+from judge.settings import JudgeSettings
+from tests.conftest import oab
+from tests.test_judge_parsing import made_up_row
+
+ROW = made_up_row(annulled=True)  # A1 grid [0, 0.55, 0.65], B1 [0, 0.3], B2 annulled (0.3)
+
+
+def member(name, a1=None, b1=None, status="ok", cost=0.01, cached=False):
+    items = [] if status != "ok" else [ItemScore(item_id="A1", score=a1, max_score=0.65)]
+    if status == "ok":
+        items += [
+            ItemScore(item_id="B1", score=b1, max_score=0.3),
+            ItemScore(item_id="B2", score=0.3, max_score=0.3),
+        ]
+    return Judgment(
+        question_id=ROW.question_id,
+        exam_id=ROW.exam_id,
+        model="m",
+        judge_model=name,
+        prompt_version="oab-pt-v1",
+        mode="structured",
+        status=status,
+        score=sum(i.score for i in items) if status == "ok" else None,
+        max_score=ROW.max_score,
+        items=items,
+        cost_usd=cost,
+        cached=cached,
+    )
+
+
+BASE = {
+    "question_id": ROW.question_id,
+    "exam_id": ROW.exam_id,
+    "model": "m",
+    "judge_model": "jury-median(a, b, c)",
+    "prompt_version": "oab-pt-v1",
+    "mode": "structured",
+    "max_score": ROW.max_score,
+}
+
+
+def test_round_down_to_the_grid():
+    assert round_down(0.6, [0.0, 0.55, 0.65]) == 0.55
+    assert round_down(0.65, [0.0, 0.55, 0.65]) == 0.65
+    assert round_down(0.54, [0.0, 0.55, 0.65]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("how", "a1", "b1"),
+    [
+        ("median", 0.55, 0.3),  # median(0, .55, .65) = .55; median(0, .3, .3) = .3
+        ("mean", 0.0, 0.0),  # mean .4 -> down to 0; mean .2 -> down to 0
+        ("min", 0.0, 0.0),
+    ],
+)
+def test_combine_item_scores(how, a1, b1):
+    got = [member("a", 0.0, 0.3), member("b", 0.55, 0.0), member("c", 0.65, 0.3)]
+    j = combine(ROW, "m", got, how, BASE)
+    items = {i.item_id: i.score for i in j.items}
+    assert j.status == "ok" and items == {"A1": a1, "B1": b1, "B2": 0.3}  # annulled: in full
+    assert j.score == pytest.approx(a1 + b1 + 0.3)
+    assert [m.items.get("A1") for m in j.members] == [0.0, 0.55, 0.65]  # each member's scores kept
+    assert j.cost_usd == pytest.approx(0.03)
+
+
+def test_even_median_rounds_down():
+    j = combine(ROW, "m", [member("a", 0.55, 0.3), member("b", 0.65, 0.3)], "median", BASE)
+    assert {i.item_id: i.score for i in j.items}["A1"] == 0.55  # median 0.60 is not on the grid
+
+
+def test_majority_rule():
+    """2 of 3 members graded: the jury grades with those two; 1 of 3 or 2 of 4: the jury fails."""
+    two_of_three = [member("a", 0.55, 0.3), member("b", status="api_error", cost=0.0), member("c", 0.65, 0.0)]
+    j = combine(ROW, "m", two_of_three, "median", BASE)
+    assert j.status == "ok" and {i.item_id: i.score for i in j.items}["A1"] == 0.55
+    one_of_three = [
+        member("a", 0.55, 0.3),
+        member("b", status="api_error"),
+        member("c", status="parse_error"),
+    ]
+    j = combine(ROW, "m", one_of_three, "median", BASE)
+    assert j.status in ("api_error", "parse_error") and j.score is None
+    assert "1 of 3 members graded this question; a majority (2) is needed" in j.error
+    two_of_four = [*two_of_three, member("d", status="api_error")]
+    j = combine(ROW, "m", two_of_four, "median", BASE)
+    assert j.status == "api_error" and "2 of 4" in j.error and "majority (3)" in j.error
+
+
+def test_cached_members_cost_nothing_again():
+    got = [member("a", 0.55, 0.3, cached=True), member("b", 0.55, 0.3, cost=0.02)]
+    j = combine(ROW, "m", got, "median", BASE)
+    assert j.cost_usd == pytest.approx(0.02) and not j.cached
+    assert combine(ROW, "m", [member("a", 0.55, 0.3, cached=True)] * 2, "median", BASE).cached
+
+
+def test_make_judge_and_the_record():
+    assert isinstance(make_judge(JudgeSettings(judge_model="openai/x")), Judge)
+    jury = make_judge(JudgeSettings(judge_model="openai/a, openai/b,openai/c", jury_combine="min"))
+    assert isinstance(jury, Jury) and jury.name == "jury-min(openai/a, openai/b, openai/c)"
+    assert [m.settings.judge_model for m in jury.members] == ["openai/a", "openai/b", "openai/c"]
+    with pytest.raises(ValueError, match="named twice"):
+        Jury(JudgeSettings(judge_model="openai/a,openai/a"))
+    record = combine(ROW, "m", [member("a", 0.55, 0.3)] * 3, "median", BASE).record()
+    assert record["members"][0]["items"] == {"A1": 0.55, "B1": 0.3, "B2": 0.3}
+    assert "members" not in member("a", 0.55, 0.3).record()  # one judge's records are unchanged
+
+
+def test_jury_of_three_through_the_stub_one_member_always_fails(
+    stub, judge_key, tmp_path, upstream_v1, built_dataset
+):
+    server = stub(policy="alternate", faults=[{"kind": "500", "match": '"judge-dead"'}])
+    answers = upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl"
+    out = tmp_path / "jury.jsonl"
+    args = ["judge", "--dataset", built_dataset, "--answers", answers, "--questions", "39_direito_penal*"]
+    for m in ("openai/judge-a", "openai/judge-b", "openai/judge-dead"):
+        args += ["--judge-model", m]
+    args += ["--api-base", server.url, "--cache", tmp_path / "cache", "--output", out, "--no-progress"]
+    args += [
+        "--max-attempts",
+        "1",
+        "--price-input",
+        "1",
+        "--price-output",
+        "2",
+        "--price-cached-input",
+        "0.5",
+    ]
+    proc = oab(*args, timeout=300)
+    assert proc.returncode == 0, proc.stderr  # 2 of 3 members graded every question
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 5 and {r["status"] for r in rows} == {"ok"}
+    assert {r["judge_model"] for r in rows} == {
+        "jury-median(openai/judge-a, openai/judge-b, openai/judge-dead)"
+    }
+    for r in rows:
+        by = {m["judge_model"]: m for m in r["members"]}
+        assert by["openai/judge-dead"]["status"] == "api_error" and by["openai/judge-dead"]["cost_usd"] == 0
+        ok = [by["openai/judge-a"], by["openai/judge-b"]]
+        assert all(m["status"] == "ok" and m["cost_usd"] > 0 for m in ok)
+        assert r["cost_usd"] == pytest.approx(sum(m["cost_usd"] for m in ok))  # costs add up per member
+        assert r["score"] == pytest.approx(ok[0]["score"])  # both alike: the median is theirs
+    err = proc.stderr
+    assert (
+        "jury member C openai/judge-dead: ok 0 of 5" in err
+        and "jury member A openai/judge-a: ok 5 of 5" in err
+    )
+    assert "strict majority of the 3 members" in err and "0 failed that rule" in err
+    assert "jury agreement A vs B: exam CCC" in err and "Krippendorff's alpha" in err
+    # one jury's file: `agreement` compares its members
+    agree = oab("agreement", out, "--format", "json", "--resamples", "200", timeout=120)
+    assert agree.returncode == 0, agree.stderr
+    r = json.loads(agree.stdout)
+    assert [s["judge"] for s in r["sources"]] == ["openai/judge-a", "openai/judge-b", "openai/judge-dead"]
+    assert r["n_pairs"] == 5 and r["item"]["exact"]["value"] == 1.0 and len(r["pairwise"]) == 3
+    assert r["pairwise"][1]["ccc"]["value"] is None  # the dead member graded nothing
+    # the leaderboard: the jury as its own judge, and on request each member
+    lb = oab("leaderboard", out, "--format", "json", "--members", "--resamples", "200", timeout=120)
+    assert lb.returncode == 0, lb.stderr
+    judges = {row["judge"] for row in json.loads(lb.stdout)["rows"]}
+    assert any(j.startswith("jury-median(") for j in judges)
+    assert any(j.startswith("openai/judge-a [") and "jury member" in j for j in judges)
+
+
+def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
+    """`oab-bench run --judge-model A --judge-model B`: the lighteval task gets OAB_JUDGE_MODEL=A,B."""
+    from judge.lighteval_judge import settings_from_env
+    from scripts.cli import build_parser
+    from scripts.run import child_env
+
+    run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
+    args = build_parser().parse_args(
+        [*run, "--judge-model", "openai/a", "--judge-model", "openai/b", "--jury-combine", "min"]
+    )
+    env = child_env(args, tmp_path)
+    assert env["OAB_JUDGE_MODEL"] == "openai/a,openai/b" and env["OAB_JUDGE_JURY_COMBINE"] == "min"
+    for k, v in env.items():
+        if k.startswith("OAB_JUDGE_"):
+            monkeypatch.setenv(k, v)
+    jury = make_judge(settings_from_env())
+    assert isinstance(jury, Jury) and jury.name == "jury-min(openai/a, openai/b)"
+
+
+@pytest.mark.e2e
+def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
+    """`oab-bench run` with two judges: the lighteval task grades with the jury, run prints its members."""
+    from scripts.run import JUDGMENTS_FILE
+    from tests.test_e2e import run_bench
+
+    candidate, judges = stub(), stub(policy="alternate")
+    extra = ("--judge-model", "openai/judge-e2e-b")  # after run_bench's own --judge-model openai/judge-e2e
+    out, proc = run_bench("openai/cand-jury", candidate.url, judges.url, built_dataset, tmp_path, *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / JUDGMENTS_FILE).read_text().splitlines()]
+    assert rows and {r["judge_model"] for r in rows} == {"jury-median(openai/judge-e2e, openai/judge-e2e-b)"}
+    assert all(
+        [m["judge_model"] for m in r["members"]] == ["openai/judge-e2e", "openai/judge-e2e-b"] for r in rows
+    )
+    assert "jury member B openai/judge-e2e-b: ok 15 of 15" in proc.stderr
+    assert "jury agreement A vs B: exam CCC" in proc.stderr
+    # a run folder is a source for `agreement` too (its details carry item scores)
+    agree = oab("agreement", out, out / JUDGMENTS_FILE, "--format", "json", "--resamples", "200", timeout=120)
+    assert agree.returncode == 0, agree.stderr
+    r = json.loads(agree.stdout)
+    assert r["n_pairs"] == 15 and r["exam"]["n"] == 3 and r["item"]["exact"]["value"] == 1.0

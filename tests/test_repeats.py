@@ -1,0 +1,142 @@
+"""`--repeats K`: each answer graded K times (own cache entries), the noise report, and the
+leaderboard's interval over exams and repeats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge.report import tables as lb
+from judge.report.inputs import load_records
+from judge.validity.repeats import render_repeats, repeats_ci, repeats_report
+from tests.conftest import oab
+
+EXAMS = ["90_direito_civil", "90_direito_penal", "91_direito_civil", "91_direito_penal"]
+
+
+def repeated(model, exam, pecas, questao=1.0):
+    """Exam `exam` graded len(pecas) times: the peça's score changes per repeat, the questões' do not."""
+    out = []
+    for n in range(5):
+        qid = f"{exam}_peca_praticoprofissional" if n == 0 else f"{exam}_questao_{n}"
+        scores = pecas if n == 0 else [questao] * len(pecas)
+        out.append(
+            {
+                "question_id": qid,
+                "exam_id": exam,
+                "model": model,
+                "judge_model": "openai/j",
+                "prompt_version": "oab-pt-v1",
+                "mode": "legacy",
+                "status": "ok",
+                "score": scores[0],
+                "max_score": 5.0 if n == 0 else 1.25,
+                "items": [],
+                "repeats": [
+                    {
+                        "judge_model": "openai/j",
+                        "repeat": k,
+                        "status": "ok",
+                        "score": s,
+                        "items": {},
+                        "cached": False,
+                    }
+                    for k, s in enumerate(scores)
+                ],
+            }
+        )
+    return out
+
+
+@pytest.fixture
+def run(tmp_path):
+    recs = []
+    recs += repeated("m", EXAMS[0], [4.0, 4.0, 4.0])  # 8, 8, 8
+    recs += repeated("m", EXAMS[1], [1.0, 2.5, 1.0])  # 5, 6.5, 5: the verdict changes
+    recs += repeated("m", EXAMS[2], [0.0, 0.0, 0.0])  # 4, 4, 4
+    recs += repeated("m", EXAMS[3], [3.0, 3.0, 2.0])  # 7, 7, 6
+    path = tmp_path / "repeated.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path, recs
+
+
+def test_noise_figures_by_hand(run):
+    _, recs = run
+    r = repeats_report(recs, resamples=300, seed=0)
+    assert (r["repeats"], r["n_questions"], r["n_exam_results"]) == (3, 20, 4)
+    # peça SDs: 0, sd(1, 2.5, 1) = 0.866, 0, sd(3, 3, 2) = 0.577; the 16 questões 0
+    assert r["question_sd"]["max"] == pytest.approx(0.8660254)
+    assert r["question_sd"]["mean"] == pytest.approx((0.8660254 + 0.5773503) / 20)
+    assert r["question_sd"]["noisiest"][0]["question_id"] == f"{EXAMS[1]}_peca_praticoprofissional"
+    assert r["verdict_changes"]["count"] == 1 and r["verdict_changes"]["share"] == 0.25
+    assert r["verdict_changes"]["exams"][0]["totals"] == [5.0, 6.5, 5.0]
+    assert 0.5 < r["alpha"]["value"] < 1.0
+    text = render_repeats(r)
+    assert "exams whose verdict changes between repeats: 1 of 4 (25%)" in text
+
+
+def test_leaderboard_averages_repeats_and_widens_the_interval(run):
+    path, _ = run
+    (table,) = lb.build_tables(load_records(path), resamples=2000)[0]
+    (row,) = table.rows
+    means = {EXAMS[0]: 8.0, EXAMS[1]: 5.5, EXAMS[2]: 4.0, EXAMS[3]: 6.67}
+    assert row.exam_totals == pytest.approx(means)
+    assert row.mean_exam_score == pytest.approx(sum(means.values()) / 4, abs=0.01)
+    assert row.ci_low < row.mean_exam_score < row.ci_high
+    # judge noise alone: four identical exams graded differently still get an interval
+    low, high = repeats_ci({e: [5.0, 7.0] for e in EXAMS}, resamples=2000, seed=0)
+    assert low < 6.0 < high and (low, high) == repeats_ci(
+        {e: [5.0, 7.0] for e in EXAMS}, resamples=2000, seed=0
+    )
+
+
+def test_repeats_through_the_stub(stub, judge_key, tmp_path, upstream_v1, built_dataset):
+    server = stub(policy="alternate")
+    answers = upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl"
+    cache, out = tmp_path / "cache", tmp_path / "rep.jsonl"
+    common = ["judge", "--dataset", built_dataset, "--answers", answers, "--judge-model", "openai/judge-test"]
+    common += ["--questions", "39_direito_penal*", "39_direito_administrativo*", "--api-base", server.url]
+    common += ["--cache", cache, "--no-progress"]
+    proc = oab(*common, "--repeats", "3", "--output", out, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert server.count == 30  # 10 questions x 3 repeats, each its own call
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 10 and all([m["repeat"] for m in r["repeats"]] == [0, 1, 2] for r in rows)
+    # repeat 0 is what a single run grades: a plain run afterwards finds it all in the cache
+    plain = oab(*common, "--output", tmp_path / "plain.jsonl", timeout=300)
+    assert plain.returncode == 0 and server.count == 30 and "(10 from cache)" in plain.stderr
+    report = oab("agreement", "--repeats", out, "--format", "json", "--resamples", "200", timeout=120)
+    assert report.returncode == 0, report.stderr
+    r = json.loads(report.stdout)
+    assert (
+        r["repeats"] == 3
+        and r["question_sd"]["max"] == pytest.approx(0, abs=1e-9)
+        and r["verdict_changes"]["count"] == 0
+    )
+    text = oab("agreement", "--repeats", out, "--resamples", "200", timeout=120)
+    assert "Run-to-run noise: 3 repeats" in text.stdout
+    lb_run = oab("leaderboard", out, "--format", "json", "--resamples", "200", timeout=120)
+    assert lb_run.returncode == 0 and json.loads(lb_run.stdout)["rows"][0]["exams"] == 2
+
+
+def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
+    from judge.jury import make_judge
+    from judge.lighteval_judge import settings_from_env
+    from judge.repeats import Repeated
+    from judge.settings import JudgeSettings
+    from scripts.cli import build_parser
+    from scripts.run import child_env
+
+    run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
+    env = child_env(
+        build_parser().parse_args([*run, "--judge-model", "openai/j", "--repeats", "3"]), tmp_path
+    )
+    assert env["OAB_JUDGE_REPEATS"] == "3"
+    for k, v in env.items():
+        if k.startswith("OAB_JUDGE_"):
+            monkeypatch.setenv(k, v)
+    judge = make_judge(settings_from_env())
+    assert isinstance(judge, Repeated) and len(judge.runs) == 3
+    with pytest.raises(ValueError, match="--repeats with a jury"):
+        make_judge(JudgeSettings(judge_model="openai/a,openai/b", repeats=2))
