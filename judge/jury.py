@@ -111,18 +111,7 @@ def combine(row: QuestionRow, model: str, got: list[Judgment], how: str, base: d
     fresh = [j for j in got if not j.cached]
     fields = dict(
         base,
-        members=[
-            MemberScore(
-                judge_model=j.judge_model,
-                status=j.status,
-                score=j.score,
-                items={i.item_id: i.score for i in j.items},
-                cost_usd=0.0 if j.cached else j.cost_usd,
-                cached=j.cached,
-                error=j.error,
-            )
-            for j in got
-        ],
+        members=[MemberScore.of(j) for j in got],
         usage=sum((j.usage for j in fresh), Usage()),
         cost_usd=total_cost([j.cost_usd for j in fresh]),
         attempts=sum(j.attempts for j in got),

@@ -60,6 +60,20 @@ class MemberScore(BaseModel):
     cached: bool = False
     error: str | None = None
 
+    @classmethod
+    def of(cls, j: Judgment, repeat: int | None = None) -> MemberScore:
+        """A member's (or repeat's) judgment as the jury's record keeps it; a cached one cost nothing now."""
+        return cls(
+            judge_model=j.judge_model,
+            repeat=repeat,
+            status=j.status,
+            score=j.score,
+            items={i.item_id: i.score for i in j.items},
+            cost_usd=0.0 if j.cached else j.cost_usd,
+            cached=j.cached,
+            error=j.error,
+        )
+
 
 class Judgment(BaseModel):
     """One (model, question) graded. Only status `ok` carries a score."""

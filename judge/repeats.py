@@ -47,19 +47,7 @@ class Repeated:
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         got = await asyncio.gather(*(r.grade(row, answer) for r in self.runs))
         fresh = [j for j in got if not j.cached]
-        repeats = [
-            MemberScore(
-                judge_model=j.judge_model,
-                repeat=k,
-                status=j.status,
-                score=j.score,
-                items={i.item_id: i.score for i in j.items},
-                cost_usd=0.0 if j.cached else j.cost_usd,
-                cached=j.cached,
-                error=j.error,
-            )
-            for k, j in enumerate(got)
-        ]
+        repeats = [MemberScore.of(j, repeat=k) for k, j in enumerate(got)]
         return got[0].model_copy(
             update={
                 "repeats": repeats,

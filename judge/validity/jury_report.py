@@ -31,15 +31,7 @@ def member_sources(records: list[dict]) -> list[Source]:
     graded: dict[str, dict] = {n: {} for n in names}
     for r in records:
         for m in r.get("members") or []:
-            graded[m["judge_model"]][(r["model"], r["question_id"])] = Graded(
-                model=r["model"],
-                question_id=r["question_id"],
-                exam_id=r["exam_id"],
-                status=m["status"],
-                score=m["score"] if m["status"] == "ok" else None,
-                max_score=r["max_score"],
-                items=m.get("items") or None,
-            )
+            graded[m["judge_model"]][(r["model"], r["question_id"])] = Graded.of_member(r, m)
     return [
         Source(name=letter, path="jury member", judge=n, graded=graded[n])
         for letter, n in zip(source_names(len(names)), names, strict=True)

@@ -28,15 +28,7 @@ def repeat_sources(records: list[dict]) -> list[Source]:
     graded: dict[int, dict] = defaultdict(dict)
     for r in records:
         for m in r.get("repeats") or []:
-            graded[m["repeat"]][(r["model"], r["question_id"])] = Graded(
-                model=r["model"],
-                question_id=r["question_id"],
-                exam_id=r["exam_id"],
-                status=m["status"],
-                score=m["score"] if m["status"] == "ok" else None,
-                max_score=r["max_score"],
-                items=m.get("items") or None,
-            )
+            graded[m["repeat"]][(r["model"], r["question_id"])] = Graded.of_member(r, m)
     return [
         Source(name=f"R{k}", path="repeat", judge=f"repeat {k}", graded=graded[k]) for k in sorted(graded)
     ]

@@ -38,6 +38,19 @@ class Graded(BaseModel):
     max_score: float
     items: dict[str, float] | None = None  # item id -> score, where the source has item scores
 
+    @classmethod
+    def of_member(cls, record: dict, member: dict) -> Graded:
+        """A jury member's (or one repeat's) grading, from the record of the jury (or repeated run)."""
+        return cls(
+            model=record["model"],
+            question_id=record["question_id"],
+            exam_id=record["exam_id"],
+            status=member["status"],
+            score=member["score"] if member["status"] == "ok" else None,
+            max_score=record["max_score"],
+            items=member.get("items") or None,
+        )
+
 
 Key = tuple[str | None, str]  # (model, question id)
 
