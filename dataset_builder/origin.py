@@ -143,6 +143,7 @@ def _quiet(datasets):
 
 def _load_config(spec: HubSpec, config: str, revision: str) -> list[dict]:
     import datasets
+    from datasets.exceptions import DatasetGenerationError
 
     try:
         if spec.folder is not None:
@@ -158,8 +159,11 @@ def _load_config(spec: HubSpec, config: str, revision: str) -> list[dict]:
         return datasets.load_dataset(spec.repo, config, split="train", revision=revision).to_list()
     except SourceError:
         raise
-    except (ValueError, ConnectionError, FileNotFoundError) as e:
-        raise SourceError(f"cannot read config '{config}': {e}", file=spec.spec) from None
+    except (ValueError, ConnectionError, FileNotFoundError, DatasetGenerationError) as e:
+        cause = (
+            e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
+        )  # say why, not "an error occurred"
+        raise SourceError(f"cannot read config '{config}': {cause}", file=spec.spec) from None
 
 
 def hub_source(source: str) -> RawSource:

@@ -117,7 +117,8 @@ def write_dataset(
     output = output.resolve()
     if output.is_file():
         raise FileExistsError(f"{output} is a file, not a dataset folder")
-    if output.exists():
+    empty = output.is_dir() and not output.is_symlink() and not any(output.iterdir())
+    if output.exists() and not empty:  # an empty folder holds nothing to lose: the swap fills it
         if not overwrite:
             raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
         check_replaceable(output)

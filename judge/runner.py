@@ -163,7 +163,7 @@ class Judge:
                 return cached.model_copy(update={"model": answer.model, "cached": True, **noted})
             if self.breaker.open:
                 return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
-            reserved = self.budget.reserve(row, answer) if self.budget else 0.0
+            reserved = await self.budget.reserve(row, answer) if self.budget else 0.0
             if reserved is None:
                 return Judgment(**base, status="budget", error=self.budget.why(), cost_usd=0.0)
             judgment = None
@@ -176,7 +176,7 @@ class Judge:
                     judgment = await self._grade_ours(row, text, base, first)
             finally:
                 if self.budget:
-                    self.budget.settle(reserved, judgment)
+                    await self.budget.settle(reserved, judgment)
             # on disk (group commit, off the loop) before the key is released
             await self.store.append(judgment)
         return judgment.model_copy(update=noted)
@@ -274,24 +274,47 @@ class Budget:
             )
         self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
         self._expect: Callable | None = None
+        self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
 
-    def reserve(self, row: QuestionRow, answer: Answer) -> float | None:
-        """The expected cost of judging `answer`, now counted as in flight; None: over the cap."""
+    def _condition(self) -> asyncio.Condition:
+        """Signalled when a call in flight settles (one per event loop: a judge may serve several runs)."""
+        loop = asyncio.get_running_loop()
+        if self._settled is None or self._settled[0] is not loop:
+            self._settled = (loop, asyncio.Condition())
+        return self._settled[1]
+
+    async def reserve(self, row: QuestionRow, answer: Answer) -> float | None:
+        """The expected cost of judging `answer`, now counted as in flight; None: over the cap.
+
+        While calls are in flight a judgment that does not fit waits for them to settle (they
+        usually cost less than expected), so the cap is used, not just filled with expectations;
+        it is refused only when it does not fit with nothing in flight. Once one is refused, no
+        later one starts (a rerun with a higher cap continues in order)."""
         if self._expect is None:
             from .estimate.core import expected_cost
 
             self._expect = expected_cost(self.judge)
         expected = self._expect(row, answer)
-        if self.refused or self.spent + self.in_flight + expected > self.cap:  # once stopped, stopped
-            self.refused += 1
-            return None
-        self.in_flight += expected
-        return expected
+        settled = self._condition()
+        async with settled:
+            while not self.refused and self.in_flight > 0 and self._over(expected):
+                await settled.wait()
+            if self.refused or self._over(expected):
+                self.refused += 1
+                return None
+            self.in_flight += expected
+            return expected
 
-    def settle(self, reserved: float, judgment: Judgment | None) -> None:
-        self.in_flight -= reserved
-        if judgment is not None:
-            self.spent += judgment.cost_usd or 0.0
+    def _over(self, expected: float) -> bool:
+        return self.spent + self.in_flight + expected > self.cap
+
+    async def settle(self, reserved: float, judgment: Judgment | None) -> None:
+        settled = self._condition()
+        async with settled:
+            self.in_flight = max(0.0, self.in_flight - reserved)
+            if judgment is not None:
+                self.spent += judgment.cost_usd or 0.0
+            settled.notify_all()
 
     def why(self) -> str:
         return (

@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Mode = Literal["structured", "legacy"]
 PromptName = Literal["oab", "upstream-v1", "upstream-v2"]
@@ -89,6 +89,16 @@ class JudgeSettings(BaseModel):
                 f"{ENV_PREFIX}UPSTREAM_PROMPTS): upstream's judge_prompts.jsonl"
             )
         return {**data, "mode": implied}
+
+    @model_validator(mode="after")
+    def _batch_has_no_cap(self):
+        """A batch is submitted whole and paid as it comes back: a cap cannot stop it half-way."""
+        if self.batch and self.max_cost_usd is not None:
+            raise ValueError(
+                "batch and max_cost_usd do not go together (a batch is submitted whole): "
+                "check the bill first with --estimate, then batch without a cap"
+            )
+        return self
 
     def sampling(self) -> dict:
         """The settings that change what the judge writes: part of the cache key."""
@@ -189,7 +199,20 @@ def settings_from(
     values = {k: None if v is NULL else v for k, v in values.items()}
     if not values.get("judge_model"):
         raise ValueError(f"no judge model: pass --judge-model or set {env_var('judge_model')}")
-    return JudgeSettings(**values)
+    try:
+        return JudgeSettings(**values)
+    except ValidationError as e:  # one line per problem, named as the user wrote it: no pydantic dump
+        raise ValueError("; ".join(_problem(err, prefix) for err in e.errors())) from None
+
+
+def _problem(err: dict, prefix: str) -> str:
+    field = err["loc"][0] if err["loc"] else None
+    where = (
+        f"{flag(field, prefix)} ({env_var(field)})"
+        if field in JudgeSettings.model_fields
+        else "judge settings"
+    )
+    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
 def settings_env(settings: JudgeSettings) -> dict[str, str | None]:

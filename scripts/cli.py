@@ -239,6 +239,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset")  # what a command reads
+
+
+def check_output_is_not_an_input(args: argparse.Namespace) -> None:
+    """`--output` never replaces what the same command reads, nor a folder holding it: a typo must
+    not turn an answers file into a judgments file."""
+    output = getattr(args, "output", None)
+    if not output:
+        return
+    out = Path(output).resolve()
+    for name in INPUT_ARGS:
+        given = getattr(args, name, None)
+        for path in given if isinstance(given, list) else [given]:
+            if not isinstance(path, str) or not Path(path).exists():
+                continue
+            src = Path(path).resolve()
+            if out == src or out in src.parents:
+                raise ValueError(f"--output {output} would overwrite the input {path}: write elsewhere")
+
+
 def main(argv: list[str] | None = None) -> int:
     from dataset_builder.errors import BuildError, SourceError
     from judge.redact import redact
@@ -246,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        check_output_is_not_an_input(args)
         return args.func(args)
     except (SourceError, BuildError, OSError, ValueError, ServerError) as e:
         for line in redact(str(e)).splitlines():

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
-from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow
 from dataset_builder.source import read_objects
 
 from ..report.inputs import load_records
@@ -195,7 +195,7 @@ def _graded(key: Key, score: float, items: dict[str, float] | None, exam: str, m
         question_id=key[1],
         exam_id=exam,
         status="ok",
-        score=money(score),
+        score=round(score, 6),  # graders' mean unrounded: cents would bias every figure (0.625 -> 0.62)
         max_score=maximum,
         items=items or None,
     )

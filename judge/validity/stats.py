@@ -76,6 +76,8 @@ def kendall(c: Columns) -> float:
 def ccc(c: Columns) -> float:
     """Lin's concordance: agreement with the identity line (a shift or a scale lowers it, unlike Pearson)."""
     a, b = c["a"], c["b"]
+    if np.ptp(a) == 0 or np.ptp(b) == 0:  # a constant side: no concordance to speak of (null, as Pearson)
+        return math.nan
     denominator = a.var() + b.var() + (a.mean() - b.mean()) ** 2
     return 2 * np.mean((a - a.mean()) * (b - b.mean())) / denominator
 
@@ -116,6 +118,7 @@ def alpha(c: Columns) -> float:
 
 
 NEEDS_VARIANCE = {pearson, spearman, kendall}
+ONE_IS_ENOUGH = {exact, mae, bias}  # the others compare two values or more (n = 1 is never 0 or 1)
 
 
 # --- the figure: value, interval, and why not ------------------------------------------------
@@ -169,7 +172,8 @@ def figure(
     seed: int = DEFAULT_SEED,
 ) -> Figure:
     """`stat` on `cols` with its interval; null (and a note saying why) where it cannot be computed."""
-    value = _quiet(stat, cols) if len(cols["exam"]) else math.nan
+    n = len(cols["exam"])
+    value = _quiet(stat, cols) if n >= (1 if stat in ONE_IS_ENOUGH else 2) else math.nan
     if not math.isfinite(value):
         notes.append(f"{name}: null: {_why_undefined(stat, cols)}")
         return NULL

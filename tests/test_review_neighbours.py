@@ -1,0 +1,141 @@
+"""Defects a review found by trying the new commands as an adversary would, each with its neighbours."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from dataset_builder.build import build_rows
+from dataset_builder.errors import SourceError
+from dataset_builder.publish import write_dataset
+from judge.estimate.core import estimate
+from judge.runner import Judge, run_judge_all
+from judge.settings import settings_from
+from judge.store import JudgmentStore
+from judge.validity.sources import load_human
+from judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
+from scripts.cli import main
+from tests import synthetic as syn
+from tests.test_judge_cost import _pairs
+from tests.test_judge_server import settings
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["--max-cost-usd", "-1"],
+            "--max-cost-usd (OAB_JUDGE_MAX_COST_USD): Input should be greater than or equal to 0",
+        ),
+        (["--repeats", "0"], "--repeats (OAB_JUDGE_REPEATS): Input should be greater than or equal to 1"),
+        (["--batch", "--max-cost-usd", "1"], "batch and max_cost_usd do not go together"),
+    ],
+)
+def test_bad_settings_are_one_line_each_naming_the_flag(flags, said, tmp_path, capsys):
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("{}\n")
+    args = [
+        "judge",
+        "--dataset",
+        str(tmp_path),
+        "--answers",
+        str(answers),
+        "--output",
+        str(tmp_path / "j.jsonl"),
+    ]
+    assert main([*args, "--judge-model", "openai/x", *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0] and "pydantic" not in err[0], err
+
+
+def test_output_never_overwrites_an_input(tmp_path, capsys):
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"question_id": "q", "model_id": "m", "choices": [{"turns": ["x"]}]}\n')
+    before = answers.read_bytes()
+    for argv in (
+        ["judge", "--dataset", str(tmp_path / "ds"), "--answers", str(answers), "--output", str(answers)],
+        ["agreement", str(answers), str(answers), "--output", str(answers)],
+        ["report", str(answers), "--output", str(answers)],
+        ["leaderboard", str(answers), "--output", str(answers)],
+        ["build", "--source", str(tmp_path), "--output", str(tmp_path), "--overwrite"],
+    ):
+        assert main([*argv, *(["--judge-model", "openai/x"] if argv[0] == "judge" else [])]) == 2, argv
+        assert "would overwrite the input" in capsys.readouterr().err
+        assert answers.read_bytes() == before
+
+
+def test_a_hub_folder_with_an_empty_config_is_a_clear_error(tmp_path):
+    pairs = syn.exam()
+    folder = syn.write_hub_layout(tmp_path / "raw", [q for q, _ in pairs], [g for _, g in pairs])
+    path = folder / "questions" / "train-00000-of-00001.parquet"
+    pq.write_table(pq.read_table(path).slice(0, 0), path)
+    with pytest.raises(SourceError, match="cannot read config 'questions'"):
+        build_rows(f"hf:{folder}")
+
+
+def test_build_fills_an_existing_empty_folder(built_rows, tmp_path):
+    rows, report = built_rows
+    (tmp_path / "empty").mkdir()
+    out = write_dataset(rows, report, tmp_path / "empty")
+    assert (out / "data").is_dir() and (out / "README.md").exists()
+
+
+def test_graders_mean_is_not_rounded_to_cents(tmp_path):
+    csv = tmp_path / "h.csv"
+    qid = "39_direito_penal_questao_1"
+    csv.write_text(
+        "exam_id,question_id,item_id,score,grader\n"
+        f"39_direito_penal,{qid},,0.6,ana\n39_direito_penal,{qid},,0.65,bia\n"
+    )
+    [graded] = load_human("H", csv, {}).graded.values()
+    assert graded.score == pytest.approx(0.625)
+
+
+def test_one_value_or_a_constant_side_gives_null_not_zero():
+    notes: list[str] = []
+    one = columns([{"exam": "e1", "a": 9.0, "b": 4.0}], "exam", "a", "b")
+    assert figure("exam.ccc", ccc, one, notes).value is None
+    assert figure("exam.kappa_pass", kappa_pass, one, notes).value is None
+    assert figure("exam.mae", mae, one, notes).value == 5.0  # one pair is enough for an error
+    flat = columns([{"exam": f"e{i}", "a": 5.0, "b": float(i)} for i in range(4)], "exam", "a", "b")
+    assert figure("question.ccc", ccc, flat, notes).value is None
+    assert figure("question.pearson", pearson, flat, notes).value is None
+    assert any("too few" in n for n in notes) and any("constant" in n for n in notes)
+
+
+def test_the_cost_cap_is_used_not_just_filled_with_expectations(stub, judge_key, tmp_path):
+    """16 calls at a time: refused judgments wait for the calls in flight, which cost less than expected."""
+    server = stub()
+    pairs = _pairs(6)
+    prices = dict(price_input=1000.0, price_output=1000.0, concurrency=16)
+    expected = estimate(Judge(settings(server, **prices)), pairs).total.cost_usd
+    actual = sum(j.cost_usd for j in run_judge_all(Judge(settings(server, **prices)), pairs, progress=False))
+    cap = actual + expected / len(pairs) * 2  # room for everything, far below what was expected in total
+    assert cap < expected  # the old rule (reservations fill the cap, then stop) refused most of them
+    server.count = 0
+    capped = run_judge_all(
+        Judge(settings(server, max_cost_usd=cap, **prices), JudgmentStore(tmp_path)), pairs, progress=False
+    )
+    assert [j.status for j in capped] == ["ok"] * len(pairs) and server.count == len(pairs)
+    assert sum(j.cost_usd for j in capped) <= cap
+
+
+def test_the_budget_serves_several_event_loops(stub, judge_key):
+    server = stub()
+    judge = Judge(settings(server, price_input=1000.0, price_output=1000.0, max_cost_usd=1e9))
+    for _ in range(2):  # a judge reused by a second run (asyncio.run makes a new loop)
+        assert {j.status for j in run_judge_all(judge, _pairs(2), progress=False)} == {"ok"}
+
+
+def test_settings_error_names_the_run_flag(monkeypatch):
+    monkeypatch.delenv("OAB_JUDGE_REPEATS", raising=False)
+    import argparse
+
+    from judge.settings import add_arguments
+
+    p = argparse.ArgumentParser()
+    add_arguments(p, prefix="judge-")
+    with pytest.raises(ValueError, match=r"^--judge-max-tokens \(OAB_JUDGE_MAX_TOKENS\)"):
+        settings_from(
+            p.parse_args(["--judge-model", "openai/x", "--judge-max-tokens", "0"]), {}, prefix="judge-"
+        )
