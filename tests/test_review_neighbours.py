@@ -139,3 +139,12 @@ def test_settings_error_names_the_run_flag(monkeypatch):
         settings_from(
             p.parse_args(["--judge-model", "openai/x", "--judge-max-tokens", "0"]), {}, prefix="judge-"
         )
+
+
+def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, judge_key, tmp_path):
+    server = stub()
+    store = JudgmentStore(tmp_path)
+    unpriced = settings(server)  # openai/judge-test: no price known
+    run_judge_all(Judge(unpriced, store), _pairs(2), progress=False)
+    est = estimate(Judge(unpriced, JudgmentStore(tmp_path)), _pairs(2))
+    assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0

@@ -81,6 +81,9 @@ def _history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str
 
 
 def _price(judge: Judge, prompt: int, completion: int) -> float | None:
+    """Unknown without a price, except for nothing at all: no call costs $0 whatever the price."""
+    if prompt == 0 and completion == 0:
+        return 0.0
     p = prices(judge.settings)
     if p.input is None or p.output is None:
         return None
