@@ -126,9 +126,9 @@ class Judge:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
 
-    def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
-        """(cache key, the messages of every call) grading `answer` takes, before any retry; no
-        calls for an empty answer or a trusted cache hit. What `--estimate` and the budget count."""
+    def to_call(self, row: QuestionRow, answer: Answer) -> tuple[str, list[str], str | None]:
+        """(cache key, turns, text) as the judge would read `answer`; text None when grading it
+        calls nothing: an empty or too long answer, or a trusted cache hit."""
         turns, text, size = judged_text(answer, self.settings)
         key = self.key(row, text)
         too_long = size is not None and self.settings.long_answers != "truncate"
@@ -137,6 +137,14 @@ class Judge:
             or too_long
             or self._trusted(self.store.get(key), row, quiet=True)
         ):
+            return key, turns, None
+        return key, turns, text
+
+    def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
+        """(cache key, the messages of every call) grading `answer` takes, before any retry; no
+        calls for an empty answer or a trusted cache hit. What `--estimate` and the budget count."""
+        key, turns, text = self.to_call(row, answer)
+        if text is None:
             return key, []
         if self.upstream is not None:
             calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)

@@ -157,14 +157,8 @@ async def judge_batch(
     results: list[Judgment | None] = [None] * len(pairs)
     todo: dict[str, list[Pair]] = {}
     for i, (row, answer) in enumerate(pairs):
-        turns, text, size = judged_text(answer, judge.settings)
-        key = judge.key(row, text)
-        too_long = size is not None and judge.settings.long_answers != "truncate"
-        if (
-            not any(t.strip() for t in turns)
-            or too_long
-            or judge._trusted(judge.store.get(key), row) is not None
-        ):
+        key, _, text = judge.to_call(row, answer)
+        if text is None:
             results[i] = await judge.grade(row, answer)  # no answer, too long, or cached: no call
         else:
             todo.setdefault(key, []).append((i, row, answer))
