@@ -336,7 +336,7 @@ def test_probe_estimate_and_a_jury_of_two(stub, built_dataset, tmp_path, capsys)
     """--estimate prices the probe run and calls nothing; a jury grades every probe with each member."""
     server = stub(policy="max")
     rc, out, _ = probe(capsys, built_dataset, server, tmp_path, "--estimate", "--format", "json")
-    assert rc == 0 and server.count == 0
+    assert rc == 0 and server.count == 0 and not (tmp_path / "out").exists()  # nothing written either
     est = json.loads(out)
     assert est["total"]["calls"] == 50 and est["total"]["prompt_tokens"] > 0
 

@@ -11,6 +11,7 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from .probes import DEFAULT_SEED, PROBE_KINDS
@@ -80,8 +81,9 @@ def run_probe_command(args: argparse.Namespace) -> int:
     probes = build_probes(rows, pool, kinds, seed=args.seed)
     out = Path(args.output) if args.output else default_output(settings.judge_model)
     answers = []
-    for path in write_answer_files(probes, out / ANSWERS_DIR):
-        answers += load_answers(path)  # what is judged is what the files hold
+    with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:  # --estimate writes nothing
+        for path in write_answer_files(probes, Path(scratch) if args.estimate else out / ANSWERS_DIR):
+            answers += load_answers(path)  # what is judged is what the files hold
     pairs, missing, _ = pair_answers(rows, answers)
 
     judge = command_judge(args, settings)
