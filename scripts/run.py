@@ -348,11 +348,15 @@ def stopped_line(args: argparse.Namespace, settings: JudgeSettings, signame: str
             if judged is not None
             else ", judgments not kept (--judge-cache off)"
         )
+    return f"oab-bench run: stopped ({signame}); {kept}; resume with: {resume_command()}"
+
+
+def resume_command() -> str:
+    """This run's own command line (less --fresh-answers: a resume keeps what was generated)."""
     argv = [a for a in sys.argv[1:] if a != "--fresh-answers"]
-    resume = (
+    return (
         shlex.join(["oab-bench", *argv]) if argv and argv[0] == "run" else "the same `oab-bench run` command"
     )
-    return f"oab-bench run: stopped ({signame}); {kept}; resume with: {resume}"
 
 
 def start_local_servers(
@@ -470,6 +474,12 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
             f"oab-bench run: error: lighteval exited {returncode}; no results or judgments in {out}",
             file=sys.stderr,
         )
+        if settings.batch and (batches := judge_cache(args)) is not None:  # e.g. --judge-batch-wait ran out
+            print(
+                f"oab-bench run: the judge's batches go on running (recorded in {batches / 'batches.jsonl'}); "
+                f"answers are kept: resume with: {resume_command()}",
+                file=sys.stderr,
+            )
         return returncode or 1
 
     figures = task_figures([QuestionResult.model_validate(j) for j in judgments])

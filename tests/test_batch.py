@@ -195,8 +195,13 @@ def test_oab_bench_run_judge_batch(stub, built_rows, built_dataset, tmp_path):
     from tests.test_e2e import TASK, alternate_score, results_json, run_bench
 
     rows, _ = built_rows
-    server = stub(policy="alternate", max_model_len=1_000_000, served=("cand-e2e",))
-    out, proc = run_bench("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path, "--judge-batch")
+    server = stub(policy="alternate", max_model_len=1_000_000, served=("cand-e2e",), batch_hold=True)
+    args = ("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path, "--judge-batch")
+    _, proc = run_bench(*args, "--judge-batch-wait", "0")  # submits, then stops waiting
+    assert proc.returncode != 0 and server.batch_creations == 1
+    assert "batches go on running" in proc.stderr and "resume with: oab-bench run" in proc.stderr
+    server.release_batches()
+    out, proc = run_bench(*args)  # the resume reattaches: nothing submitted twice
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert server.batch_creations == 1
     judged = [
