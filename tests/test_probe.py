@@ -306,6 +306,8 @@ def test_a_judge_that_credits_content_discriminates(stub, built_dataset, tmp_pat
     board = json.loads(capsys.readouterr().out)
     models = {r["model"] for r in board["rows"]}
     assert models == {f"probe:{k}" for k in PROBE_KINDS}
+    assert main(["leaderboard", str(tmp_path / "out"), "--format", "json"]) == 0  # the probe's folder too
+    assert json.loads(capsys.readouterr().out) == board
 
 
 def test_a_subset_of_probes_and_bad_flags(stub, built_dataset, tmp_path, capsys):

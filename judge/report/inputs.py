@@ -242,6 +242,10 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
     dataset = dataset or {}
     if not path.exists():
         raise SourceError("not found", file=str(path))
+    if path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file():
+        path = (
+            path / JUDGMENTS_FILE
+        )  # `oab-bench probe`'s folder (a killed run's partial judgments are not read)
     try:
         if path.is_dir() and not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
             raise NoResults(
@@ -269,6 +273,8 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
 
 
 SUMMARY_FILE = "oab_bench_summary.json"  # written by `oab-bench run` (scripts/run.py)
+JUDGMENTS_FILE = "judgments.jsonl"  # written by `oab-bench run` and `oab-bench probe`
+PROBE_REPORT = "report.json"  # `oab-bench probe`: with its judgments.jsonl, a folder the leaderboard reads
 
 
 def recorded_dataset(path: Path) -> str | None:

@@ -14,11 +14,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..report.inputs import JUDGMENTS_FILE
+from ..report.inputs import PROBE_REPORT as REPORT_FILE
 from .probes import DEFAULT_SEED, PROBE_KINDS
 
 ANSWERS_DIR = "answers"
-JUDGMENTS_FILE = "judgments.jsonl"
-REPORT_FILE = "report.json"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
