@@ -26,14 +26,10 @@ from .answers import Answer
 from .records import ItemScore, Judgment, MemberScore, Usage, total_cost
 from .runner import Judge
 from .scoring import question_score
-from .settings import JudgeSettings
+from .settings import JudgeSettings, member_names, member_settings
 from .store import JudgmentStore
 
 COMBINE = {"median": statistics.median, "mean": statistics.fmean, "min": min}
-
-
-def member_names(judge_model: str) -> list[str]:
-    return [m.strip() for m in judge_model.split(",") if m.strip()]
 
 
 def make_judge(settings: JudgeSettings, store: JudgmentStore | None = None):
@@ -69,7 +65,7 @@ class Jury:
         if len(set(names)) != len(names):
             raise ValueError(f"a jury member is named twice: {settings.judge_model}")
         self.settings = settings
-        self.members = [Judge(settings.model_copy(update={"judge_model": m}), store) for m in names]
+        self.members = [Judge(member, store) for member in member_settings(settings)]
         for m in self.members[1:]:  # one --max-cost-usd for the whole jury, not one per member
             m.budget = self.members[0].budget
         self.name = jury_name(names, settings.jury_combine)

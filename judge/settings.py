@@ -109,6 +109,19 @@ class JudgeSettings(BaseModel):
         }
 
 
+def member_names(judge_model: str) -> list[str]:
+    """The judges a judge model names: several for a jury (`A,B,C`, or --judge-model given twice)."""
+    return [m.strip() for m in judge_model.split(",") if m.strip()]
+
+
+def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
+    """One judge's settings per member (each member is called, keyed and checked on its own)."""
+    names = member_names(settings.judge_model)
+    if len(names) <= 1:
+        return [settings]
+    return [settings.model_copy(update={"judge_model": m}) for m in names]
+
+
 def env_var(field: str) -> str:
     return f"{ENV_PREFIX}MODEL" if field == "judge_model" else ENV_PREFIX + field.upper()
 

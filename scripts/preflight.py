@@ -114,6 +114,7 @@ def check_max_new_tokens(max_new_tokens: int, context: int, where: str) -> None:
 def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings) -> None:
     """The candidate and the judge each need a key, or a local server (--api-base) that takes any."""
     from judge.client import API_KEY_ENV, missing_keys  # litellm: slow to import, only `run` needs it
+    from judge.settings import member_settings
     from scripts.vllm_server import vllm_target  # a local server of ours: no key
 
     problems = []
@@ -123,11 +124,13 @@ def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings
             problems.append(
                 f"the candidate {candidate} needs {' or '.join(missing)} (or --api-base for a local server)"
             )
-    if not judge.api_base and not os.environ.get(API_KEY_ENV) and not vllm_target(judge.judge_model):
-        missing = missing_keys(judge.judge_model)
+    for member in member_settings(judge):  # a jury: every member needs its key
+        if member.api_base or os.environ.get(API_KEY_ENV) or vllm_target(member.judge_model):
+            continue
+        missing = missing_keys(member.judge_model)
         if missing:
             problems.append(
-                f"the judge {judge.judge_model} needs {API_KEY_ENV} or {' or '.join(missing)} "
+                f"the judge {member.judge_model} needs {API_KEY_ENV} or {' or '.join(missing)} "
                 "(or --judge-api-base for a local server)"
             )
     if problems:

@@ -38,7 +38,7 @@ from judge.aggregate import QuestionResult, task_figures
 from judge.estimate.flags import add_estimate_arguments
 from judge.lighteval_compat import PERMANENT_EXIT, PERMANENT_PREFIX, STOP_GRACE_S, ensure_offline_safe
 from judge.redact import redact
-from judge.settings import JudgeSettings, env_var, settings_env, settings_from
+from judge.settings import JudgeSettings, env_var, member_settings, settings_env, settings_from
 from judge.settings import add_arguments as add_judge_arguments
 
 from .preflight import (
@@ -93,7 +93,14 @@ def model_config(args: argparse.Namespace, cache_dir: Path) -> dict:
 
 def judge_settings(args: argparse.Namespace) -> JudgeSettings:
     """Flags over OAB_JUDGE_* over defaults; the judge defaults to upstream's recommended GPT-5.2."""
-    return settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
+    settings = settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
+    members = member_settings(settings)
+    if len(members) > 1 and any(vllm_target(m.judge_model) for m in members):
+        raise ValueError(
+            "a jury member cannot be vllm:...: start its server yourself (python -m "
+            "vllm.entrypoints.openai.api_server) and name it openai/<served name> with --judge-api-base"
+        )
+    return settings
 
 
 def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | None = None) -> dict[str, str]:
@@ -294,7 +301,10 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
     generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     judges = judge_cache(args)
-    judge = Judge(settings.model_copy(update={"judge_model": litellm_name(settings.judge_model)}))
+    members = [  # a jury's question is judged when every member's judgment is stored
+        Judge(m.model_copy(update={"judge_model": litellm_name(m.judge_model)}))
+        for m in member_settings(settings)
+    ]
     store = JudgmentStore(judges) if judges else None
     stored = judged = 0
     for row in rows:
@@ -304,8 +314,8 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
             continue
         stored += 1
         text = Answer(model=model, question_id=row.question_id, turns=[strip_reasoning(answer.texts[0])]).text
-        if store is not None and store.get(judge.key(row, text)) is not None:
-            judged += 1
+        if store is not None and settings.repeats == 1 and all(store.get(j.key(row, text)) for j in members):
+            judged += 1  # (repeats beyond the first have keys of their own: never counted as done here)
     return len(rows), stored, judged if store is not None else None
 
 
@@ -315,7 +325,8 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings) -> None:
     check_credentials(args.model, args.api_base, settings)
     if not vllm_target(args.model):
         check_reachable(args.api_base, "candidate")
-    if not vllm_target(settings.judge_model):
+    judges = [m for m in member_settings(settings) if not vllm_target(m.judge_model)]  # a jury: each member
+    if judges:
         check_reachable(settings.api_base, "judge")
     if args.no_check_call:
         return
@@ -325,10 +336,11 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings) -> None:
         local = args.api_base and args.model.startswith("openai/")  # as child_env: any key will do
         key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
         check_call("candidate", args.model, api_base=args.api_base, api_key=key)
-    if not vllm_target(settings.judge_model) and (judged is None or judged < questions):
+    if judged is None or judged < questions:
         from judge.client import call_key
 
-        check_call("judge", settings.judge_model, api_base=settings.api_base, api_key=call_key(settings))
+        for member in judges:
+            check_call("judge", member.judge_model, api_base=member.api_base, api_key=call_key(member))
 
 
 def stopped_line(args: argparse.Namespace, settings: JudgeSettings, signame: str) -> str:

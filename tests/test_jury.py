@@ -196,7 +196,7 @@ def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
 def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
     """`oab-bench run` with two judges: the lighteval task grades with the jury, run prints its members."""
     from scripts.run import JUDGMENTS_FILE
-    from tests.test_e2e import run_bench
+    from tests.test_e2e import is_check_call, run_bench
 
     candidate, judges = stub(), stub(policy="alternate")
     extra = ("--judge-model", "openai/judge-e2e-b")  # after run_bench's own --judge-model openai/judge-e2e
@@ -209,8 +209,31 @@ def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
     )
     assert "jury member B openai/judge-e2e-b: ok 15 of 15" in proc.stderr
     assert "jury agreement A vs B: exam CCC" in proc.stderr
+    checked = sorted(r["body"]["model"] for r in judges.requests if is_check_call(r))
+    assert checked == ["judge-e2e", "judge-e2e-b"]  # each member checked, never "A,B" as one model name
     # a run folder is a source for `agreement` too (its details carry item scores)
     agree = oab("agreement", out, out / JUDGMENTS_FILE, "--format", "json", "--resamples", "200", timeout=120)
     assert agree.returncode == 0, agree.stderr
     r = json.loads(agree.stdout)
     assert r["n_pairs"] == 15 and r["exam"]["n"] == 3 and r["item"]["exact"]["value"] == 1.0
+
+
+def test_run_preflight_names_each_jury_member(monkeypatch):
+    """Keys are checked per member; a vllm: member is refused with what to do instead."""
+    import argparse
+
+    from judge.settings import JudgeSettings
+    from scripts.preflight import PreflightError, check_credentials
+    from scripts.run import judge_settings
+
+    for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OAB_JUDGE_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-only-openai")
+    jury = JudgeSettings(judge_model="openai/gpt-5.2,anthropic/claude-sonnet-4-6")
+    with pytest.raises(PreflightError) as info:
+        check_credentials("openai/gpt-4o-mini", None, jury)
+    assert "anthropic/claude-sonnet-4-6 needs" in str(info.value) and "gpt-5.2 needs" not in str(info.value)
+
+    args = argparse.Namespace(**{"judge_model": ["openai/a", "vllm:Qwen/Qwen3.5-35B-A3B"]})
+    with pytest.raises(ValueError, match="a jury member cannot be vllm"):
+        judge_settings(args)

@@ -71,7 +71,8 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
     proc.kill()
     proc.wait()
     # the lighteval child dies with its parent (and keeps the answer it was waiting for)
-    wait_for(lambda: not processes_mentioning(str(out)), 30, "the lighteval child to end")
+    # (its grace for calls in flight is 15 s; a loaded 2-core machine adds its own delay)
+    wait_for(lambda: not processes_mentioning(str(out)), 60, "the lighteval child to end")
     kept = len(AnswerStore(tmp_path / "ac"))
     assert 5 <= kept <= len(candidate_calls(server)) < 15 and not judge_calls(server)
 
