@@ -2,7 +2,8 @@
 
 Members are ordinary runner.Judge instances (own cache entries, own breaker, own cost), named
 by `--judge-model A --judge-model B ...` or OAB_JUDGE_MODEL=A,B,C; they share the other
-settings. The jury's score of an item is the median (or mean, or min: `--jury-combine`) of the
+settings, except those a member gives itself: `--judge-model "openai/b temperature=0.6
+api_base=http://127.0.0.1:8000/v1"` (settings.member_settings). The jury's score of an item is the median (or mean, or min: `--jury-combine`) of the
 scores its members gave, rounded DOWN to the item's allowed grid; the question's score is the
 sum of its items (annulled items in full), as for one judge.
 
@@ -34,7 +35,7 @@ COMBINE = {"median": statistics.median, "mean": statistics.fmean, "min": min}
 
 def make_judge(settings: JudgeSettings, store: JudgmentStore | None = None):
     """One judge, a jury when the judge model names several (A,B,C), or K repeats of one judge."""
-    jury = len(member_names(settings.judge_model)) > 1
+    jury = len(member_settings(settings)) > 1  # (also checks each member's own settings)
     if jury and settings.repeats > 1:
         raise ValueError("--repeats with a jury is not supported: repeat one judge at a time")
     if (jury or settings.repeats > 1) and settings.batch:

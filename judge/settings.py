@@ -109,17 +109,58 @@ class JudgeSettings(BaseModel):
         }
 
 
-def member_names(judge_model: str) -> list[str]:
-    """The judges a judge model names: several for a jury (`A,B,C`, or --judge-model given twice)."""
+# A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
+JURY_WIDE = {"judge_model", "jury_combine", "repeats", "batch", "batch_wait", "max_cost_usd", "concurrency"}
+
+
+def _member_specs(judge_model: str) -> list[str]:
     return [m.strip() for m in judge_model.split(",") if m.strip()]
 
 
+def _member(spec: str) -> tuple[str, dict]:
+    """`openai/gpt-5.2 reasoning_effort=high temperature=none`: the model and its own settings."""
+    model, *pairs = spec.split()
+    own = {}
+    for pair in pairs:
+        field, sep, raw = pair.partition("=")
+        field = field.replace("-", "_")
+        if not sep or field not in JudgeSettings.model_fields or field in JURY_WIDE:
+            raise ValueError(
+                f"jury member {spec!r}: {pair!r} is not SETTING=VALUE of a member's own setting "
+                f"(any judge setting but {', '.join(sorted(JURY_WIDE))})"
+            )
+        try:
+            value = _converter(field)(raw)
+        except ValueError as e:
+            raise ValueError(f"jury member {spec!r}: {pair!r}: {e}") from None
+        own[field] = None if value is NULL else value
+    return model, own
+
+
+def member_names(judge_model: str) -> list[str]:
+    """The judges a judge model names: several for a jury (`A,B,C`, or --judge-model given twice)."""
+    return [_member(spec)[0] for spec in _member_specs(judge_model)]
+
+
 def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
-    """One judge's settings per member (each member is called, keyed and checked on its own)."""
-    names = member_names(settings.judge_model)
-    if len(names) <= 1:
+    """One judge's settings per member (each member is called, keyed and checked on its own), with
+    the member's own settings where its spec gives them: `--judge-model "openai/a temperature=0.6"`."""
+    specs = _member_specs(settings.judge_model)
+    if len(specs) <= 1:
+        if specs and len(specs[0].split()) > 1:
+            raise ValueError(f"{specs[0]!r}: settings after a model name are for jury members; use the flags")
         return [settings]
-    return [settings.model_copy(update={"judge_model": m}) for m in names]
+    base = settings.model_dump()
+    out = []
+    for spec in specs:
+        model, own = _member(spec)
+        try:
+            out.append(JudgeSettings(**{**base, **own, "judge_model": model}))
+        except ValidationError as e:
+            raise ValueError(
+                f"jury member {spec!r}: " + "; ".join(_problem(x, "") for x in e.errors())
+            ) from None
+    return out
 
 
 def env_var(field: str) -> str:

@@ -4,13 +4,16 @@ server, one of which fails every call."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from judge.answers import Answer
 from judge.jury import Jury, combine, make_judge, round_down
 from judge.records import ItemScore, Judgment
-from judge.runner import Judge
+from judge.runner import Judge, run_judge_all
 from judge.settings import JudgeSettings
+from judge.store import JudgmentStore
 from tests.conftest import oab
 from tests.test_judge_parsing import made_up_row
 
@@ -237,3 +240,44 @@ def test_run_preflight_names_each_jury_member(monkeypatch):
     args = argparse.Namespace(**{"judge_model": ["openai/a", "vllm:Qwen/Qwen3.5-35B-A3B"]})
     with pytest.raises(ValueError, match="a jury member cannot be vllm"):
         judge_settings(args)
+
+
+def test_members_have_their_own_settings_where_given(stub, tmp_path, monkeypatch):
+    """`--judge-model "MODEL key=value ..."`: a member's own server, sampling and prices; the rest shared."""
+    from judge.settings import member_settings
+
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-jury-test")
+    a, b = stub(policy="max"), stub(policy="alternate")
+    spec = f"openai/judge-a price_input=1 price_output=2,openai/judge-b api_base={b.url} temperature=0.6"
+    settings = JudgeSettings(judge_model=spec, api_base=a.url, max_tokens=500)
+    first, second = member_settings(settings)
+    assert (first.judge_model, first.api_base, first.price_input, first.temperature) == (
+        "openai/judge-a",
+        a.url,
+        1,
+        0.0,
+    )
+    assert (second.judge_model, second.api_base, second.temperature, second.max_tokens) == (
+        "openai/judge-b",
+        b.url,
+        0.6,
+        500,
+    )
+    judge = make_judge(settings, JudgmentStore(tmp_path))
+    assert judge.name == "jury-median(openai/judge-a, openai/judge-b)"
+    [j] = run_judge_all(
+        judge,
+        [(made_up_row(), Answer(model="m", question_id=made_up_row().question_id, turns=["x"]))],
+        progress=False,
+    )
+    assert a.count == 1 and b.count == 1 and b.requests[0]["body"]["temperature"] == 0.6
+    assert [m.cost_usd is not None for m in j.members] == [True, False]  # only A has a price
+
+    for bad, said in (
+        ("openai/a,openai/b concurrency=3", "not SETTING=VALUE of a member's own setting"),
+        ("openai/a,openai/b temperature=hot", "temperature=hot"),
+        ("openai/a,openai/b max_tokens=0", "--max-tokens (OAB_JUDGE_MAX_TOKENS): Input should be greater"),
+        ("openai/a temperature=0.6", "settings after a model name are for jury members"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            make_judge(JudgeSettings(judge_model=bad))
