@@ -27,6 +27,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm
 from litellm.litellm_core_utils.litellm_logging import Logging as _LitellmLogging
 
+from .loop import INLINE_SETUP
 from .records import Usage
 from .redact import redact
 from .settings import JudgeSettings
@@ -243,11 +244,29 @@ def backoff(settings: JudgeSettings, attempt: int, exc: BaseException) -> float:
     return max(0.0, min(wait, settings.backoff_max))
 
 
+# Providers whose litellm request setup is parameter mapping only (no credential files, no token
+# fetches): on our own loops it runs inline instead of in a worker thread (judge/loop.py).
+_PURE_SETUP = frozenset({"openai", "hosted_vllm"})
+
+
+@functools.cache
+def _setup_is_pure(model: str) -> bool:
+    try:
+        return litellm.get_llm_provider(model)[1] in _PURE_SETUP
+    except Exception:
+        return False
+
+
 async def _complete(kwargs: dict[str, Any]) -> Any:
     # We price from usage and log nothing through litellm: no per-call cost calculation (our
     # wrapper) and no async success logging (litellm's own "internal call" signal, meant for
     # calls whose logging and billing are done elsewhere).
-    tokens = [(var, var.set(True)) for var in (_OWN_PRICING, _INTERNAL)]
+    marks = (
+        (_OWN_PRICING, _INTERNAL, INLINE_SETUP)
+        if _setup_is_pure(kwargs["model"])
+        else (_OWN_PRICING, _INTERNAL)
+    )
+    tokens = [(var, var.set(True)) for var in marks]
     try:
         return await litellm.acompletion(**kwargs)
     finally:

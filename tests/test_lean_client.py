@@ -1,0 +1,162 @@
+"""The lean judge loop (issue 16, part 4): only the call holds a concurrency slot, a stopped run
+starts no new call, the store's line is written at once and fsynced behind, and litellm's
+request setup runs inline only where it is marked so."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+
+from judge import loop, runner
+from judge.client import _setup_is_pure
+from judge.runner import Judge, judge_all, run_judge_all
+from judge.store import STORE_FILE, JudgmentStore, synced
+from tests.test_judge_cost import _pairs
+from tests.test_judge_server import settings
+
+
+def _count_in_flight(monkeypatch) -> dict:
+    """Wrap the judge call: how many run at once, at most, and how many started."""
+    seen = {"now": 0, "max": 0, "started": 0}
+    call = runner.call_judge
+
+    async def counted(*args, **kwargs):
+        seen["now"] += 1
+        seen["started"] += 1
+        seen["max"] = max(seen["max"], seen["now"])
+        try:
+            return await call(*args, **kwargs)
+        finally:
+            seen["now"] -= 1
+
+    monkeypatch.setattr(runner, "call_judge", counted)
+    return seen
+
+
+def test_concurrency_bounds_calls_and_all_are_judged(stub, judge_key, tmp_path, monkeypatch):
+    server = stub(latency=0.05)
+    seen = _count_in_flight(monkeypatch)
+    judge = Judge(settings(server, concurrency=3), JudgmentStore(tmp_path))
+    out = run_judge_all(judge, _pairs(12), progress=False)
+    assert [j.status for j in out] == ["ok"] * 12
+    assert seen["max"] == 3 and seen["started"] == 12 == server.count
+    # every judgment was stored, and a second run calls nothing
+    assert len(JudgmentStore(tmp_path)) == 12
+    again = run_judge_all(
+        Judge(settings(server, concurrency=3), JudgmentStore(tmp_path)), _pairs(12), progress=False
+    )
+    assert all(j.cached for j in again) and server.count == 12
+
+
+def test_a_stopped_run_starts_no_new_call_and_keeps_the_paid_ones(stub, judge_key, tmp_path, monkeypatch):
+    """Ctrl-C while 2 calls are in flight and 6 judgments wait for a slot: the 2 finish and are
+    stored, no other call starts (before, a judgment under way could still start its call)."""
+    server = stub(latency=0.6)
+    seen = _count_in_flight(monkeypatch)
+    judge = Judge(settings(server, concurrency=2, timeout=10), JudgmentStore(tmp_path))
+
+    async def main():
+        task = asyncio.ensure_future(judge_all(judge, _pairs(8), progress=False))
+        while seen["started"] < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+
+    assert loop.run(main()) == "cancelled"
+    assert seen["started"] == 2 == server.count
+    assert len(JudgmentStore(tmp_path)) == 2
+
+
+def test_append_writes_at_once_and_fsyncs_behind(tmp_path, monkeypatch):
+    from tests.test_judge_parsing import made_up_row
+
+    row = made_up_row()
+    fsyncs = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    store = JudgmentStore(tmp_path)
+
+    async def main():
+        lines = []
+        for i in range(5):
+            await store.append(_ok(row, f"k{i}"))
+            # written before append returns: another reader (another process) sees it now
+            lines.append(len((tmp_path / STORE_FILE).read_text().splitlines()))
+        await synced()
+        return lines
+
+    assert loop.run(main()) == [1, 2, 3, 4, 5]
+    assert 1 <= len(fsyncs) <= 5  # grouped: one fsync covers what was written meanwhile
+    assert len(JudgmentStore(tmp_path)) == 5
+
+
+def _ok(row, key: str):
+    from judge.records import Judgment
+
+    return Judgment(
+        question_id=row.question_id,
+        exam_id=row.exam_id,
+        model="m",
+        judge_model="openai/judge-test",
+        prompt_version="v",
+        mode="structured",
+        max_score=row.max_score,
+        cache_key=key,
+        status="ok",
+        score=0.0,
+        cost_usd=0.0,
+    )
+
+
+def test_inline_setup_only_where_marked():
+    main_thread = threading.get_ident()
+
+    def where(acompletion=False):
+        return threading.get_ident()
+
+    setup = functools.partial(where, acompletion=True)  # the shape of litellm's acompletion setup
+
+    def fails(acompletion=False):
+        raise ValueError("setup failed")
+
+    async def main():
+        running = asyncio.get_running_loop()
+        marked = contextvars.copy_context()
+        marked.run(loop.INLINE_SETUP.set, True)
+        inline = await running.run_in_executor(None, functools.partial(marked.run, setup))
+        unmarked = await running.run_in_executor(
+            None, functools.partial(contextvars.copy_context().run, setup)
+        )
+        token = loop.INLINE_SETUP.set(True)
+        try:
+            plain = await running.run_in_executor(None, setup)  # not in a context's run: a thread
+            other = await running.run_in_executor(None, functools.partial(marked.run, where))
+            to_thread = await asyncio.to_thread(where)  # copies the mark, but is blocking work
+        finally:
+            loop.INLINE_SETUP.reset(token)
+        try:
+            await running.run_in_executor(
+                None, functools.partial(marked.run, functools.partial(fails, acompletion=True))
+            )
+        except ValueError as e:
+            raised = str(e)
+        return inline, raised, [unmarked, plain, other, to_thread]
+
+    inline, raised, threaded = loop.run(main())
+    assert inline == main_thread and raised == "setup failed"
+    assert all(t != main_thread for t in threaded)
+
+
+def test_inline_setup_is_for_openai_style_providers_only():
+    assert _setup_is_pure("openai/gpt-5.2") and _setup_is_pure("hosted_vllm/qwen")
+    assert not _setup_is_pure("anthropic/claude-sonnet-4-5")
+    assert not _setup_is_pure("vertex_ai/gemini-2.5-pro")
+    assert not _setup_is_pure("bedrock/anthropic.claude-3")
+    assert not _setup_is_pure("no-such-provider-model")
