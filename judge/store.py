@@ -1,7 +1,7 @@
 """An append-only, crash-safe store of finished judgments, keyed by everything that determines them.
 
-One JSON line per `ok` judgment, written with a single append, flushed and fsynced under a
-file lock, so a run killed mid-way loses at most the judgment in flight; a torn last line
+One JSON line per `ok` judgment, written with a single append under a file lock and then
+fsynced, so a run killed mid-way loses at most the judgment in flight; a torn last line
 is ignored on load, and so is any line that does not read (not UTF-8, not JSON), with a
 warning naming the file. Failures are not stored: a rerun tries them again.
 
@@ -12,9 +12,9 @@ waited for it reads the other's judgment instead of calling the judge.
 Lean on the event loop: `append` writes its line at once (one `write` to the page cache, a few
 µs: from then on other processes read it, and a killed process keeps it) and leaves the fsync
 to one background thread that syncs whatever was written meanwhile (group commit). A judgment
-never holds its concurrency slot while a thread is woken for its fsync (measured: that wait
-was ~10 ms per judgment at 64 in flight, 4% of a 0.25 s call). `sync()` awaits the last fsync;
-the lines this process wrote are not read back. A key lock is a ~2 µs syscall.
+no longer waits for a thread to be woken for its fsync (measured: ~10 ms per judgment at 64
+in flight, 4% of a 0.25 s call). `synced()` awaits every fsync in flight (a run's end); the
+lines this process wrote are not read back. A key lock is a ~2 µs syscall.
 """
 
 from __future__ import annotations
