@@ -309,6 +309,8 @@ async def call_judge(
         kwargs["api_key"] = key
 
     breaker = breaker or Breaker()
+    if breaker.open:  # it opened while this judgment waited for its call slot: no call
+        return CallResult("api_error", "", Usage(), None, breaker.why(), 0)
     attempts = 0
     while True:  # a plain loop: a retry library's bookkeeping cost ~0.3 ms of CPU per call
         attempts += 1

@@ -160,3 +160,17 @@ def test_inline_setup_is_for_openai_style_providers_only():
     assert not _setup_is_pure("vertex_ai/gemini-2.5-pro")
     assert not _setup_is_pure("bedrock/anthropic.claude-3")
     assert not _setup_is_pure("no-such-provider-model")
+
+
+def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub, judge_key):
+    """The breaker may open while a judgment waits for a call slot (up to 2 x concurrency are
+    under way): that judgment fails at once, naming the breaker, without a request."""
+    from judge.client import Breaker, call_judge
+
+    server = stub()
+    breaker = Breaker(limit=1)
+    breaker.record(ConnectionError("Connection error"))
+    assert breaker.open
+    result = loop.run(call_judge(settings(server), [{"role": "user", "content": "x"}], None, breaker))
+    assert result.status == "api_error" and "unreachable" in result.error and result.attempts == 0
+    assert server.count == 0
