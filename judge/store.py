@@ -37,10 +37,14 @@ _SYNCING: set[asyncio.Task] = set()  # every store's background fsync in flight
 
 
 async def synced() -> None:
-    """Wait until every line appended on this event loop, by any store, is fsynced."""
+    """Wait until every line appended on this event loop, by any store, is fsynced; a failed
+    fsync (a disk error) is raised here, never lost in a background task."""
     loop = asyncio.get_running_loop()
     while pending := [t for t in _SYNCING if t.get_loop() is loop and not t.done()]:
         await asyncio.wait(pending)
+        for task in pending:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()
 
 
 def cache_key(**parts) -> str:
@@ -156,7 +160,7 @@ class JudgmentStore:
     async def append(self, judgment: Judgment) -> None:
         """`put` for the event loop: the line is written before this returns (visible to other
         processes, kept if this one is killed); its fsync runs in the background, grouped with
-        the lines written meanwhile; `sync()` waits for it."""
+        the lines written meanwhile; `synced()` waits for it."""
         if judgment.status != "ok":
             return
         self._items[judgment.cache_key] = judgment

@@ -174,3 +174,23 @@ def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub,
     result = loop.run(call_judge(settings(server), [{"role": "user", "content": "x"}], None, breaker))
     assert result.status == "api_error" and "unreachable" in result.error and result.attempts == 0
     assert server.count == 0
+
+
+def test_a_failed_background_fsync_is_raised_not_lost(tmp_path, monkeypatch):
+    from tests.test_judge_parsing import made_up_row
+
+    store = JudgmentStore(tmp_path)
+
+    def broken(self):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(JudgmentStore, "_fsync", broken)
+
+    async def main():
+        await store.append(_ok(made_up_row(), "k"))
+        try:
+            await synced()
+        except OSError as e:
+            return e.errno
+
+    assert loop.run(main()) == 5
