@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 # A run being stopped (Ctrl-C): set by judge_all, seen by every grading it started (tasks copy
 # the context), so a judgment that has not called yet never starts a call.
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
+# One judgment's calls so far (set by Judge.grade): a judgment that has paid for a call finishes
+# its other calls (upstream mode's second call, a parse retry) even when the run is stopping.
+_CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
 STOP_GRACE_S = 10.0  # on Ctrl-C, judge calls in flight may finish (and be stored) this long
 
 
@@ -181,6 +184,7 @@ class Judge:
             if reserved is None:
                 return Judgment(**base, status="budget", error=self.budget.why(), cost_usd=0.0)
             judgment = None
+            called = _CALLED.set([False])
             try:
                 if self.upstream is not None:
                     judgment = await grade_upstream(
@@ -189,6 +193,7 @@ class Judge:
                 else:
                     judgment = await self._grade_ours(row, text, base, first)
             finally:
+                _CALLED.reset(called)
                 if self.budget:
                     await self.budget.settle(reserved, judgment)
             # written (visible to other processes) before the key is released; fsynced behind
@@ -221,6 +226,8 @@ class Judge:
         for n in range(self.settings.parse_attempts):
             if n == 0 and first is not None:
                 result = first
+                if called := _CALLED.get():
+                    called[0] = True  # a reply paid for (a Batch API line): its retries may follow
             else:
                 async with self.call_slot():
                     result = await call_judge(self.settings, messages, fmt, self.breaker)
@@ -243,14 +250,16 @@ class Judge:
         loop). Only the call holds a slot: preparing a request and checking, scoring and storing
         a reply do not, so the next request goes out while the last reply is being taken in
         (measured: 12.1 s -> 11.0 s wall for 2520 calls at 64 in flight, 0.25 s each). Once the
-        run is stopping, no new call starts."""
+        run is stopping, no judgment starts calling (one that has called finishes its calls)."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
             self._slots = (loop, asyncio.Semaphore(self.settings.concurrency))
-        stopping = _STOPPING.get()
+        stopping, called = _STOPPING.get(), _CALLED.get()
         async with self._slots[1]:
-            if stopping is not None and stopping.is_set():
+            if stopping is not None and stopping.is_set() and not (called and called[0]):
                 raise asyncio.CancelledError("run stopping: no new judge call")
+            if called is not None:
+                called[0] = True
             yield
 
     def request(self, row: QuestionRow, text: str) -> tuple[list[dict], dict | None]:
@@ -304,6 +313,7 @@ class Budget:
                 "give --price-input and --price-output (USD per 1M tokens)"
             )
         self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
+        self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
         self._expect: Callable | None = None
         self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
 
@@ -328,12 +338,13 @@ class Budget:
         expected = self._expect(row, answer)
         settled = self._condition()
         async with settled:
-            while not self.refused and self.in_flight > 0 and self._over(expected):
+            while not self.refused and self.reserved > 0 and self._over(expected):
                 await settled.wait()
             if self.refused or self._over(expected):
                 self.refused += 1
                 return None
             self.in_flight += expected
+            self.reserved += 1
             return expected
 
     def _over(self, expected: float) -> bool:
@@ -342,7 +353,9 @@ class Budget:
     async def settle(self, reserved: float, judgment: Judgment | None) -> None:
         settled = self._condition()
         async with settled:
-            self.in_flight = max(0.0, self.in_flight - reserved)
+            self.reserved -= 1
+            # nothing left in flight is exactly 0 (a float sum of reservations may leave 4e-16)
+            self.in_flight = max(0.0, self.in_flight - reserved) if self.reserved else 0.0
             if judgment is not None:
                 self.spent += judgment.cost_usd or 0.0
             settled.notify_all()
@@ -385,7 +398,7 @@ async def judge_all(
     # judgments under way; at most `concurrency` of them in a call at once (Judge.call_slot)
     semaphore = asyncio.Semaphore(2 * judge.settings.concurrency)
     stopping = asyncio.Event()
-    _STOPPING.set(stopping)  # this coroutine's context: the tasks below copy it
+    stop_token = _STOPPING.set(stopping)  # the tasks below copy it; the caller's context is reset below
     bar = tqdm(total=len(pairs), desc="judging", unit="q", disable=not progress, dynamic_ncols=True)
     failures, spent = 0, 0.0
     calling: set[asyncio.Task] = set()
@@ -421,6 +434,7 @@ async def judge_all(
         await asyncio.shield(synced())
         raise
     finally:
+        _STOPPING.reset(stop_token)
         bar.close()
 
 

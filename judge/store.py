@@ -38,13 +38,27 @@ _SYNCING: set[asyncio.Task] = set()  # every store's background fsync in flight
 
 async def synced() -> None:
     """Wait until every line appended on this event loop, by any store, is fsynced; a failed
-    fsync (a disk error) is raised here, never lost in a background task."""
+    fsync (a disk error) is raised here, however long ago it failed, never lost."""
     loop = asyncio.get_running_loop()
-    while pending := [t for t in _SYNCING if t.get_loop() is loop and not t.done()]:
+    while True:
+        mine = [t for t in _SYNCING if t.get_loop() is loop]
+        for task in mine:
+            if task.done():
+                _SYNCING.discard(task)
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()
+        pending = [t for t in mine if not t.done()]
+        if not pending:
+            return
         await asyncio.wait(pending)
-        for task in pending:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()
+
+
+def _synced_one(task: asyncio.Task) -> None:
+    """A finished fsync task leaves the set, unless it failed: then synced() raises it."""
+    if task.cancelled() or task.exception() is None:
+        _SYNCING.discard(task)
+    else:
+        logger.warning("judgment store: fsync failed (%s); the run will stop with it", task.exception())
 
 
 def cache_key(**parts) -> str:
@@ -171,7 +185,7 @@ class JudgmentStore:
         if self._syncer is None or self._syncer.done():
             self._syncer = asyncio.create_task(self._sync_loop())
             _SYNCING.add(self._syncer)
-            self._syncer.add_done_callback(_SYNCING.discard)
+            self._syncer.add_done_callback(_synced_one)
 
     async def _sync_loop(self) -> None:
         while self._unsynced:
