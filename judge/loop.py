@@ -18,6 +18,8 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import signal
+import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -52,8 +54,47 @@ def _marked_setup(fn) -> bool:
     return isinstance(inner, functools.partial) and inner.keywords.get("acompletion") is True
 
 
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C, SIGTERM or SIGHUP (named in `signame`): raised once a run has stopped gracefully."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signame = signal.Signals(signum).name
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(coro)` on a loop of our own, with the inline-setup executor."""
+    """`asyncio.run(coro)` on a loop of our own, with the inline-setup executor.
+
+    SIGTERM and SIGHUP stop it as Ctrl-C does (asyncio handles only SIGINT): the running task
+    is cancelled, so calls in flight finish and are stored, then `Stopped` is raised. A second
+    signal is ignored: it must not break off that cleanup. Outside the main thread signals are
+    left alone."""
     with asyncio.Runner() as runner:
-        runner.get_loop().set_default_executor(InlineSetupExecutor(thread_name_prefix="oab-judge"))
-        return runner.run(coro)
+        loop = runner.get_loop()
+        loop.set_default_executor(InlineSetupExecutor(thread_name_prefix="oab-judge"))
+        main_task: list[asyncio.Task] = []
+        fired: list[int] = []
+
+        async def main() -> T:
+            main_task.append(asyncio.current_task())
+            return await coro
+
+        def on_signal(signum, frame):
+            if not fired:
+                fired.append(signum)
+                if main_task:
+                    loop.call_soon_threadsafe(main_task[0].cancel)
+
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                previous[sig] = signal.signal(sig, on_signal)
+        try:
+            return runner.run(main())
+        except asyncio.CancelledError:
+            if fired:
+                raise Stopped(fired[0]) from None
+            raise
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)

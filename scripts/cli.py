@@ -261,6 +261,7 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from dataset_builder.errors import BuildError, SourceError
+    from judge.loop import Stopped
     from judge.redact import redact
     from scripts.vllm_server import ServerError
 
@@ -272,6 +273,13 @@ def main(argv: list[str] | None = None) -> int:
         for line in redact(str(e)).splitlines():
             print(f"oab-bench {args.command}: error: {line}", file=sys.stderr)
         return 2
+    except Stopped as e:  # SIGTERM/SIGHUP during judging: calls in flight were finished and stored
+        print(
+            f"oab-bench {args.command}: stopped by {e.signame}: the judgments made are stored; "
+            "run the same command again to continue",
+            file=sys.stderr,
+        )
+        return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(e.signame, 15)
 
 
 if __name__ == "__main__":

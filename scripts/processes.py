@@ -15,15 +15,9 @@ import signal
 import subprocess
 import sys
 
+from judge.loop import Stopped  # one "stopped by a signal" for the run and the judge loop
+
 PR_SET_PDEATHSIG = 1
-
-
-class Stopped(KeyboardInterrupt):
-    """Ctrl-C, SIGTERM or SIGHUP (named in `signame`)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signame = signal.Signals(signum).name
 
 
 def die_with_parent(sig: int = signal.SIGTERM, *, ctrl_c: bool = False):
