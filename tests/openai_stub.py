@@ -309,14 +309,20 @@ class StubServer:
                 self.inflight -= 1
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        arrived = loop.time()
         raw = await request.text()
         body = json.loads(raw)
         with self._lock:
             self.count += 1
             if self.record:
                 self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
+        # counted before the wait, and the wait ends `latency` after arrival: the reply comes in
+        # `latency` however many requests arrive at once (as a server with spare capacity would
+        # answer), not `latency` plus this server's own queue of token counts
+        prompt_tokens = count_prompt_tokens(body.get("messages", []))
         if self.latency:
-            await asyncio.sleep(self.latency)
+            await asyncio.sleep(max(0.0, arrived + self.latency - loop.time()))
         fault = self._fault_for(raw + json.dumps(body, ensure_ascii=False))  # match escaped or not
         kind = fault["kind"] if fault else None
         if kind == "die":
@@ -354,7 +360,6 @@ class StubServer:
 
         model = body.get("model", "")
         content, finish, reasoning_tokens, refusal = self._content(body, model, kind)
-        prompt_tokens = count_prompt_tokens(body.get("messages", []))
         completion_tokens = max(1, len(content or "") // 4) + reasoning_tokens
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if refusal:

@@ -40,8 +40,20 @@ def processes_mentioning(marker: str) -> list[str]:
         except OSError:
             continue
         if marker in cmdline:
-            found.append(f"{proc.name}: {cmdline[:200]}")
+            found.append(f"{proc.name} ({_state(proc)}): {cmdline[:200]}")
     return found
+
+
+def _state(proc: Path) -> str:
+    """State, parent and what it waits in: enough to tell a stuck child from a stray grandchild."""
+    try:
+        fields = dict(
+            line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line
+        )
+        wchan = (proc / "wchan").read_text()
+    except OSError:
+        return "gone"
+    return f"{fields.get('State', '?').strip()}, ppid {fields.get('PPid', '?').strip()}, threads {fields.get('Threads', '?').strip()}, wchan {wchan}"
 
 
 def wait_for(condition, timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
@@ -72,7 +84,10 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
     proc.wait()
     # the lighteval child dies with its parent (and keeps the answer it was waiting for)
     # (its grace for calls in flight is 15 s; a loaded 2-core machine adds its own delay)
-    wait_for(lambda: not processes_mentioning(str(out)), 60, "the lighteval child to end")
+    try:
+        wait_for(lambda: not processes_mentioning(str(out)), 60, "the lighteval child to end")
+    except AssertionError as e:  # which process, in what state: a rare flake on a loaded machine
+        raise AssertionError(f"{e}: {processes_mentioning(str(out))}") from None
     kept = len(AnswerStore(tmp_path / "ac"))
     assert 5 <= kept <= len(candidate_calls(server)) < 15 and not judge_calls(server)
 
