@@ -4,9 +4,11 @@ The contenders take turns, round after round (`--rounds`, default 3), and each f
 median of its rounds: a shared 2-CPU machine drifts by ~1 s between runs of 10 s.
 
 Rows: ours (litellm, cache, validation), an upstream-style loop (a thread pool of C calling the
-OpenAI SDK, as upstream's judge does), the bare OpenAI async client (a semaphore of C), and our
-fully cached rerun. Columns: wall seconds (median, and the range over rounds), wall / ideal
-(ideal = ceil(N/C) * L), client CPU ms per call, peak RSS. Target: ours <= 1.15x ideal and no slower than the upstream-style loop.
+OpenAI SDK, as upstream's judge does), the bare OpenAI async client (a semaphore of C), our
+fully cached rerun, and a floor: raw aiohttp with the bodies serialised beforehand, the least a
+client can do, so the table shows what the stub server and the machine allow. Columns: wall
+seconds (median, and the range over rounds), wall / ideal (ideal = ceil(N/C) * L), client CPU
+ms per call, peak RSS. Target: ours <= 1.15x ideal and no slower than the upstream-style loop.
 
     python -m scripts.bench_judge [--n 2520] [--concurrency 64] [--latency 0.25] [--rounds 3]
 """
@@ -31,6 +33,7 @@ CLIENTS = {
     "threads": "upstream-style: thread pool + OpenAI SDK",
     "openai-async": "bare AsyncOpenAI client",
     "ours-cached": "ours, fully cached rerun",
+    "floor": "floor: raw aiohttp, bodies serialised beforehand",
 }
 
 
@@ -106,6 +109,8 @@ def run_client(client: str, args: argparse.Namespace) -> dict:
             ok = sum(j.cached for j in out)
     elif client == "threads":
         t0, c0, ok = _threads(args, bodies(settings, pairs))
+    elif client == "floor":
+        t0, c0, ok = _floor(args, bodies(settings, pairs))
     else:
         t0, c0, ok = _openai_async(args, bodies(settings, pairs))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -150,6 +155,34 @@ def _openai_async(args, requests: list[dict]):
 
         ok = sum(await asyncio.gather(*(one(b) for b in requests)))
         return t0, c0, ok
+
+    return asyncio.run(main())
+
+
+def _floor(args, requests: list[dict]):
+    """What the server and machine allow: the least a client can do (aiohttp, JSON bytes made
+    beforehand, no SDK). Far above the ideal means the benchmark measures the server, not clients."""
+    import asyncio
+
+    import aiohttp
+
+    payloads = [json.dumps(body).encode() for body in requests]
+    headers = {"Authorization": "Bearer sk-bench", "Content-Type": "application/json"}
+
+    async def main():
+        url = args.url.rstrip("/") + "/chat/completions"
+        async with aiohttp.ClientSession() as session:
+            semaphore = asyncio.Semaphore(args.concurrency)
+
+            async def one(payload: bytes) -> bool:
+                async with semaphore, session.post(url, data=payload, headers=headers) as resp:
+                    reply = await resp.json()
+                return json.loads(reply["choices"][0]["message"]["content"]) is not None
+
+            await one(payloads[0])  # warm up
+            t0, c0 = time.perf_counter(), time.process_time()
+            ok = sum(await asyncio.gather(*(one(p) for p in payloads)))
+            return t0, c0, ok
 
     return asyncio.run(main())
 

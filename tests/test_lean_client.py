@@ -296,3 +296,22 @@ def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
     assert not any(r["time"] > signalled for r in server.requests)  # nothing started after the signal
     assert len(JudgmentStore(cache)) == server.count  # every call in flight finished and was stored
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
+    """`scripts.bench_judge` end to end at a tiny size (figures are for the README, not asserted):
+    each contender answers every request, in its own process, against the stub it starts."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    cmd = [sys.executable, "-m", "scripts.bench_judge", "--n", "12", "--concurrency", "4"]
+    cmd += ["--latency", "0.01", "--rounds", "1", "--source", str(upstream_v1)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "| ok |" not in line]
+    assert len(rows) == 5 and all("| 12/12 |" in row for row in rows), out.stdout
+    assert "floor: raw aiohttp" in out.stdout and "upstream-style" in out.stdout
