@@ -8,7 +8,10 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -18,6 +21,7 @@ from judge import loop, runner
 from judge.client import _setup_is_pure
 from judge.runner import Judge, judge_all, run_judge_all
 from judge.store import STORE_FILE, JudgmentStore, synced
+from tests.conftest import REPO
 from tests.test_judge_cost import _pairs
 from tests.test_judge_server import settings
 
@@ -301,12 +305,6 @@ def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
 def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
     """`scripts.bench_judge` end to end at a tiny size (figures are for the README, not asserted):
     each contender answers every request, in its own process, against the stub it starts."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
     cmd = [sys.executable, "-m", "scripts.bench_judge", "--n", "12", "--concurrency", "4"]
     cmd += ["--latency", "0.01", "--rounds", "1", "--source", str(upstream_v1)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
