@@ -79,7 +79,7 @@ class JudgmentStore:
         self._read = read
         self._lock_fd: int | None = None
         self._local: dict[str, asyncio.Lock] = {}
-        self._guard = threading.Lock()  # the read offset, shared by the loop and the writer thread
+        self._guard = threading.Lock()  # the read offset, shared by the loop and threads calling `put`
         self._unsynced = False  # lines written since the last fsync began
         self._syncer: asyncio.Task | None = None
         if self.path:
