@@ -8,7 +8,8 @@ OpenAI SDK, as upstream's judge does), the bare OpenAI async client (a semaphore
 fully cached rerun, and a floor: raw aiohttp with the bodies serialised beforehand, the least a
 client can do, so the table shows what the stub server and the machine allow. Columns: wall
 seconds (median, and the range over rounds), wall / ideal (ideal = ceil(N/C) * L), client CPU
-ms per call, peak RSS. Target: ours <= 1.15x ideal and no slower than the upstream-style loop.
+ms per call, the stub server's CPU ms per call meanwhile (it shares the cores), peak RSS.
+Target: ours <= 1.15x ideal and no slower than the upstream-style loop.
 
     python -m scripts.bench_judge [--n 2520] [--concurrency 64] [--latency 0.25] [--rounds 3]
 """
@@ -194,17 +195,19 @@ def table(results: list[dict], args: argparse.Namespace) -> str:
         f"N={args.n} C={args.concurrency} L={args.latency}s, ideal ceil(N/C)*L = {ideal:.2f} s, "
         f"{os.cpu_count()} CPUs, load average before {args.load}, median of {args.rounds} round(s)",
         "",
-        "| client | ok | wall s | range s | x ideal | CPU ms/call | peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| client | ok | wall s | range s | x ideal | CPU ms/call | server CPU ms/call | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for client in args.clients:
         runs = [r for r in results if r["client"] == client]
         walls = [r["wall"] for r in runs]
         wall, cpu = statistics.median(walls), statistics.median(r["cpu"] for r in runs)
+        served = [r["server_cpu"] for r in runs if r.get("server_cpu") is not None]
+        server = f"{statistics.median(served) / args.n * 1000:.2f}" if served else "n/a"
         lines.append(
             f"| {CLIENTS[client]} | {min(r['ok'] for r in runs)}/{args.n} | {wall:.2f} "
             f"| {min(walls):.2f}-{max(walls):.2f} | {wall / ideal:.2f} | {cpu / args.n * 1000:.2f} "
-            f"| {max(r['rss_mb'] for r in runs):.0f} |"
+            f"| {server} | {max(r['rss_mb'] for r in runs):.0f} |"
         )
     return "\n".join(lines)
 
@@ -236,20 +239,35 @@ def main() -> None:
     try:
         for _ in range(args.rounds):
             with tempfile.TemporaryDirectory() as cache:  # each round fills its own cache
-                results += [_contender(client, url, cache, args) for client in args.clients]
+                results += [_contender(client, proc.pid, url, cache, args) for client in args.clients]
     finally:
         proc.terminate()
         proc.wait()
     print(table(results, args))
 
 
-def _contender(client: str, url: str, cache: str, args: argparse.Namespace) -> dict:
-    """One contender's run, in a process of its own."""
+def _contender(client: str, server: int, url: str, cache: str, args: argparse.Namespace) -> dict:
+    """One contender's run, in a process of its own; with the server's CPU seconds meanwhile."""
     cmd = [sys.executable, "-m", "scripts.bench_judge", "--one", client, "--url", url, "--cache", cache]
     cmd += ["--n", str(args.n), "--concurrency", str(args.concurrency), "--latency", str(args.latency)]
     cmd += ["--judge-model", args.judge_model, "--source", args.source]
+    before = cpu_seconds(server)
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    after = cpu_seconds(server)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["server_cpu"] = None if before is None or after is None else after - before
+    return result
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) process `pid` has used so far; None off Linux. The stub shares
+    this machine's cores with the client: a client that needs more CPU per call than the cores
+    have left after the server's share cannot keep its calls in flight, however it is built."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -313,3 +313,5 @@ def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
     rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "| ok |" not in line]
     assert len(rows) == 5 and all("| 12/12 |" in row for row in rows), out.stdout
     assert "floor: raw aiohttp" in out.stdout and "upstream-style" in out.stdout
+    assert "server CPU ms/call" in out.stdout  # the stub's share of the cores, read from /proc
+    assert sys.platform != "linux" or not any("| n/a |" in row for row in rows), out.stdout
