@@ -21,5 +21,12 @@ def annulled_items(row: QuestionRow) -> list[ItemScore]:
     ]
 
 
+def annulled_part(row: QuestionRow, part: str) -> bool:
+    """Every rubric row of item `part` ("" for the peça, "A", "B") annulled by FGV: a judge that
+    scores the item as one number (upstream's protocol) cannot be asked, the item counts in full."""
+    rows = row.rubric_for(part)
+    return bool(rows) and all(r.annulled for r in rows)
+
+
 def question_score(items: list[ItemScore]) -> float:
     return money(sum(i.score for i in items))

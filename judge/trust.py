@@ -13,12 +13,25 @@ import math
 from dataset_builder.schema import QuestionRow, money
 
 from .prompts import PROMPT_VERSION
+from .scoring import annulled_part
 
 TOLERANCE = 1e-6
 
 
 def _number(x) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _annulled_value(row: QuestionRow, item_id) -> float | None:
+    """The full value of `item_id` when FGV annulled it: a rubric row, or an item (A, B) scored as
+    one number whose every row was annulled; None otherwise."""
+    for r in row.rubric:
+        if r.item_id == item_id:
+            return r.max_score if r.annulled else None
+    for item in row.items:
+        if item.label and item.label == item_id and annulled_part(row, item.label):
+            return item.max_score
+    return None
 
 
 def problem(record: dict, row: QuestionRow | None = None) -> tuple[str, str] | None:
@@ -46,6 +59,14 @@ def problem(record: dict, row: QuestionRow | None = None) -> tuple[str, str] | N
         s, m = (item or {}).get("score"), (item or {}).get("max_score")
         if not _number(s) or s < 0 or (_number(m) and m > 0 and s > m + TOLERANCE):
             return f"items[{n}].score", f"{s!r} is not a score within 0..{m}"
+    if row is not None:  # any prompt: what FGV annulled counts in full (judge/scoring.py)
+        for n, item in enumerate(items):
+            full = _annulled_value(row, (item or {}).get("item_id"))
+            if full is not None and abs(item["score"] - full) > TOLERANCE:
+                return (
+                    f"items[{n}].score",
+                    f"{item['score']}: {item['item_id']} was annulled by FGV, it counts {full}",
+                )
     ours = record.get("mode") == "structured" and record.get("prompt_version") == PROMPT_VERSION
     if not ours:
         return None

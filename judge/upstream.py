@@ -31,6 +31,7 @@ from dataset_builder.source import read_objects
 from .legacy import parse_legacy_score_detailed
 from .records import ItemScore, Judgment, Outcome, Usage, total_cost
 from .reply_schema import GradingError
+from .scoring import annulled_part
 
 CallJudge = Callable[[list[dict], dict | None, Callable[[str], object]], Awaitable[Outcome]]
 
@@ -212,6 +213,8 @@ async def grade_upstream(
             ]
         else:
             total = o.parsed.score
+        if not c.structured and annulled_part(row, c.label):  # FGV's: in full, whatever the judge said
+            total = next(i.max_score for i in row.items if i.label == c.label)
         parts.append(total)
         items.append(ItemScore(item_id=c.label or "total", score=total, max_score=c.max_score))
     methods = ",".join(o.parsed.method for c, o in outcomes if not c.structured) or None

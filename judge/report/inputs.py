@@ -22,10 +22,12 @@ from dataset_builder.ids import parse_question_id
 from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from dataset_builder.source import read_objects
 
+from ..scoring import annulled_part
 from ..trust import problem
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
 UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
+ITEM_MAX = 0.65  # a questão's two items are worth 0.65 and 0.60: the most a turn can be without the dataset
 
 
 class Record(BaseModel):
@@ -156,9 +158,27 @@ def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Ques
     return out
 
 
-def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[str, float]) -> list[Record]:
-    """Sum a question's turns; a -1 (no score found) or a missing turn is not a zero."""
-    turns: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
+def _turn(r: dict, n_turns: int, path: Path, lineno: int) -> int:
+    turn = r["turn"]
+    if isinstance(turn, str) and turn.strip().isdigit():
+        turn = int(turn)
+    if not isinstance(turn, int) or isinstance(turn, bool) or not 1 <= turn <= n_turns:
+        raise SourceError(
+            f"{r['turn']!r} is not a turn of {r['question_id']} (1..{n_turns})",
+            file=str(path),
+            line=lineno,
+            field="turn",
+        )
+    return turn
+
+
+def _from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
+    """Sum a question's turns; a -1 (no score found) or a missing turn is not a zero.
+
+    Each turn's score is checked against that turn's value; a turn scored twice with different
+    scores is an error naming both lines (no line order may win); a turn whose every rubric row
+    FGV annulled counts in full, as in our own judgments (judge/scoring.py)."""
+    turns: dict[tuple[str, str, str], dict[int, tuple[float, int]]] = defaultdict(dict)
     prompts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     first_line: dict[tuple[str, str, str], int] = {}
     for lineno, r in rows:
@@ -166,28 +186,62 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
         judge_model, prompt = [*r["judge"], None][:2]
-        key = (judge_model, r["model"], r["question_id"])
+        qid = r["question_id"]
         try:
-            score = float(r["score"])
+            _ids(qid)
+        except ValueError as e:
+            raise SourceError(str(e), file=str(path), line=lineno, field="question_id") from None
+        key = (judge_model, r["model"], qid)
+        try:
+            score = float(r["score"]) if not isinstance(r["score"], bool) else math.nan
         except (TypeError, ValueError):
             score = math.nan
         if not math.isfinite(score):
             raise SourceError(f"{r['score']!r} is not a number", file=str(path), line=lineno, field="score")
-        turns[key][int(r["turn"])] = score
+        turn = _turn(r, 1 if "peca" in qid else 2, path, lineno)
+        value = _turn_value(dataset.get(qid), qid, turn)
+        if score < 0 and score != -1:
+            raise SourceError(
+                f"{score} is negative (only -1, upstream's 'no score found', is allowed)",
+                file=str(path),
+                line=lineno,
+                field="score",
+            )
+        if score > value + 1e-6:
+            raise SourceError(
+                f"{score} is above turn {turn}'s value {value}", file=str(path), line=lineno, field="score"
+            )
+        if turn in turns[key]:
+            before, where = turns[key][turn]
+            if before != score:
+                raise SourceError(
+                    f"{r['model']} on {qid} turn {turn} (judge {judge_model}) scores {score} here "
+                    f"and {before} on line {where}: keep one of them",
+                    file=str(path),
+                    line=lineno,
+                    field="score",
+                )
+            continue  # the same line twice: one judgment
+        turns[key][turn] = (score, lineno)
         first_line.setdefault(key, lineno)
         prompts[key].add((prompt or "").removesuffix("-multi-turn"))
     out = []
     for (judge_model, model, qid), by_turn in sorted(turns.items()):
-        default_max = _ids(qid)[3]
+        row = dataset.get(qid)
         n_turns = 1 if "peca" in qid else 2
-        scores = [by_turn.get(t) for t in range(1, n_turns + 1)]
+        scores = [by_turn[t][0] if t in by_turn else None for t in range(1, n_turns + 1)]
+        if row is not None:  # a turn FGV annulled whole is everyone's, whatever the judge said
+            scores = [
+                row.items[t].max_score if s is not None and annulled_part(row, row.items[t].label) else s
+                for t, s in enumerate(scores)
+            ]
         if any(s is None for s in scores):
             status, score = "missing_turn", None
         elif any(s < 0 for s in scores):
             status, score = "parse_error", None
         else:
             status, score = "ok", money(sum(scores))
-            limit = max_scores.get(qid, default_max)
+            limit = row.max_score if row is not None else _ids(qid)[3]
             if score > limit + 1e-6:
                 line = first_line[(judge_model, model, qid)]
                 raise SourceError(
@@ -197,7 +251,7 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
         out.append(
             _record(
                 qid,
-                max_scores.get(qid),
+                row.max_score if row is not None else None,
                 judge=_judge_label(judge_model, prompt),
                 model=model,
                 status=status,
@@ -207,6 +261,13 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], max_scores: dict[st
             )
         )
     return out
+
+
+def _turn_value(row: QuestionRow | None, qid: str, turn: int) -> float:
+    """What turn `turn` is worth: the dataset's item value, else the most any item can be."""
+    if row is not None and len(row.items) >= turn:
+        return row.items[turn - 1].max_score
+    return PECA_MAX if "peca" in qid else ITEM_MAX
 
 
 def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
@@ -258,7 +319,7 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
             raise SourceError("empty file", file=str(path))
         keys = set(rows[0][1])
         if keys >= UPSTREAM_KEYS and "judgment" in keys:
-            return _from_upstream(path, rows, {q: r.max_score for q, r in dataset.items()})
+            return _from_upstream(path, rows, dataset)
         if keys >= OURS_KEYS:
             return _from_ours(path, rows, dataset)
         raise SourceError(
