@@ -137,3 +137,18 @@ def test_any_prompts_record_giving_an_annulled_row_less_is_not_trusted():
         ],
     }
     assert problem(record, row) == ("items[2].score", "0.0: B2 was annulled by FGV, it counts 0.3")
+
+
+def test_our_judgment_with_a_bad_question_id_names_its_line(tmp_path):
+    good = {
+        "question_id": QID,
+        "exam_id": "90_direito_civil",
+        "model": "model-a",
+        "judge_model": "judge-x",
+        "status": "ok",
+        "score": 1.0,
+        "max_score": 1.25,
+    }
+    f = write(tmp_path, [good, {**good, "question_id": "90_direito_civil_pergunta_9"}], name="ours.jsonl")
+    with pytest.raises(SourceError, match=r"ours\.jsonl:2: field 'question_id'"):
+        load_records(f)

@@ -154,6 +154,10 @@ def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Ques
         missing = OURS_KEYS - set(r)
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
+        try:
+            _ids(r["question_id"])
+        except (ValueError, TypeError) as e:
+            raise SourceError(str(e), file=str(path), line=lineno, field="question_id") from None
         out.append(_judged(r, r["model"], str(path), lineno, dataset))
     return out
 
