@@ -46,6 +46,10 @@ import functools
 import logging
 import os
 
+os.environ.setdefault(
+    "LITELLM_LOCAL_MODEL_COST_MAP", "True"
+)  # before lighteval imports litellm (judge/__init__.py)
+
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig

@@ -215,12 +215,21 @@ def map_prices(model: str) -> Prices:
 
 
 def prices(settings: JudgeSettings) -> Prices:
-    """Explicit prices (USD per 1M tokens) when given, else the cost map's; per token."""
-    if settings.price_input is None and settings.price_output is None:
-        return map_prices(settings.judge_model)
-    fresh = settings.price_input or 0.0
-    cached = settings.price_cached_input if settings.price_cached_input is not None else fresh
-    return Prices(fresh / 1e6, cached / 1e6, (settings.price_output or 0.0) / 1e6)
+    """Per token: each price given (USD per 1M tokens) wins, each one not given is the cost map's
+    (never $0: a price given alone must not make the others free). Cached input without its own
+    price costs the map's cached price when the map's input price is used, else the input price."""
+    known = map_prices(settings.judge_model)
+
+    def given(value: float | None) -> float | None:
+        return None if value is None else value / 1e6
+
+    fresh = given(settings.price_input)
+    cached = given(settings.price_cached_input)
+    if cached is None:
+        cached = known.cached_input if fresh is None else fresh
+    fresh = known.input if fresh is None else fresh
+    output = given(settings.price_output)
+    return Prices(fresh, cached if cached is not None else fresh, known.output if output is None else output)
 
 
 def cost(settings: JudgeSettings, usage: Usage, resp: Any = None) -> float | None:

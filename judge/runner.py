@@ -180,7 +180,7 @@ class Judge:
                 return cached.model_copy(update={"model": answer.model, "cached": True, **noted})
             if self.breaker.open:
                 return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
-            reserved = await self.budget.reserve(row, answer) if self.budget else 0.0
+            reserved = await self.budget.reserve(row, answer, self) if self.budget else 0.0
             if reserved is None:
                 return Judgment(**base, status="budget", error=self.budget.why(), cost_usd=0.0)
             judgment = None
@@ -314,7 +314,7 @@ class Budget:
             )
         self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
         self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
-        self._expect: Callable | None = None
+        self._expect: dict[Judge, Callable] = {}  # per judge sharing the cap (a jury's members, repeats)
         self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
 
     def _condition(self) -> asyncio.Condition:
@@ -324,18 +324,20 @@ class Budget:
             self._settled = (loop, asyncio.Condition())
         return self._settled[1]
 
-    async def reserve(self, row: QuestionRow, answer: Answer) -> float | None:
+    async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
         """The expected cost of judging `answer`, now counted as in flight; None: over the cap.
 
         While calls are in flight a judgment that does not fit waits for them to settle (they
         usually cost less than expected), so the cap is used, not just filled with expectations;
         it is refused only when it does not fit with nothing in flight. Once one is refused, no
-        later one starts (a rerun with a higher cap continues in order)."""
-        if self._expect is None:
+        later one starts (a rerun continues in order; its cap counts only what it spends). `judge`: who calls, priced
+        at its own prices and history (a jury's members share one cap, not one price)."""
+        judge = judge or self.judge
+        if judge not in self._expect:
             from .estimate.core import expected_cost
 
-            self._expect = expected_cost(self.judge)
-        expected = self._expect(row, answer)
+            self._expect[judge] = expected_cost(judge)
+        expected = self._expect[judge](row, answer)
         settled = self._condition()
         async with settled:
             while not self.refused and self.reserved > 0 and self._over(expected):
@@ -363,7 +365,8 @@ class Budget:
     def why(self) -> str:
         return (
             f"not judged: the cost cap (--max-cost-usd {self.cap:g}) would be passed "
-            f"(spent ${self.spent:.4f}, ${self.in_flight:.4f} in flight); a rerun with a higher cap continues"
+            f"(spent ${self.spent:.4f} by this command, ${self.in_flight:.4f} in flight); a rerun "
+            "judges only what is left, and its cap counts what it spends"
         )
 
 

@@ -10,12 +10,13 @@ setting: it stays in the environment (OAB_JUDGE_API_KEY or the provider's variab
 from __future__ import annotations
 
 import argparse
+import re
 import types
 import typing
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Mode = Literal["structured", "legacy"]
 PromptName = Literal["oab", "upstream-v1", "upstream-v2"]
@@ -40,16 +41,24 @@ class JudgeSettings(BaseModel):
     upstream_prompts: str | None = Field(None, description="upstream's judge_prompts.jsonl (upstream-*)")
     concurrency: int = Field(16, ge=1, description="judge calls at a time")
     max_tokens: int = Field(16000, ge=1, description="judge reply budget (reasoning included)")
-    temperature: float | None = Field(0.0, description="judge temperature ('none' to send none)")
+    temperature: float | None = Field(
+        0.0, allow_inf_nan=False, description="judge temperature ('none' to send none)"
+    )
     reasoning_effort: str | None = Field(None, description="e.g. high (GPT-5.2, upstream's judge)")
-    timeout: float = Field(600.0, gt=0, description="seconds per judge call")
+    timeout: float = Field(600.0, gt=0, allow_inf_nan=False, description="seconds per judge call")
     max_attempts: int = Field(6, ge=1, description="API attempts per call (429/5xx/timeouts)")
     parse_attempts: int = Field(2, ge=1, description="whole calls per judgment when the reply is invalid")
-    backoff_initial: float = Field(1.0, ge=0, description="first retry wait, seconds")
-    backoff_max: float = Field(60.0, ge=0, description="longest retry wait, seconds")
-    price_input: float | None = Field(None, description="USD per 1M prompt tokens (overrides litellm)")
-    price_cached_input: float | None = Field(None, description="USD per 1M cached prompt tokens")
-    price_output: float | None = Field(None, description="USD per 1M completion tokens")
+    backoff_initial: float = Field(1.0, ge=0, allow_inf_nan=False, description="first retry wait, seconds")
+    backoff_max: float = Field(60.0, ge=0, allow_inf_nan=False, description="longest retry wait, seconds")
+    price_input: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="USD per 1M prompt tokens (overrides litellm)"
+    )
+    price_cached_input: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="USD per 1M cached prompt tokens"
+    )
+    price_output: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="USD per 1M completion tokens"
+    )
     max_cost_usd: float | None = Field(
         None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
     )
@@ -64,7 +73,9 @@ class JudgeSettings(BaseModel):
     batch_wait: float | None = Field(
         None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
     )
-    price_batch_discount: float = Field(0.5, ge=0, description="batch price as a fraction of the direct one")
+    price_batch_discount: float = Field(
+        0.5, ge=0, le=1, allow_inf_nan=False, description="batch price as a fraction of the direct one"
+    )
     repeats: int = Field(1, ge=1, description="grade each answer K times, to measure the judge's own noise")
     jury_combine: JuryCombine = Field(
         "median", description="a jury (several --judge-model, or A,B,C): how members' item scores combine"
@@ -90,12 +101,24 @@ class JudgeSettings(BaseModel):
             )
         return {**data, "mode": implied}
 
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_is_a_url(cls, value: str | None) -> str | None:
+        """A blank base is none (litellm's default); anything else must be an http(s) URL, or the
+        calls would go to a path such as '/%20/chat/completions' and fail one by one."""
+        value = (value or "").strip()
+        if not value:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
+        return value
+
     @model_validator(mode="after")
     def _batch_has_no_cap(self):
         """A batch is submitted whole and paid as it comes back: a cap cannot stop it half-way."""
         if self.batch and self.max_cost_usd is not None:
             raise ValueError(
-                "batch and max_cost_usd do not go together (a batch is submitted whole): "
+                "<batch> and <max_cost_usd> do not go together (a batch is submitted whole): "
                 "check the bill first with --estimate, then batch without a cap"
             )
         return self
@@ -193,7 +216,8 @@ def _converter(field: str):
     nullable = type(None) in typing.get_args(annotation)
 
     def convert(text: str):
-        if nullable and text.strip().lower() in NONE_WORDS:
+        text = text.strip()  # ' 2 ' and 'True ' alike: surrounding blanks are never meant
+        if nullable and text.lower() in NONE_WORDS:
             return NULL
         return kind(text) if kind in (int, float) else text
 
@@ -224,7 +248,7 @@ def values_from_env(env: Mapping[str, str]) -> dict:
     values = {}
     for name in JudgeSettings.model_fields:
         raw = env.get(env_var(name))
-        if raw is None or raw == "":
+        if raw is None or not raw.strip():  # empty or blank: unset, as an empty key is missing
             continue
         try:
             values[name] = _converter(name)(raw)
@@ -251,7 +275,7 @@ def settings_from(
             if got is not None:
                 values[name] = got
     values = {k: None if v is NULL else v for k, v in values.items()}
-    if not values.get("judge_model"):
+    if not _member_specs(str(values.get("judge_model") or "")):  # unset, blank, or only commas
         raise ValueError(f"no judge model: pass --judge-model or set {env_var('judge_model')}")
     try:
         return JudgeSettings(**values)
@@ -266,7 +290,16 @@ def _problem(err: dict, prefix: str) -> str:
         if field in JudgeSettings.model_fields
         else "judge settings"
     )
-    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
+    raw = err["msg"].removeprefix("Value error, ")
+    # a rule over several settings names each as the user wrote it: <field> -> --flag (OAB_JUDGE_X)
+    named = re.sub(
+        r"<(\w+)>",
+        lambda m: f"{flag(m[1], prefix)} ({env_var(m[1])})" if m[1] in JudgeSettings.model_fields else m[0],
+        raw,
+    )
+    if field not in JudgeSettings.model_fields and named != raw:
+        return named
+    return f"{where}: {named}"
 
 
 def settings_env(settings: JudgeSettings) -> dict[str, str | None]:

@@ -159,3 +159,67 @@ def test_run_estimate_prices_the_judging_before_generating(stub, judge_key, tmp_
     est = json.loads(proc.stdout)
     assert server.count == 0 and est["models"][0]["model"] == "openai/candidate"
     assert est["total"]["calls"] > 0 and est["total"]["cost_usd"] > est["total"]["cost_usd_batch"] > 0
+
+
+def test_a_price_given_alone_leaves_the_others_to_the_cost_map():
+    """--price-input alone made output free (and cached input full price); now each price not
+    given is the cost map's."""
+    from judge.client import prices
+    from judge.settings import JudgeSettings
+
+    known = map_prices("openai/gpt-5.2")
+    only_input = prices(JudgeSettings(judge_model="openai/gpt-5.2", price_input=10))
+    assert (only_input.input, only_input.output) == (pytest.approx(10e-6), known.output)
+    only_output = prices(JudgeSettings(judge_model="openai/gpt-5.2", price_output=10))
+    assert only_output.input == known.input and only_output.cached_input == known.cached_input
+    free_cache = prices(JudgeSettings(judge_model="openai/gpt-5.2", price_cached_input=0))
+    assert free_cache.cached_input == 0 and free_cache.input == known.input
+    unknown = prices(JudgeSettings(judge_model="openai/judge-x", price_input=1))
+    assert unknown.output is None  # unknown stays unknown: the cap then asks for both prices
+
+
+def test_a_jurys_members_share_one_cap_each_reserved_at_its_own_price(stub, judge_key):
+    import asyncio
+
+    from judge.jury import Jury
+
+    server = stub()
+    jury = Jury(
+        settings(
+            server,
+            judge_model="openai/dear price_input=100 price_output=100,openai/cheap price_input=1 price_output=1",
+            max_cost_usd=1000.0,
+        )
+    )
+    dear, cheap = jury.members
+    assert dear.budget is cheap.budget
+    row, answer = _pairs(2)[1]
+
+    async def reserve():
+        return [await m.budget.reserve(row, answer, m) for m in (dear, cheap)]
+
+    got_dear, got_cheap = asyncio.run(reserve())
+    assert got_dear == pytest.approx(100 * got_cheap)
+    assert dear.budget.in_flight == pytest.approx(got_dear + got_cheap)
+
+
+def test_litellms_bundled_cost_map_whatever_is_imported_first(tmp_path):
+    """judge/batch imported litellm before judge/client asked for the bundled map: every command
+    then fetched prices from GitHub (offline: three warnings; online: prices of the day)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "import judge.batch.run\n"
+        "from litellm.litellm_core_utils.get_model_cost_map import get_model_cost_map_source_info as f\n"
+        "print(f()['source'], f()['is_env_forced'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ["local", "True"], out.stderr[-2000:]
+    assert "fetch" not in out.stderr

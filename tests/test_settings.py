@@ -89,3 +89,35 @@ def test_compat_warns_on_another_lighteval(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         lighteval_compat.check_version()
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "inf"])
+@pytest.mark.parametrize("field", ["--price-input", "--price-output", "--price-cached-input"])
+def test_prices_are_finite_and_not_negative(field, value):
+    """A NaN or negative price switched the cost cap off (nothing is ever over it) and wrote NaN."""
+    with pytest.raises(ValueError, match=rf"{field} \(OAB_JUDGE_"):
+        settings_from(parse(*JUDGE_BASE, "--judge-model", "j", field, value), {})
+
+
+def test_the_batch_discount_is_a_fraction():
+    with pytest.raises(ValueError, match="--price-batch-discount"):
+        settings_from(parse(*JUDGE_BASE, "--judge-model", "j", "--price-batch-discount", "7"), {})
+
+
+def test_blank_values_are_unset_and_blanks_around_a_value_are_dropped():
+    s = settings_from(None, {"OAB_JUDGE_MODEL": " j ", "OAB_JUDGE_API_BASE": " ", "OAB_JUDGE_BATCH": "True "})
+    assert (s.judge_model, s.api_base, s.batch) == ("j", None, True)
+    for blank in (" ", ",", " , "):
+        with pytest.raises(ValueError, match="no judge model"):
+            settings_from(None, {"OAB_JUDGE_MODEL": blank})
+    with pytest.raises(ValueError, match=r"--api-base \(OAB_JUDGE_API_BASE\): 'localhost:8000/v1' is not"):
+        settings_from(None, {"OAB_JUDGE_MODEL": "j", "OAB_JUDGE_API_BASE": "localhost:8000/v1"})
+
+
+def test_a_rule_over_two_settings_names_both_as_the_user_gave_them():
+    with pytest.raises(
+        ValueError, match=r"^--batch \(OAB_JUDGE_BATCH\) and --max-cost-usd \(OAB_JUDGE_MAX_COST"
+    ):
+        settings_from(parse(*JUDGE_BASE, "--judge-model", "j", "--batch", "--max-cost-usd", "1"), {})
+    with pytest.raises(ValueError, match=r"^--judge-batch \(OAB_JUDGE_BATCH\) and --judge-max-cost-usd"):
+        judge_settings(parse(*RUN_BASE, "--judge-batch", "--judge-max-cost-usd", "1"))
