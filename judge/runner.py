@@ -420,9 +420,12 @@ async def judge_all(
         return j
 
     tasks = [asyncio.ensure_future(one(r, a)) for r, a in pairs]
+    gathered = asyncio.gather(*tasks)
+    # once stopped, nobody awaits the gather: take its outcome, or asyncio prints a traceback for it
+    gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
     try:
         with fewer_collections(len(pairs) >= 200):
-            done = list(await asyncio.shield(asyncio.gather(*tasks)))
+            done = list(await asyncio.shield(gathered))
         await synced()  # every stored judgment fsynced before the run returns
         return done
     except asyncio.CancelledError:  # Ctrl-C: calls already paid for finish and are stored, briefly

@@ -259,6 +259,9 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
                 raise ValueError(f"--output {output} would overwrite the input {path}: write elsewhere")
 
 
+JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (judge/runner.py)
+
+
 def main(argv: list[str] | None = None) -> int:
     from dataset_builder.errors import BuildError, SourceError
     from judge.loop import Stopped
@@ -273,13 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         for line in redact(str(e)).splitlines():
             print(f"oab-bench {args.command}: error: {line}", file=sys.stderr)
         return 2
-    except Stopped as e:  # SIGTERM/SIGHUP during judging: calls in flight were finished and stored
-        print(
-            f"oab-bench {args.command}: stopped by {e.signame}: the judgments made are stored; "
-            "run the same command again to continue",
-            file=sys.stderr,
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (Stopped): one line, never a traceback
+        signame = e.signame if isinstance(e, Stopped) else "SIGINT"
+        stored = (
+            ": the judgments made are stored; run the same command again to continue"
+            if args.command in JUDGING_COMMANDS
+            else ""
         )
-        return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(e.signame, 15)
+        print(f"oab-bench {args.command}: stopped by {signame}{stored}", file=sys.stderr)
+        return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
 
 
 if __name__ == "__main__":
