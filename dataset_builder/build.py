@@ -30,12 +30,23 @@ from .text import clean_question
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
 
 
+def _by_question(line: str) -> tuple[str, str]:
+    """A report line (`QUESTION_ID: what`, `QUESTION_ID P2: what`) -> (question id, line) for sorting."""
+    return re.split(r"[\s:]", line, maxsplit=1)[0], line
+
+
 class BuildReport(BaseModel):
     questions: int = 0
     exams: int = 0
     corrections: list[str] = Field(default_factory=list)  # errata applied, one line each
     normalisations: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+
+    def sort(self) -> None:
+        """Order every list by question (the id each line starts with), then text: the same input in
+        another order prints and writes the same bytes."""
+        for lines in (self.corrections, self.normalisations, self.warnings):
+            lines.sort(key=_by_question)
 
     def lines(self) -> list[str]:
         out = [f"{self.questions} questions, {self.exams} exams of {EXAM_MAX:.2f} points"]
@@ -354,6 +365,7 @@ def build_rows(
         raise BuildError("\n".join(problems))
 
     rows.sort(key=_sort_key)
+    report.sort()
     report.questions = len(rows)
     report.exams = len(exams)
     return rows, report

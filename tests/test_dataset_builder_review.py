@@ -1,0 +1,80 @@
+"""Review fixes of the builder: order-independent output, strict input types, no-op errata, old
+markers, and error locations. Made-up questions only (tests/synthetic.py)."""
+
+from __future__ import annotations
+
+import json
+
+from dataset_builder.build import build_rows
+from dataset_builder.publish import DATA_FILE, write_dataset
+from tests import synthetic as syn
+
+SWAP = {
+    "question_id": "91_direito_penal_questao_1",
+    "problem": "values swapped",
+    "evidence": "tables say A 0.65, B 0.60",
+    "correction": {"values": [0.65, 0.6]},
+}
+ANNUL = {
+    "question_id": "90_direito_civil_questao_3",
+    "problem": "item B annulled",
+    "evidence": "FGV annulled it",
+    "correction": {"annulled": ["B1"]},
+}
+
+
+def two_exams() -> list[tuple[dict, dict]]:
+    """Two made-up exams, one needing a values errata and the other an annulment."""
+    swapped = syn.questao(91, "penal", 1, values=(0.6, 0.65))
+    swapped[1]["choices"][0]["turns"] = [
+        "A.\n\n" + syn.table([("A. Tese (0,55), Art. (0,10).", "0,00/0,55/0,65")]),
+        "B.\n\n" + syn.table([("B. Tese (0,50), Art. (0,10).", "0,00/0,50/0,60")]),
+    ]
+    annulled = syn.questao(90, "civil", 3, rows_b=[("B. (Anulada)", "0,00/0,50/0,60")])
+    return syn.replace(syn.exam(90, "civil"), annulled) + syn.replace(syn.exam(91, "penal"), swapped)
+
+
+def _write_lines(path, objects, *, newline: str, **dumps) -> None:
+    path.write_bytes("".join(json.dumps(o, **dumps) + newline for o in objects).encode("utf-8"))
+
+
+# --- 1. the same input in another order builds the same bytes ------------------------------------
+
+
+def test_reordered_crlf_source_builds_byte_identical_output(tmp_path):
+    pairs = two_exams()
+    a = syn.write_source(tmp_path / "a" / "src", pairs, errata=[SWAP, ANNUL])
+    b = syn.write_source(tmp_path / "b" / "src", pairs[::-1], errata=[ANNUL, SWAP])
+    # b: lines reversed, CRLF endings, other JSON spacing and escaping
+    _write_lines(
+        b / "question.jsonl", [q for q, _ in pairs[::-1]], newline="\r\n", indent=None, separators=(",", ":")
+    )
+    _write_lines(b / "reference_answer" / "guidelines.jsonl", [g for _, g in pairs[::-1]], newline="\r\n")
+    built = []
+    for src in (a, b):
+        rows, report = build_rows(src, src / "errata.yaml")
+        out = write_dataset(rows, report, src.parent / "out")
+        built.append(((out / DATA_FILE).read_bytes(), (out / "README.md").read_bytes(), report.lines()))
+    assert built[0] == built[1]
+    lines = built[0][2]
+    assert [line.split(":")[0] for line in lines if line.startswith("errata applied")] == [
+        "errata applied",
+        "errata applied",
+    ]
+    assert [line.split()[2] for line in lines if line.startswith("errata applied")] == [
+        "90_direito_civil_questao_3:",
+        "91_direito_penal_questao_1:",
+    ]
+    card = built[0][1].decode()
+    assert card.index("- 90_direito_civil_questao_3:") < card.index("- 91_direito_penal_questao_1:")
+
+
+def test_revision_changes_with_the_content(tmp_path):
+    pairs = two_exams()
+    a = syn.write_source(tmp_path / "a", pairs, errata=[SWAP, ANNUL])
+    q, g = pairs[1]
+    changed = syn.replace(pairs, ({**q, "statement": q["statement"] + " Outra frase."}, g))
+    b = syn.write_source(tmp_path / "b", changed, errata=[SWAP, ANNUL])
+    rev_a = build_rows(a, a / "errata.yaml")[0][0].provenance.revision
+    rev_b = build_rows(b, b / "errata.yaml")[0][0].provenance.revision
+    assert rev_a.startswith("sha256:") and rev_a != rev_b
