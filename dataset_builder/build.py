@@ -24,7 +24,7 @@ from .schema import (
     UpstreamText,
     money,
 )
-from .source import GUIDELINES_FILE, SourceAnswer, SourceQuestion, validate_objects
+from .source import GUIDELINES_FILE, ReferenceAnswer, SourceAnswer, SourceQuestion, validate_objects
 from .text import clean_question
 
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
@@ -88,7 +88,7 @@ def _read_questions(raw: RawSource) -> dict[str, tuple[int, SourceQuestion]]:
 def _read_references(raw: RawSource, questions: dict) -> dict[str, tuple[int, SourceAnswer]]:
     refs: dict[str, tuple[int, SourceAnswer]] = {}
     label = raw.guidelines_label
-    for lineno, a in validate_objects(raw.guidelines, SourceAnswer, label=label):
+    for lineno, a in validate_objects(raw.guidelines, ReferenceAnswer, label=label):
         where = {"file": label, "line": lineno, "field": "question_id"}
         if a.question_id in refs:
             raise SourceError(
@@ -187,6 +187,10 @@ def build_question(
         raise SourceError(f"a {qid.kind} has {n_turns} turn(s), got {len(q.turns)}", field="turns")
     if len(q.values) != len(q.turns):
         raise SourceError(f"{len(q.values)} values for {len(q.turns)} turns", field="values")
+    if qid.kind == "questao":
+        for i, turn in enumerate(q.turns):
+            if not turn.strip():
+                raise SourceError("a questão's item prompt is empty", field=f"turns.{i}")
     if len(ref.turns) != len(q.turns):
         raise SourceError(
             f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}",

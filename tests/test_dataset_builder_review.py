@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dataset_builder.build import build_rows
+from dataset_builder.errors import SourceError
 from dataset_builder.publish import DATA_FILE, write_dataset
 from tests import synthetic as syn
 
@@ -78,3 +81,60 @@ def test_revision_changes_with_the_content(tmp_path):
     rev_a = build_rows(a, a / "errata.yaml")[0][0].provenance.revision
     rev_b = build_rows(b, b / "errata.yaml")[0][0].provenance.revision
     assert rev_a.startswith("sha256:") and rev_a != rev_b
+
+
+# --- 2 and 5. wrong types, empty texts, NaN, lone surrogates: file:line and field -----------------
+
+
+def _bad_question(tmp_path, n: int, **changes) -> str:
+    """Build one exam whose line `n + 1` of question.jsonl has `changes`; the SourceError's text."""
+    pairs = syn.exam()
+    src = syn.write_source(tmp_path / "src", pairs)
+    pairs[n][0].update(changes)
+    # ASCII-escaped JSON: a lone surrogate can only be written as an escape
+    (src / "question.jsonl").write_text("".join(json.dumps(q) + "\n" for q, _ in pairs))
+    with pytest.raises(SourceError) as info:
+        build_rows(src, src / "errata.yaml")
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("n", "changes", "where"),
+    [
+        (2, {"values": ["0.6", 0.65]}, "field 'values.0': Input should be a valid number"),
+        (0, {"values": [True]}, "field 'values.0': Input should be a valid number"),
+        (2, {"values": [float("nan"), float("nan")]}, "field 'values.0': Input should be a finite number"),
+        (2, {"values": [0.6, float("inf")]}, "field 'values.1': Input should be a finite number"),
+        (2, {"statement": ""}, "field 'statement': Value error, empty text"),
+        (2, {"statement": " \n"}, "field 'statement': Value error, empty text"),
+        (2, {"system": ""}, "field 'system': Value error, empty text"),
+        (2, {"turns": ["", "Qual o prazo?"]}, "field 'turns.0': a questão's item prompt is empty"),
+        (2, {"turns": ["Mévio tem direito?", " "]}, "field 'turns.1': a questão's item prompt is empty"),
+        (2, {"statement": "Caso \ud800 inventado."}, "field 'statement': Value error, lone surrogate"),
+        (3, {"turns": ["Item \udfff?", "Outro?"]}, "field 'turns.0': Value error, lone surrogate"),
+    ],
+)
+def test_bad_question_fields_name_file_line_and_field(tmp_path, n, changes, where):
+    assert _bad_question(tmp_path, n, **changes).startswith(f"question.jsonl:{n + 1}: {where}")
+
+
+def test_int_values_and_the_pecas_empty_turn_still_build(tmp_path):
+    pairs = syn.exam()
+    pairs[0][0]["values"] = [5]  # an int where a float is expected is fine
+    assert pairs[0][0]["turns"] == [""]  # upstream's peça: one empty turn
+    src = syn.write_source(tmp_path / "src", pairs)
+    rows, _ = build_rows(src, src / "errata.yaml")
+    assert rows[0].items[0].max_score == 5.0
+
+
+def test_lone_surrogate_in_a_reference_names_guidelines_line_and_field(tmp_path):
+    pairs = syn.exam()
+    src = syn.write_source(tmp_path / "src", pairs)
+    pairs[1][1]["choices"][0]["turns"][0] = "Resposta \ud800 inventada."
+    (src / "reference_answer" / "guidelines.jsonl").write_text(
+        "".join(json.dumps(g) + "\n" for _, g in pairs)
+    )
+    with pytest.raises(
+        SourceError, match=r"^reference_answer/guidelines\.jsonl:2: field 'choices\.0\.turns\.0': "
+    ):
+        build_rows(src, src / "errata.yaml")
