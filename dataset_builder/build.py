@@ -113,7 +113,11 @@ def _scored_rows(rows: list[TableRow], prefix: str) -> list[tuple[str, str, Tabl
 
 
 def _rubric(
-    scored: list[tuple[str, str, TableRow]], parts: list[str], entry: ErrataEntry | None, qid: str
+    scored: list[tuple[str, str, TableRow]],
+    parts: list[str],
+    entry: ErrataEntry | None,
+    qid: str,
+    errata_label: str = "errata.yaml",
 ) -> list[RubricItem]:
     """Apply the errata to the scored rows, then validate each as a RubricItem."""
     rows = {item_id: row for item_id, _, row in scored}
@@ -138,6 +142,11 @@ def _rubric(
                     f"{qid}: errata expects {item_id} to read {fix.was!r}, the source reads {row.cell!r}"
                 )
             scores = sorted({money(v) for v in fix.now})
+            if scores == row.scores:
+                raise BuildError(
+                    f"{qid}: {errata_label} sets the scores of {item_id} to {scores}, which the source already "
+                    "has: the fix changes nothing (stale entry?)"
+                )
         if scores is None:
             raise BuildError(
                 f"{qid} {item_id}: item row has no score cell ({row.cell!r}), likely under a merged cell"
@@ -179,6 +188,7 @@ def build_question(
     *,
     guidelines_label: str = GUIDELINES_FILE,
     provenance: Provenance | None = None,
+    errata_label: str = "errata.yaml",
 ) -> QuestionRow:
     """One question; SourceError fields are relative to the question's line, BuildError names the question."""
     qid = parse_question_id(q.question_id)
@@ -202,7 +212,7 @@ def build_question(
         new = [money(v) for v in entry.correction.values]
         if new == values:
             raise BuildError(
-                f"{q.question_id}: errata sets values {new}, which the source already has (stale entry?)"
+                f"{q.question_id}: {errata_label} sets values {new}, which the source already has (stale entry?)"
             )
         if len(new) != len(values):
             raise BuildError(f"{q.question_id}: errata gives {len(new)} values for {len(values)} turns")
@@ -256,7 +266,7 @@ def build_question(
         scored += rows_i
         parts += [label] * len(rows_i)
 
-    rubric = _rubric(scored, parts, entry, q.question_id)
+    rubric = _rubric(scored, parts, entry, q.question_id, errata_label)
     if entry and (entry.correction.scores or entry.correction.annulled):
         what = []
         if entry.correction.scores:
@@ -266,7 +276,11 @@ def build_question(
                 "annulled " + ", ".join(entry.correction.annulled) + " (full marks to every candidate)"
             )
         report.corrections.append(f"{q.question_id}: {'; '.join(what)}: {entry.summary()}")
-    report.warnings += [w for w in _part_warnings(q.question_id, rubric) if not entry]
+    # rows the errata rewrote are checked by their entry's evidence; every other row still warns
+    corrected = (
+        {f.item_id for f in entry.correction.scores} | set(entry.correction.annulled) if entry else set()
+    )
+    report.warnings += _part_warnings(q.question_id, [r for r in rubric if r.item_id not in corrected])
 
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
@@ -344,6 +358,7 @@ def build_rows(
                     report,
                     guidelines_label=raw.guidelines_label,
                     provenance=raw.provenance,
+                    errata_label=errata_path.name,
                 )
             )
         except SourceError as e:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from dataset_builder.build import build_rows
-from dataset_builder.errors import SourceError
+from dataset_builder.errors import BuildError, SourceError
 from dataset_builder.publish import DATA_FILE, write_dataset
 from tests import synthetic as syn
 
@@ -138,3 +138,43 @@ def test_lone_surrogate_in_a_reference_names_guidelines_line_and_field(tmp_path)
         SourceError, match=r"^reference_answer/guidelines\.jsonl:2: field 'choices\.0\.turns\.0': "
     ):
         build_rows(src, src / "errata.yaml")
+
+
+# --- 3. errata entries that change nothing are refused ----------------------------------------------
+
+
+def test_an_empty_correction_is_refused_naming_the_errata_file_and_entry(tmp_path):
+    empty = {**ANNUL, "correction": {}}
+    src = syn.write_source(tmp_path / "src", two_exams(), errata=[SWAP, empty])
+    with pytest.raises(SourceError) as info:
+        build_rows(src, src / "errata.yaml")
+    assert str(info.value).startswith(f"{src / 'errata.yaml'}: field '[1].correction': the entry for ")
+    assert "90_direito_civil_questao_3 corrects nothing" in str(info.value)
+
+
+def test_a_scores_fix_that_the_source_already_has_is_refused(tmp_path):
+    same = {
+        "question_id": "90_direito_civil_peca_praticoprofissional",
+        "problem": "p",
+        "evidence": "e",
+        "correction": {"scores": [{"item_id": "P1", "was": "0,00/0,10", "now": [0.0, 0.1]}]},
+    }
+    src = syn.write_source(tmp_path / "src", syn.exam(), errata=[same])
+    with pytest.raises(
+        BuildError, match=r"errata\.yaml sets the scores of P1 to \[0\.0, 0\.1\], which the source"
+    ):
+        build_rows(src, src / "errata.yaml")
+
+
+def test_a_values_entry_does_not_silence_the_questions_merged_cell_warnings(tmp_path):
+    q = syn.questao(90, "civil", 1, values=(0.6, 0.65))
+    q[1]["choices"][0]["turns"] = [
+        "A.\n\n" + syn.table([("A. Tese (0,50), Art. (0,10).", "0,00/0,55/0,65")]),  # parts 0.60 < 0.65
+        "B.\n\n" + syn.table([("B. Tese (0,50), Art. (0,10).", "0,00/0,50/0,60")]),
+    ]
+    swap = {**SWAP, "question_id": "90_direito_civil_questao_1"}
+    src = syn.write_source(tmp_path / "src", syn.replace(syn.exam(), q), errata=[swap])
+    _, report = build_rows(src, src / "errata.yaml")
+    assert report.warnings == [
+        "90_direito_civil_questao_1 A1: max 0.65 exceeds its parenthesised parts (0.60)"
+    ]
