@@ -9,7 +9,7 @@ import pytest
 
 from dataset_builder.build import build_rows
 from dataset_builder.errors import BuildError, SourceError
-from dataset_builder.publish import DATA_FILE, write_dataset
+from dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, is_our_build, write_dataset
 from tests import synthetic as syn
 
 SWAP = {
@@ -178,3 +178,27 @@ def test_a_values_entry_does_not_silence_the_questions_merged_cell_warnings(tmp_
     assert report.warnings == [
         "90_direito_civil_questao_1 A1: max 0.65 exceeds its parenthesised parts (0.60)"
     ]
+
+
+# --- 4. an older marker (no hashes) cannot vouch for the files ------------------------------------
+
+
+def test_an_old_marker_does_not_let_overwrite_replace_an_edited_card(tmp_path):
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    rows, report = build_rows(src, src / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    (out / MARKER).write_text(MARKER_HEAD + "\n")  # a marker from before markers listed files
+    assert not is_our_build(out)  # nothing proves the files are ours
+    (out / "README.md").write_text("# my own notes on this dataset\n")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(FileExistsError) as info:
+        write_dataset(rows, report, out, overwrite=True)
+    assert "lists no file hashes" in str(info.value) and f"rm -r {out}" in str(info.value)
+    assert "README.md (not verifiable" in str(info.value)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "src"]  # no temporary folder left
+    # the same files as this build writes are verified by their bytes: replaced, with a full marker now
+    write_dataset(rows, report, tmp_path / "fresh")
+    (out / "README.md").write_bytes((tmp_path / "fresh" / "README.md").read_bytes())
+    assert write_dataset(rows, report, out, overwrite=True) == out
+    assert is_our_build(out)
