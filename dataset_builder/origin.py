@@ -106,20 +106,36 @@ def data_folder(folder: Path) -> Path:
     return folder
 
 
+def _looks_built(folder: Path) -> bool:
+    """Our own output (`oab-bench build`'s marker or `data/test-*.parquet`) rather than upstream's files."""
+    return (folder / ".oab-bench-build").is_file() or any(folder.glob("data/test-*.parquet"))
+
+
 def file_source(folder: Path) -> RawSource:
-    folder = data_folder(folder)
+    given = Path(folder)
+    folder = data_folder(given)
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is a file"
         raise SourceError(
             f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
         )
-    questions = list(read_objects(folder / QUESTIONS_FILE, label=QUESTIONS_FILE))
-    guidelines = list(read_objects(folder / GUIDELINES_FILE, label=GUIDELINES_FILE))
+    if not (folder / QUESTIONS_FILE).exists() and _looks_built(folder):
+        raise SourceError(
+            f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
+            f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
+            file=str(given),
+        )
+    # errors name files as the user can find them: inside a clone of upstream's repository, by the
+    # path from the folder they passed (`data/oab_bench/question.jsonl`)
+    prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""
+    questions_label, guidelines_label = prefix + QUESTIONS_FILE, prefix + GUIDELINES_FILE
+    questions = list(read_objects(folder / QUESTIONS_FILE, label=questions_label))
+    guidelines = list(read_objects(folder / GUIDELINES_FILE, label=guidelines_label))
     return RawSource(
         questions,
         guidelines,
-        QUESTIONS_FILE,
-        GUIDELINES_FILE,
+        questions_label,
+        guidelines_label,
         Provenance(
             source=f"files:{folder.name}", revision=content_hash(questions=questions, guidelines=guidelines)
         ),

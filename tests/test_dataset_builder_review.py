@@ -202,3 +202,36 @@ def test_an_old_marker_does_not_let_overwrite_replace_an_edited_card(tmp_path):
     (out / "README.md").write_bytes((tmp_path / "fresh" / "README.md").read_bytes())
     assert write_dataset(rows, report, out, overwrite=True) == out
     assert is_our_build(out)
+
+
+# --- 5. errors say where, as the user can find it ------------------------------------------------
+
+
+def test_in_a_clone_of_upstreams_repository_errors_name_the_path_from_the_folder_given(tmp_path):
+    pairs = syn.exam()
+    data = syn.write_source(tmp_path / "clone" / "data" / "oab_bench", pairs)
+    lines = (data / "question.jsonl").read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace('"statement"', '"statement_x"')
+    (data / "question.jsonl").write_text("".join(lines))
+    with pytest.raises(SourceError) as info:
+        build_rows(tmp_path / "clone", data / "errata.yaml")
+    assert str(info.value) == "data/oab_bench/question.jsonl:3: field 'statement': Field required"
+    (data / "question.jsonl").write_text("".join(json.dumps(q) + "\n" for q, _ in pairs))
+    pairs[4][1]["choices"][0]["turns"] = ["sem tabela", "sem tabela"]
+    (data / "reference_answer" / "guidelines.jsonl").write_text(
+        "".join(json.dumps(g) + "\n" for _, g in pairs)
+    )
+    with pytest.raises(
+        SourceError, match=r"^data/oab_bench/reference_answer/guidelines\.jsonl:5: field 'choices"
+    ):
+        build_rows(tmp_path / "clone", data / "errata.yaml")
+
+
+def test_our_built_folder_as_source_is_named_as_such(tmp_path):
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    rows, report = build_rows(src, src / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    with pytest.raises(
+        SourceError, match="looks like a dataset folder built by `oab-bench build`, not upstream's"
+    ):
+        build_rows(out, src / "errata.yaml")
