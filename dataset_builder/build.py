@@ -24,10 +24,15 @@ from .schema import (
     UpstreamText,
     money,
 )
-from .source import GUIDELINES_FILE, SourceAnswer, SourceQuestion, validate_objects
+from .source import GUIDELINES_FILE, ReferenceAnswer, SourceAnswer, SourceQuestion, validate_objects
 from .text import clean_question
 
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
+
+
+def _by_question(line: str) -> tuple[str, str]:
+    """A report line (`QUESTION_ID: what`, `QUESTION_ID P2: what`) -> (question id, line) for sorting."""
+    return re.split(r"[\s:]", line, maxsplit=1)[0], line
 
 
 class BuildReport(BaseModel):
@@ -36,6 +41,12 @@ class BuildReport(BaseModel):
     corrections: list[str] = Field(default_factory=list)  # errata applied, one line each
     normalisations: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+
+    def sort(self) -> None:
+        """Order every list by question (the id each line starts with), then text: the same input in
+        another order prints and writes the same bytes."""
+        for lines in (self.corrections, self.normalisations, self.warnings):
+            lines.sort(key=_by_question)
 
     def lines(self) -> list[str]:
         out = [f"{self.questions} questions, {self.exams} exams of {EXAM_MAX:.2f} points"]
@@ -77,7 +88,7 @@ def _read_questions(raw: RawSource) -> dict[str, tuple[int, SourceQuestion]]:
 def _read_references(raw: RawSource, questions: dict) -> dict[str, tuple[int, SourceAnswer]]:
     refs: dict[str, tuple[int, SourceAnswer]] = {}
     label = raw.guidelines_label
-    for lineno, a in validate_objects(raw.guidelines, SourceAnswer, label=label):
+    for lineno, a in validate_objects(raw.guidelines, ReferenceAnswer, label=label):
         where = {"file": label, "line": lineno, "field": "question_id"}
         if a.question_id in refs:
             raise SourceError(
@@ -102,7 +113,11 @@ def _scored_rows(rows: list[TableRow], prefix: str) -> list[tuple[str, str, Tabl
 
 
 def _rubric(
-    scored: list[tuple[str, str, TableRow]], parts: list[str], entry: ErrataEntry | None, qid: str
+    scored: list[tuple[str, str, TableRow]],
+    parts: list[str],
+    entry: ErrataEntry | None,
+    qid: str,
+    errata_label: str = "errata.yaml",
 ) -> list[RubricItem]:
     """Apply the errata to the scored rows, then validate each as a RubricItem."""
     rows = {item_id: row for item_id, _, row in scored}
@@ -127,6 +142,11 @@ def _rubric(
                     f"{qid}: errata expects {item_id} to read {fix.was!r}, the source reads {row.cell!r}"
                 )
             scores = sorted({money(v) for v in fix.now})
+            if scores == row.scores:
+                raise BuildError(
+                    f"{qid}: {errata_label} sets the scores of {item_id} to {scores}, which the source already "
+                    "has: the fix changes nothing (stale entry?)"
+                )
         if scores is None:
             raise BuildError(
                 f"{qid} {item_id}: item row has no score cell ({row.cell!r}), likely under a merged cell"
@@ -168,6 +188,7 @@ def build_question(
     *,
     guidelines_label: str = GUIDELINES_FILE,
     provenance: Provenance | None = None,
+    errata_label: str = "errata.yaml",
 ) -> QuestionRow:
     """One question; SourceError fields are relative to the question's line, BuildError names the question."""
     qid = parse_question_id(q.question_id)
@@ -176,6 +197,10 @@ def build_question(
         raise SourceError(f"a {qid.kind} has {n_turns} turn(s), got {len(q.turns)}", field="turns")
     if len(q.values) != len(q.turns):
         raise SourceError(f"{len(q.values)} values for {len(q.turns)} turns", field="values")
+    if qid.kind == "questao":
+        for i, turn in enumerate(q.turns):
+            if not turn.strip():
+                raise SourceError("a questão's item prompt is empty", field=f"turns.{i}")
     if len(ref.turns) != len(q.turns):
         raise SourceError(
             f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}",
@@ -187,7 +212,7 @@ def build_question(
         new = [money(v) for v in entry.correction.values]
         if new == values:
             raise BuildError(
-                f"{q.question_id}: errata sets values {new}, which the source already has (stale entry?)"
+                f"{q.question_id}: {errata_label} sets values {new}, which the source already has (stale entry?)"
             )
         if len(new) != len(values):
             raise BuildError(f"{q.question_id}: errata gives {len(new)} values for {len(values)} turns")
@@ -241,7 +266,7 @@ def build_question(
         scored += rows_i
         parts += [label] * len(rows_i)
 
-    rubric = _rubric(scored, parts, entry, q.question_id)
+    rubric = _rubric(scored, parts, entry, q.question_id, errata_label)
     if entry and (entry.correction.scores or entry.correction.annulled):
         what = []
         if entry.correction.scores:
@@ -251,7 +276,11 @@ def build_question(
                 "annulled " + ", ".join(entry.correction.annulled) + " (full marks to every candidate)"
             )
         report.corrections.append(f"{q.question_id}: {'; '.join(what)}: {entry.summary()}")
-    report.warnings += [w for w in _part_warnings(q.question_id, rubric) if not entry]
+    # rows the errata rewrote are checked by their entry's evidence; every other row still warns
+    corrected = (
+        {f.item_id for f in entry.correction.scores} | set(entry.correction.annulled) if entry else set()
+    )
+    report.warnings += _part_warnings(q.question_id, [r for r in rubric if r.item_id not in corrected])
 
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
@@ -329,6 +358,7 @@ def build_rows(
                     report,
                     guidelines_label=raw.guidelines_label,
                     provenance=raw.provenance,
+                    errata_label=errata_path.name,
                 )
             )
         except SourceError as e:
@@ -354,6 +384,7 @@ def build_rows(
         raise BuildError("\n".join(problems))
 
     rows.sort(key=_sort_key)
+    report.sort()
     report.questions = len(rows)
     report.exams = len(exams)
     return rows, report

@@ -6,7 +6,7 @@ from collections import Counter
 
 import yaml
 
-from .build import BuildReport
+from .build import BuildReport, _by_question
 from .ids import AREAS
 from .schema import QuestionRow
 
@@ -46,7 +46,7 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
     editions = sorted({r.edition for r in rows})
     per_area = Counter(r.area for r in rows if r.kind == "peca")
     areas = ", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area))
-    corrections = "\n".join(f"- {c}" for c in report.corrections) or "- none"
+    corrections = "\n".join(f"- {c}" for c in sorted(report.corrections, key=_by_question)) or "- none"
     origins = sorted(
         {(r.provenance.source, r.provenance.revision or "unknown") for r in rows if r.provenance}
     )
@@ -86,7 +86,7 @@ corrects it (listed below, and in each row's `errata`).
 | `rubric` | `{{item_id, part, section, label, description, max_score, allowed_scores, annulled}}` |
 | `errata` | corrections applied to this question |
 | `upstream` | upstream's raw statement, turns, values and reference turns, for parity with upstream's judge prompts |
-| `provenance` | `{{source, revision}}`: what the row was built from (Hub commit sha, or a hash of local files) |
+| `provenance` | `{{source, revision}}`: what the row was built from (Hub commit sha, or a hash of the local source's content) |
 
 Annulled items (`annulled: true`) are not graded: as FGV does, every candidate gets
 their full value.

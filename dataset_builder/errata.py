@@ -68,6 +68,14 @@ def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
             first = e.errors()[0]
             field = f"[{i}]." + ".".join(str(p) for p in first["loc"])
             raise SourceError(first["msg"], file=str(path), field=field) from None
+        c = entry.correction
+        if c.values is None and not (c.scores or c.annulled or c.wrong_valor):
+            raise SourceError(
+                f"the entry for {entry.question_id} corrects nothing (empty correction): remove it or say what "
+                "to correct",
+                file=str(path),
+                field=f"[{i}].correction",
+            )
         if entry.question_id in entries:
             raise SourceError(
                 f"second entry for {entry.question_id}", file=str(path), field=f"[{i}].question_id"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -75,10 +76,20 @@ def card_configs(folder: Path) -> set[str]:
 
 
 def files_hash(paths: Iterable[Path], root: Path) -> str:
-    """`sha256:` of the files' names and bytes: the revision of a local source."""
+    """`sha256:` of the files' names and bytes: the revision of a local folder in the Hub layout."""
     h = hashlib.sha256()
     for p in sorted(paths):
         h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return f"sha256:{h.hexdigest()[:16]}"
+
+
+def content_hash(**tables: Iterable[tuple[int, dict]]) -> str:
+    """`sha256:` of the parsed rows in canonical form (each table's rows as sorted-key JSON, sorted): the
+    revision of a folder of JSONL files. Line order, line endings and JSON spacing do not change it."""
+    h = hashlib.sha256()
+    for name in sorted(tables):
+        rows = sorted(json.dumps(obj, sort_keys=True, separators=(",", ":")) for _, obj in tables[name])
+        h.update(json.dumps([name, rows]).encode())
     return f"sha256:{h.hexdigest()[:16]}"
 
 
@@ -95,20 +106,39 @@ def data_folder(folder: Path) -> Path:
     return folder
 
 
+def _looks_built(folder: Path) -> bool:
+    """Our own output (`oab-bench build`'s marker or `data/test-*.parquet`) rather than upstream's files."""
+    return (folder / ".oab-bench-build").is_file() or any(folder.glob("data/test-*.parquet"))
+
+
 def file_source(folder: Path) -> RawSource:
-    folder = data_folder(folder)
+    given = Path(folder)
+    folder = data_folder(given)
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is a file"
         raise SourceError(
             f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
         )
-    files = [p for p in (folder / QUESTIONS_FILE, folder / GUIDELINES_FILE) if p.is_file()]
+    if not (folder / QUESTIONS_FILE).exists() and _looks_built(folder):
+        raise SourceError(
+            f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
+            f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
+            file=str(given),
+        )
+    # errors name files as the user can find them: inside a clone of upstream's repository, by the
+    # path from the folder they passed (`data/oab_bench/question.jsonl`)
+    prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""
+    questions_label, guidelines_label = prefix + QUESTIONS_FILE, prefix + GUIDELINES_FILE
+    questions = list(read_objects(folder / QUESTIONS_FILE, label=questions_label))
+    guidelines = list(read_objects(folder / GUIDELINES_FILE, label=guidelines_label))
     return RawSource(
-        read_objects(folder / QUESTIONS_FILE, label=QUESTIONS_FILE),
-        read_objects(folder / GUIDELINES_FILE, label=GUIDELINES_FILE),
-        QUESTIONS_FILE,
-        GUIDELINES_FILE,
-        Provenance(source=f"files:{folder.name}", revision=files_hash(files, folder) if files else None),
+        questions,
+        guidelines,
+        questions_label,
+        guidelines_label,
+        Provenance(
+            source=f"files:{folder.name}", revision=content_hash(questions=questions, guidelines=guidelines)
+        ),
     )
 
 

@@ -41,23 +41,28 @@ def _entries(folder: Path) -> list[str]:
     return sorted(out)
 
 
-def foreign_paths(folder: Path) -> list[str] | None:
-    """What `--overwrite` would remove that `oab-bench build` did not write, as it wrote it.
-
-    None: no marker (the whole folder is foreign); [] when it holds only our build, unchanged.
-    """
+def _listed(folder: Path) -> dict[str, str] | None:
+    """The marker's files and hashes; None without a marker of ours, {} for an older head-only one."""
     try:
         lines = (folder / MARKER).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
     if not lines or lines[0] != MARKER_HEAD or (folder / MARKER).is_symlink():
         return None
-    ours: dict[str, str | None] = {}
-    for line in lines[1:]:
-        digest, _, path = line.partition("  ")
-        ours[path] = digest
-    if not ours:  # a marker from before markers listed the files
-        ours = {"README.md": None, DATA_FILE: None}
+    return {path: digest for digest, _, path in (line.partition("  ") for line in lines[1:])}
+
+
+def foreign_paths(folder: Path, *, built: Path | None = None) -> list[str] | None:
+    """What `--overwrite` would remove that `oab-bench build` did not write, as it wrote it.
+
+    None: no marker (the whole folder is foreign); [] when it holds only our build, unchanged.
+    An older marker lists no hashes, so it proves nothing about the files: each must then be
+    byte-identical to the same file of `built` (the build about to replace it), else it is foreign.
+    """
+    listed = _listed(folder)
+    if listed is None:
+        return None
+    ours: dict[str, str | None] = dict(listed) or {"README.md": None, DATA_FILE: None}
     ours[MARKER] = None
     dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
     foreign = []
@@ -69,7 +74,13 @@ def foreign_paths(folder: Path) -> list[str] | None:
             foreign.append(entry)
         elif ours[entry] and hashlib.sha256(path.read_bytes()).hexdigest() != ours[entry]:
             foreign.append(f"{entry} (changed since the build)")
+        elif not listed and entry != MARKER and not _same_file(path, built / entry if built else None):
+            foreign.append(f"{entry} (not verifiable: the marker lists no hashes)")
     return foreign
+
+
+def _same_file(path: Path, other: Path | None) -> bool:
+    return other is not None and other.is_file() and path.read_bytes() == other.read_bytes()
 
 
 def is_our_build(folder: Path) -> bool:
@@ -92,13 +103,20 @@ def _summary(paths: list[str]) -> str:
     return ", ".join(names[:_SHOWN]) + more
 
 
-def check_replaceable(output: Path) -> None:
-    """Refuse (FileExistsError) unless `output` holds our build and nothing else."""
-    foreign = foreign_paths(output)
+def check_replaceable(output: Path, *, built: Path | None = None) -> None:
+    """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths)."""
+    foreign = foreign_paths(output, built=built)
     if foreign is None:
         raise FileExistsError(
             f"{output} is not a folder written by `oab-bench build` (no {MARKER} marker): refusing to "
             f"replace it; --overwrite would have removed: {_summary(_entries(output)) or 'an empty folder'}"
+        )
+    if foreign and _listed(output) == {}:
+        raise FileExistsError(
+            f"{output} was written by an older `oab-bench build` whose {MARKER} lists no file hashes, and "
+            f"it differs from this build, so edits there cannot be told from ours: refusing to replace it "
+            f"({_summary(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
+            "then build again"
         )
     if foreign:
         raise FileExistsError(
@@ -118,10 +136,13 @@ def write_dataset(
     if output.is_file():
         raise FileExistsError(f"{output} is a file, not a dataset folder")
     empty = output.is_dir() and not output.is_symlink() and not any(output.iterdir())
+    old_marker = False  # a head-only marker: the files are checked against the new build, once written
     if output.exists() and not empty:  # an empty folder holds nothing to lose: the swap fills it
         if not overwrite:
             raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
-        check_replaceable(output)
+        old_marker = _listed(output) == {}
+        if not old_marker:
+            check_replaceable(output)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
@@ -134,6 +155,8 @@ def write_dataset(
         pq.write_table(table, tmp / DATA_FILE)
         (tmp / "README.md").write_text(render_card(rows, report), encoding="utf-8")
         (tmp / MARKER).write_text(_marker_text(tmp), encoding="utf-8")
+        if old_marker:
+            check_replaceable(output, built=tmp)
         _swap_in(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

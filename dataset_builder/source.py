@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import SourceError
 
@@ -15,17 +15,43 @@ QUESTIONS_FILE = "question.jsonl"
 GUIDELINES_FILE = "reference_answer/guidelines.jsonl"
 
 
+def _unicode(text: str) -> str:
+    """JSON's `\\ud800` escape reads as a lone surrogate, which no UTF-8 file (or parquet) can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"lone surrogate {text[e.start]!r} at character {e.start + 1}: not valid Unicode"
+        ) from None
+    return text
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("empty text")
+    return text
+
+
+Text = Annotated[str, AfterValidator(_unicode)]
+NonEmptyText = Annotated[str, AfterValidator(_unicode), AfterValidator(_non_empty)]
+
+
 class SourceQuestion(BaseModel):
-    """One line of `question.jsonl`."""
+    """One line of `question.jsonl`.
 
-    model_config = ConfigDict(extra="ignore")
+    Strict: `"0.6"` or `true` is not a value (ints are); NaN and infinity are refused. Every text
+    the real data always fills is required non-empty; a peça's one turn is `""` upstream, so
+    turns may be empty here (the builder requires a questão's turns).
+    """
 
-    question_id: str
-    category: str
-    statement: str
-    turns: list[str] = Field(min_length=1)
+    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
+
+    question_id: NonEmptyText
+    category: NonEmptyText
+    statement: NonEmptyText
+    turns: list[Text] = Field(min_length=1)
     values: list[float] = Field(min_length=1)
-    system: str
+    system: NonEmptyText
 
 
 class AnswerChoice(BaseModel):
@@ -49,6 +75,17 @@ class SourceAnswer(BaseModel):
     @property
     def turns(self) -> list[str]:
         return self.choices[0].turns
+
+
+class ReferenceChoice(AnswerChoice):
+    turns: list[Text] = Field(min_length=1)
+
+
+class ReferenceAnswer(SourceAnswer):
+    """A line of `reference_answer/guidelines.jsonl`: its texts go into the dataset, so they must be
+    valid Unicode (a model's answer file is read as SourceAnswer, unchanged)."""
+
+    choices: list[ReferenceChoice] = Field(min_length=1)
 
 
 M = TypeVar("M", bound=BaseModel)
