@@ -28,7 +28,15 @@ from tests.test_judge_server import settings
             "--max-cost-usd (OAB_JUDGE_MAX_COST_USD): Input should be greater than or equal to 0",
         ),
         (["--repeats", "0"], "--repeats (OAB_JUDGE_REPEATS): Input should be greater than or equal to 1"),
-        (["--batch", "--max-cost-usd", "1"], "batch and max_cost_usd do not go together"),
+        (
+            ["--batch", "--max-cost-usd", "1"],
+            "--batch (OAB_JUDGE_BATCH) and --max-cost-usd (OAB_JUDGE_MAX_COST_USD) do not go together",
+        ),
+        (["--price-input", "nan"], "--price-input (OAB_JUDGE_PRICE_INPUT): Input should be a finite number"),
+        (
+            ["--api-base", " localhost:1/v1"],
+            "--api-base (OAB_JUDGE_API_BASE): 'localhost:1/v1' is not an http",
+        ),
     ],
 )
 def test_bad_settings_are_one_line_each_naming_the_flag(flags, said, tmp_path, capsys):
