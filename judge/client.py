@@ -87,7 +87,9 @@ class CallResult(NamedTuple):
 
 
 def api_key() -> str | None:
-    return os.environ.get(API_KEY_ENV) or None
+    """OAB_JUDGE_API_KEY without surrounding blanks (a pasted key often ends in a newline, which no
+    HTTP header may carry); blank counts as unset."""
+    return (os.environ.get(API_KEY_ENV) or "").strip() or None
 
 
 def missing_keys(model: str) -> tuple[str, ...]:
@@ -124,8 +126,14 @@ def connection_failed(exc: BaseException) -> bool:
     return isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
 
 
+def malformed_header(exc: BaseException) -> bool:
+    """A key (or header) holding a control character: refused before sending, the same every time."""
+    text = str(exc)
+    return "Forbidden control character" in text or "Illegal header value" in text
+
+
 def transient(exc: BaseException) -> bool:
-    return isinstance(exc, _TRANSIENT) and not missing_credentials(exc)
+    return isinstance(exc, _TRANSIENT) and not missing_credentials(exc) and not malformed_header(exc)
 
 
 class Breaker:
@@ -175,6 +183,8 @@ def _describe(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if missing_credentials(exc):
         text += f" (set {API_KEY_ENV} or the provider's key variable, or give an api_base)"
+    elif malformed_header(exc):
+        text += " (the API key holds a control character: check the key variable)"
     return redact(text)[:500]
 
 

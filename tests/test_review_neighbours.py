@@ -156,3 +156,25 @@ def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, j
     run_judge_all(Judge(unpriced, store), _pairs(2), progress=False)
     est = estimate(Judge(unpriced, JudgmentStore(tmp_path)), _pairs(2))
     assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0
+
+
+def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_at_once(stub, monkeypatch):
+    """A pasted key ending in a newline failed every call as a retried 'server error' (no HTTP
+    header may hold one); now it is trimmed, and a control character inside fails once, saying why."""
+    from judge.client import call_judge
+    from judge.loop import run
+    from judge.settings import JudgeSettings
+
+    server = stub()
+    settings = JudgeSettings(
+        judge_model="openai/judge-test", api_base=server.url, max_attempts=3, backoff_initial=0.01
+    )
+    messages = [{"role": "user", "content": "oi"}]
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test-123\n")
+    assert run(call_judge(settings, messages, None)).status == "ok"
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test\n123")
+    failed = run(call_judge(settings, messages, None))
+    assert (failed.status, failed.attempts) == ("api_error", 1)
+    assert "control character" in failed.error and "sk-test" not in failed.error
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "  ")  # blank: no key of ours (the local server's dummy)
+    assert run(call_judge(settings, messages, None)).status == "ok"
