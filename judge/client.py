@@ -93,14 +93,21 @@ def api_key() -> str | None:
 
 
 def missing_keys(model: str) -> tuple[str, ...]:
-    """The provider key variables `model` needs and the environment lacks (empty: none missing)."""
-    present = tuple(sorted(k for k, v in os.environ.items() if v and "KEY" in k))
-    return _missing_keys(model, present)  # cached, but never across a change of the environment
+    """The provider key variables `model` needs and the environment lacks (empty: none missing).
+    A blank variable (`OPENAI_API_KEY=' '`) is missing, as an empty one is."""
+    present = tuple(sorted(k for k, v in os.environ.items() if v.strip() and "KEY" in k))
+    blank = tuple(sorted(k for k, v in os.environ.items() if v and not v.strip() and "KEY" in k))
+    return _missing_keys(model, present, blank)  # cached, but never across a change of the environment
 
 
 @functools.cache
-def _missing_keys(model: str, present: tuple[str, ...]) -> tuple[str, ...]:
-    found = litellm.validate_environment(model)
+def _missing_keys(model: str, present: tuple[str, ...], blank: tuple[str, ...]) -> tuple[str, ...]:
+    # litellm counts any non-empty value as a key: hide the blank ones while it looks (rare, brief)
+    hidden = {k: os.environ.pop(k) for k in blank if k in os.environ}
+    try:
+        found = litellm.validate_environment(model)
+    finally:
+        os.environ.update(hidden)
     return () if found.get("keys_in_environment") else tuple(found.get("missing_keys") or ())
 
 

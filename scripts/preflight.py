@@ -113,7 +113,11 @@ def check_max_new_tokens(max_new_tokens: int, context: int, where: str) -> None:
 
 def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings) -> None:
     """The candidate and the judge each need a key, or a local server (--api-base) that takes any."""
-    from judge.client import API_KEY_ENV, missing_keys  # litellm: slow to import, only `run` needs it
+    from judge.client import (  # litellm: slow to import, only `run` needs it
+        API_KEY_ENV,
+        api_key,
+        missing_keys,
+    )
     from judge.settings import member_settings
     from scripts.vllm_server import vllm_target  # a local server of ours: no key
 
@@ -125,7 +129,7 @@ def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings
                 f"the candidate {candidate} needs {' or '.join(missing)} (or --api-base for a local server)"
             )
     for member in member_settings(judge):  # a jury: every member needs its key
-        if member.api_base or os.environ.get(API_KEY_ENV) or vllm_target(member.judge_model):
+        if member.api_base or api_key() or vllm_target(member.judge_model):  # a blank key is none
             continue
         missing = missing_keys(member.judge_model)
         if missing:

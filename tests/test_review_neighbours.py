@@ -178,3 +178,20 @@ def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_
     assert "control character" in failed.error and "sk-test" not in failed.error
     monkeypatch.setenv("OAB_JUDGE_API_KEY", "  ")  # blank: no key of ours (the local server's dummy)
     assert run(call_judge(settings, messages, None)).status == "ok"
+
+
+def test_blank_keys_are_missing_keys_before_anything_runs(monkeypatch):
+    """`OPENAI_API_KEY=' '` or a blank OAB_JUDGE_API_KEY passed the run's key check and then failed
+    every call; blank is missing, as empty is."""
+    from judge.settings import JudgeSettings
+    from scripts.preflight import PreflightError, check_credentials
+
+    for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", " \n")
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "  ")
+    with pytest.raises(PreflightError) as info:
+        check_credentials("openai/gpt-4o-mini", None, JudgeSettings(judge_model="openai/gpt-5.2"))
+    said = str(info.value)
+    assert "the candidate openai/gpt-4o-mini needs OPENAI_API_KEY" in said
+    assert "the judge openai/gpt-5.2 needs OAB_JUDGE_API_KEY" in said
