@@ -223,3 +223,39 @@ def test_litellms_bundled_cost_map_whatever_is_imported_first(tmp_path):
     )
     assert out.stdout.split() == ["local", "True"], out.stderr[-2000:]
     assert "fetch" not in out.stderr
+
+
+def test_the_budget_expects_completion_tokens_per_question_kind():
+    """The budget priced every judgment at the mean of all cached ones: a peça's (long) reply was
+    expected as short as a questão's. The kind is told from the cached judgments' ids."""
+    from types import SimpleNamespace
+
+    from judge.estimate.core import _history
+    from judge.records import Judgment
+
+    def judged(qid: str, tokens: int) -> Judgment:
+        return Judgment(
+            question_id=qid,
+            exam_id="90_direito_civil",
+            model="m",
+            judge_model="j",
+            prompt_version="p",
+            mode="structured",
+            status="ok",
+            score=0.0,
+            max_score=5.0 if "peca" in qid else 1.25,
+            usage=Usage(prompt_tokens=10, completion_tokens=tokens),
+        )
+
+    store = SimpleNamespace(
+        judgments=lambda: [
+            judged("90_direito_civil_peca_praticoprofissional", 3000),
+            judged("90_direito_civil_questao_1", 500),
+            judged("90_direito_civil_questao_2", 700),
+        ]
+    )
+    judge = SimpleNamespace(
+        store=store, settings=SimpleNamespace(judge_model="j"), mode="structured", prompt_version="p"
+    )
+    means, _ = _history(judge, {})
+    assert means == {"peca": 3000, "questao": 600}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from dataset_builder.ids import parse_question_id
 from dataset_builder.schema import QuestionRow
 
 from ..answers import Answer
@@ -59,6 +60,14 @@ def count_tokens(judge_model: str, messages: list[dict]) -> int:
     )
 
 
+def _kind(question_id: str) -> str:
+    """peca or questao, from the id alone (the budget sees one row at a time, not the dataset)."""
+    try:
+        return parse_question_id(question_id).kind
+    except ValueError:
+        return ""
+
+
 def _history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str]:
     """Mean completion tokens per judgment and question kind, from this judge's cached judgments."""
     got: dict[str, list[int]] = defaultdict(list)
@@ -69,7 +78,7 @@ def _history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str
             and j.prompt_version == judge.prompt_version
             and j.usage.completion_tokens
         ):
-            got[kinds.get(j.question_id, "")].append(j.usage.completion_tokens)
+            got[kinds.get(j.question_id) or _kind(j.question_id)].append(j.usage.completion_tokens)
     everything = [n for ns in got.values() for n in ns]
     if not everything:
         return dict(
@@ -164,7 +173,7 @@ def expected_cost(judge: Judge) -> Callable[[QuestionRow, Answer], float]:
     cache: dict[str, tuple[dict[str, float], str]] = {}
 
     def expect(row: QuestionRow, answer: Answer) -> float:
-        if "history" not in cache:  # the budget sees one row at a time: this judge's overall mean
+        if "history" not in cache:  # per question kind, told from the cached judgments' ids
             cache["history"] = _history(judge, {})
         _, calls = judge.prompts(row, answer)
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in calls)
