@@ -17,7 +17,7 @@ from .dataset import load_rows
 from .jury import Jury, make_judge
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
-from .store import JudgmentStore, default_cache_dir
+from .store import JudgmentStore, StoreError, default_cache_dir
 
 
 def pair_answers(rows, answers: list[Answer]):
@@ -92,7 +92,10 @@ def run_judge_command(args: argparse.Namespace) -> int:
 
 def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
     """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
-    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    try:
+        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    except StoreError as e:
+        raise StoreError(f"--cache {e}") from None
     return make_judge(settings, store)
 
 

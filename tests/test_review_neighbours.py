@@ -148,3 +148,39 @@ def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, j
     run_judge_all(Judge(unpriced, store), _pairs(2), progress=False)
     est = estimate(Judge(unpriced, JudgmentStore(tmp_path)), _pairs(2))
     assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0
+
+
+def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
+    tmp_path, upstream_v1, built_dataset, caplog, capsys
+):
+    """Upstream's judgment file copied into a cache folder: refused before anything is written
+    (not even the torn-line seal), one error naming the file, no warning per line; exit 2."""
+    import logging
+    from argparse import Namespace
+
+    from judge.command import command_judge
+    from judge.store import StoreError
+    from tests.test_judge_server import _answers_file
+
+    upstream = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
+    store = tmp_path / "cache" / "judgments.jsonl"
+    store.parent.mkdir()
+    store.write_bytes(upstream.read_bytes() + b'{"question_id": "torn')
+    before = store.read_bytes()
+    s = settings_from(None, {"OAB_JUDGE_MODEL": "openai/x"})
+    for no_cache in (False, True):
+        with caplog.at_level(logging.WARNING, logger="judge.store"), pytest.raises(StoreError) as e:
+            command_judge(Namespace(cache=str(store.parent), no_cache=no_cache), s)
+        assert str(e.value).startswith(f"--cache {store}: not an oab-bench judgment store (36 line(s)")
+    assert store.read_bytes() == before and not caplog.records
+
+    answers, _ = _answers_file(tmp_path, upstream_v1, 1)
+    out = tmp_path / "o.jsonl"
+    argv = ["judge", "--dataset", str(built_dataset), "--answers", str(answers), "--judge-model", "openai/x"]
+    argv += ["--api-base", "http://127.0.0.1:9/v1", "--output", str(out), "--no-progress"]
+    assert main([*argv, "--cache", str(store.parent)]) == 2
+    assert "not an oab-bench judgment store" in capsys.readouterr().err
+    assert main([*argv, "--cache", str(store)]) == 2  # the store file itself, not its folder
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--cache {store}: not a folder" in err and "Errno" not in err
+    assert store.read_bytes() == before and not out.exists()
