@@ -6,7 +6,6 @@ import argparse
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 from dataset_builder.errors import SourceError
@@ -15,9 +14,10 @@ from .answers import Answer, load_answers
 from .batch.run import BatchPending
 from .dataset import load_rows
 from .jury import Jury, make_judge
+from .output import check_output, write_atomic
 from .runner import Judge, dump_jsonl, run_judge_all, summarise
 from .settings import settings_from
-from .store import JudgmentStore, default_cache_dir
+from .store import JudgmentStore, StoreError, default_cache_dir
 
 
 def pair_answers(rows, answers: list[Answer]):
@@ -46,16 +46,10 @@ def pair_answers(rows, answers: list[Answer]):
     return pairs, missing, unknown
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def run_judge_command(args: argparse.Namespace) -> int:
     settings = settings_from(args, os.environ)
+    if not args.estimate:  # --estimate writes nothing
+        check_output(Path(args.output))
     rows = load_rows(args.dataset, questions=args.questions)
     if not rows:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")
@@ -92,7 +86,10 @@ def run_judge_command(args: argparse.Namespace) -> int:
 
 def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
     """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
-    store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    try:
+        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    except StoreError as e:
+        raise StoreError(f"--cache {e}") from None
     return make_judge(settings, store)
 
 

@@ -61,6 +61,10 @@ def _synced_one(task: asyncio.Task) -> None:
         logger.warning("judgment store: fsync failed (%s); the run will stop with it", task.exception())
 
 
+class StoreError(ValueError):
+    """The cache path cannot hold our store (a file, or a folder holding someone else's file)."""
+
+
 def cache_key(**parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
@@ -83,10 +87,41 @@ class JudgmentStore:
         self._unsynced = False  # lines written since the last fsync began
         self._syncer: asyncio.Task | None = None
         if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise StoreError(
+                    f"{self.path.parent}: not a folder (a judgment cache is a folder holding {STORE_FILE})"
+                ) from None
             if self.path.exists():
+                self._refuse_foreign()  # before the seal: a file not ours is never written to
                 self._seal_torn_line()
             self.refresh()
+
+    def _refuse_foreign(self) -> None:
+        """Refuse a file with lines but no judgment of ours (another tool's `judgments.jsonl`, or
+        `oab-bench run`'s output, whose lines carry no cache key): appending would mix our lines
+        into it. Reads up to our first line, so a store of ours costs one line; a torn last line
+        (a kill during the first write) is not a line yet."""
+        assert self.path is not None
+        lines = 0
+        with self.path.open("rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break
+                if not raw.strip():
+                    continue
+                lines += 1
+                try:
+                    if Judgment.model_validate_json(raw.decode("utf-8")).cache_key:
+                        return
+                except (UnicodeDecodeError, ValueError):
+                    pass
+        if lines:
+            raise StoreError(
+                f"{self.path}: not an oab-bench judgment store ({lines} line(s), none a judgment with "
+                "a cache key): left as it is; use another cache folder"
+            )
 
     def _seal_torn_line(self) -> None:
         """A run killed mid-write may leave a line without its newline: end it so appends start clean."""

@@ -226,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
 
         return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
     out = Path(args.output_dir).resolve()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
     state = argparse.Namespace(args=args, settings=settings)
     try:

@@ -148,6 +148,27 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(stub, judge
     assert chunk.batch_id == "batch_1" and chunk.done == "completed"
 
 
+def test_a_rerun_over_fewer_answers_keeps_the_others_replies(stub, judge_key, tmp_path, capsys):
+    """A batch for 4 judgments collected by a run over 2 of them: the other 2 replies, paid for,
+    are kept in the batch log; the run over all 4 grades them from there and calls nothing."""
+    server = stub(batch_delay=0.3)
+    s = settings(server, batch=True, batch_wait=0, **PRICES)
+    with pytest.raises(BatchPending):
+        run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    waits = s.model_copy(update={"batch_wait": None})
+    two = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4)[:2], progress=False)
+    assert [j.status for j in two] == ["ok"] * 2
+    assert "2 result(s) belong to judgments not in this run: kept for a later run" in capsys.readouterr().err
+    calls, api_calls = len(server.requests), len(server.batch_api)
+    out = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    assert [j.status for j in out] == ["ok"] * 4 and [j.cached for j in out] == [True, True, False, False]
+    assert server.batch_creations == 1 and len(server.requests) == calls == 4
+    assert len(server.batch_api) == api_calls  # no upload, no batch, not even a poll
+    for j in out[2:]:
+        assert j.cost_usd == pytest.approx(0.5 * direct_price(j)) and j.attempts == 1
+    assert len(JudgmentStore(tmp_path)) == 4
+
+
 def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1, built_dataset):
     """`oab-bench judge --batch`: stop waiting (exit 3, resume command), SIGKILL while waiting,
     then a run that reattaches; the server saw one batch, and every judgment is at the batch price."""

@@ -195,3 +195,72 @@ def test_blank_keys_are_missing_keys_before_anything_runs(monkeypatch):
     said = str(info.value)
     assert "the candidate openai/gpt-4o-mini needs OPENAI_API_KEY" in said
     assert "the judge openai/gpt-5.2 needs OAB_JUDGE_API_KEY" in said
+
+
+def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
+    tmp_path, upstream_v1, built_dataset, caplog, capsys
+):
+    """Upstream's judgment file copied into a cache folder: refused before anything is written
+    (not even the torn-line seal), one error naming the file, no warning per line; exit 2."""
+    import logging
+    from argparse import Namespace
+
+    from judge.command import command_judge
+    from judge.store import StoreError
+    from tests.test_judge_server import _answers_file
+
+    upstream = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
+    store = tmp_path / "cache" / "judgments.jsonl"
+    store.parent.mkdir()
+    store.write_bytes(upstream.read_bytes() + b'{"question_id": "torn')
+    before = store.read_bytes()
+    s = settings_from(None, {"OAB_JUDGE_MODEL": "openai/x"})
+    for no_cache in (False, True):
+        with caplog.at_level(logging.WARNING, logger="judge.store"), pytest.raises(StoreError) as e:
+            command_judge(Namespace(cache=str(store.parent), no_cache=no_cache), s)
+        assert str(e.value).startswith(f"--cache {store}: not an oab-bench judgment store (36 line(s)")
+    assert store.read_bytes() == before and not caplog.records
+
+    answers, _ = _answers_file(tmp_path, upstream_v1, 1)
+    out = tmp_path / "o.jsonl"
+    argv = ["judge", "--dataset", str(built_dataset), "--answers", str(answers), "--judge-model", "openai/x"]
+    argv += ["--api-base", "http://127.0.0.1:9/v1", "--output", str(out), "--no-progress"]
+    assert main([*argv, "--cache", str(store.parent)]) == 2
+    assert "not an oab-bench judgment store" in capsys.readouterr().err
+    assert main([*argv, "--cache", str(store)]) == 2  # the store file itself, not its folder
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--cache {store}: not a folder" in err and "Errno" not in err
+    assert store.read_bytes() == before and not out.exists()
+
+
+def test_an_output_that_cannot_be_written_fails_before_any_call(
+    stub, judge_key, tmp_path, upstream_v1, built_dataset, capsys
+):
+    """`--output` an existing folder: exit 2 naming the flag before the judge is called (not after
+    paying for every judgment), and no temporary file left; the same for probe's and run's folders."""
+    from judge.output import write_atomic
+    from tests.test_judge_server import _answers_file
+
+    server = stub()
+    answers, _ = _answers_file(tmp_path, upstream_v1, 1)
+    outdir = tmp_path / "outdir"
+    outdir.mkdir()
+    argv = ["judge", "--dataset", str(built_dataset), "--answers", str(answers), "--no-progress"]
+    argv += ["--judge-model", "openai/judge-test", "--api-base", server.url, "--cache", str(tmp_path / "c")]
+    assert main([*argv, "--output", str(outdir)]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--output {outdir}: is a folder" in err
+    with pytest.raises(IsADirectoryError):  # should it fail anyway, it leaves nothing behind
+        write_atomic(outdir, "x")
+    assert not server.requests and not list(tmp_path.glob(".outdir.*"))
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    probe = ["probe", "--dataset", str(built_dataset), "--questions", "39_direito_penal_questao_3"]
+    probe += ["--judge-model", "openai/judge-test", "--api-base", server.url, "--no-progress"]
+    assert main([*probe, "--cache", str(tmp_path / "c"), "--output", str(a_file)]) == 2
+    assert f"{a_file} is a file, not a folder" in capsys.readouterr().err
+    run = ["run", "--model", "openai/cand", "--dataset", str(built_dataset), "--judge-model", "openai/j"]
+    assert main([*run, "--output-dir", str(a_file)]) == 2
+    assert f"--output-dir {a_file}: is a file, not a folder" in capsys.readouterr().err
+    assert not server.requests and a_file.read_text() == ""

@@ -42,13 +42,3 @@ def render_html(view: dict, blobs: dict, *, title: str, inputs: list[str], plot:
     template = _environment().get_template("report.html.j2")
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return template.render(title=title, inputs=inputs, generated=now, plot=plot, blobs=blobs, **view)
-
-
-def write_atomic(path: Path, text: str) -> Path:
-    """Nothing half-written: the file appears whole or not at all."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path

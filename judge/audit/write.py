@@ -7,10 +7,11 @@ from pathlib import Path
 
 from dataset_builder.schema import QuestionRow
 
+from ..output import write_atomic
 from ..redact import redact
 from .build import build_view
 from .collect import read_inputs
-from .render import REPORT_FILE, plot_png, render_html, write_atomic
+from .render import REPORT_FILE, plot_png, render_html
 
 
 def write_report(

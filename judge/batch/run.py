@@ -49,8 +49,8 @@ def batch_price(settings: JudgeSettings, usage: Usage, resp) -> float | None:
     return price * settings.price_batch_discount
 
 
-def replies(settings: JudgeSettings, output: bytes) -> dict[str, CallResult]:
-    """custom_id -> the reply, for every line of an output file the provider answered with 200."""
+def answered(output: bytes) -> dict[str, dict]:
+    """custom_id -> the reply's body, for every line of an output file the provider answered with 200."""
     out = {}
     for raw in output.splitlines():
         if not raw.strip():
@@ -59,10 +59,20 @@ def replies(settings: JudgeSettings, output: bytes) -> dict[str, CallResult]:
         response = line.get("response") or {}
         if line.get("error") or response.get("status_code") != 200:
             continue
-        resp = litellm.ModelResponse(**response["body"])
-        usage = _usage(resp)
-        out[line["custom_id"]] = classify(resp, usage, batch_price(settings, usage, resp), 1)
+        out[line["custom_id"]] = response["body"]
     return out
+
+
+def reply(settings: JudgeSettings, body: dict) -> CallResult:
+    """One batch reply as a call's result, priced at the batch rate."""
+    resp = litellm.ModelResponse(**body)
+    usage = _usage(resp)
+    return classify(resp, usage, batch_price(settings, usage, resp), 1)
+
+
+def replies(settings: JudgeSettings, output: bytes) -> dict[str, CallResult]:
+    """custom_id -> the reply, for every line of an output file the provider answered with 200."""
+    return {cid: reply(settings, body) for cid, body in answered(output).items()}
 
 
 def _errors(batch) -> str:
@@ -121,28 +131,43 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
     return attached
 
 
-async def _collect(judge: Judge, chunk: Chunk, batch, todo: dict[str, list[Pair]], results: list) -> int:
-    """Take a finished batch's results into the store; retry directly what it did not answer."""
-    settings = judge.settings
-    got = replies(settings, await api.content(settings, batch.output_file_id))
-    semaphore = asyncio.Semaphore(settings.concurrency)
-    retried = 0
+async def _grade(judge: Judge, jobs: list[tuple[Pair, CallResult | None]], results: list) -> None:
+    """Grade each pair, `first` its reply in hand (None: a direct call), `concurrency` at a time."""
+    semaphore = asyncio.Semaphore(judge.settings.concurrency)
 
-    async def one(i: int, row: QuestionRow, answer: Answer, first: CallResult | None) -> None:
+    async def one(pair: Pair, first: CallResult | None) -> None:
+        i, row, answer = pair
         async with semaphore:
             results[i] = await judge.grade(row, answer, first)
 
-    jobs, elsewhere = [], 0
+    await asyncio.gather(*(one(pair, first) for pair, first in jobs))
+
+
+async def _collect(
+    judge: Judge, log: BatchLog, chunk: Chunk, batch, todo: dict[str, list[Pair]], results: list
+) -> int:
+    """Take a finished batch's results into the store; retry directly what it did not answer.
+
+    A reply to a judgment this run does not make (the batch was submitted by a run over more
+    answers) is paid for: it is kept in the batch log for the run that makes it, never dropped."""
+    settings = judge.settings
+    bodies = answered(await api.content(settings, batch.output_file_id))
+    retried, jobs, kept = 0, [], {}
     for custom_id, request in chunk.requests.items():
         pairs = todo.pop(request.key, [])
-        elsewhere += not pairs and judge.store.get(request.key) is None
-        first = got.get(custom_id)
-        if pairs and first is None:
+        body = bodies.get(custom_id)
+        if not pairs and body is not None and judge.store.get(request.key) is None:
+            kept[custom_id] = body
+        if pairs and body is None:
             retried += 1
-        jobs += [one(i, row, answer, first if n == 0 else None) for n, (i, row, answer) in enumerate(pairs)]
-    await asyncio.gather(*jobs)
-    if elsewhere:  # submitted by a run over other answers; their replies are not kept
-        _say(f"batch {batch.id}: {elsewhere} result(s) belong to judgments not in this run: not stored")
+        first = None if body is None else reply(settings, body)
+        jobs += [(pair, first if n == 0 else None) for n, pair in enumerate(pairs)]
+    if kept:  # fsynced before this run grades anything: a kill loses none of them
+        log.append("kept", chunk.chunk, replies=kept)
+        _say(
+            f"batch {batch.id}: {len(kept)} result(s) belong to judgments not in this run: kept for a later run"
+        )
+    await _grade(judge, jobs, results)
     return retried
 
 
@@ -163,6 +188,13 @@ async def judge_batch(
         else:
             todo.setdefault(key, []).append((i, row, answer))
 
+    kept = log.kept() if todo else {}
+    served = [(key, todo.pop(key)) for key in [k for k in todo if k in kept]]
+    if served:  # replies a batch brought back for an earlier run that did not make them: no call
+        first = {key: reply(judge.settings, kept[key]) for key, _ in served}
+        await _grade(
+            judge, [(p, first[k] if n == 0 else None) for k, ps in served for n, p in enumerate(ps)], results
+        )
     if todo:
         with log.submitting():
             chunks = await _submit(judge, log, todo)
@@ -195,7 +227,7 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results,
                     )
                 if batch.status in TERMINAL:
                     chunk = pending.pop(batch.id)
-                    retried += await _collect(judge, chunk, batch, todo, results)
+                    retried += await _collect(judge, log, chunk, batch, todo, results)
                     log.append("done", chunk.chunk, status=batch.status)
             bar.n = min(total, sum(counted.values()))
             bar.set_postfix_str(", ".join(f"{b} {seen[b]}" for b in pending), refresh=False)

@@ -2,8 +2,9 @@
 
 Events, each one fsynced line: `submit` (a chunk's request map, custom_id -> cache key,
 question, model; written before anything is uploaded), `file` (its uploaded input file),
-`batch` (the batch created from it), `done` (its results are in the judgment store, or the
-chunk was abandoned before upload). Folding the log gives every chunk's state, so a run killed
+`batch` (the batch created from it), `kept` (replies to judgments the collecting run did not
+make, paid for: a later run grades them from here), `done` (its results are in the judgment
+store or kept, or the chunk was abandoned before upload). Folding the log gives every chunk's state, so a run killed
 at any point reattaches instead of submitting again.
 """
 
@@ -38,6 +39,7 @@ class Chunk(BaseModel):
     file_id: str | None = None
     batch_id: str | None = None
     done: str | None = None  # the batch's final status once its results were taken, or "abandoned"
+    kept: dict[str, dict] = {}  # custom_id -> reply body, for judgments the collecting run did not make
 
 
 class BatchLog:
@@ -57,6 +59,8 @@ class BatchLog:
                 name = event.pop("event")
                 if name == "submit":
                     out[event["chunk"]] = Chunk(**{k: v for k, v in event.items() if k != "time"})
+                elif name == "kept" and event["chunk"] in out:
+                    out[event["chunk"]].kept.update(event["replies"])
                 elif event["chunk"] in out:
                     field = {"file": "file_id", "batch": "batch_id", "done": "status"}[name]
                     chunk = out[event["chunk"]]
@@ -64,6 +68,15 @@ class BatchLog:
             except (ValueError, KeyError, TypeError):  # a torn last line from a kill
                 logger.warning("%s:%d: unreadable batch log line skipped", self.path, lineno)
         return out
+
+    def kept(self) -> dict[str, dict]:
+        """cache key -> a kept reply's body (see `kept` events)."""
+        return {
+            chunk.requests[cid].key: body
+            for chunk in self.chunks().values()
+            for cid, body in chunk.kept.items()
+            if cid in chunk.requests
+        }
 
     def append(self, event: str, chunk: str, **fields) -> None:
         line = json.dumps({"event": event, "chunk": chunk, **fields, "time": time.time()}, ensure_ascii=False)

@@ -65,8 +65,9 @@ def default_output(judge_model: str) -> Path:
 
 def run_probe_command(args: argparse.Namespace) -> int:
     from ..answers import load_answers
-    from ..command import command_judge, pair_answers, print_outcome, write_atomic
+    from ..command import command_judge, pair_answers, print_outcome
     from ..dataset import load_rows, select_rows
+    from ..output import check_output, write_atomic
     from ..runner import dump_jsonl, run_judge_all
     from ..settings import settings_from
     from .probe_report import build_report, render_json, render_text
@@ -80,6 +81,9 @@ def run_probe_command(args: argparse.Namespace) -> int:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")
     probes = build_probes(rows, pool, kinds, seed=args.seed)
     out = Path(args.output) if args.output else default_output(settings.judge_model)
+    if not args.estimate:  # a folder in the way fails now, not after paying for the judgments
+        for name in (JUDGMENTS_FILE, REPORT_FILE):
+            check_output(out / name)
     answers = []
     with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:  # --estimate writes nothing
         for path in write_answer_files(probes, Path(scratch) if args.estimate else out / ANSWERS_DIR):

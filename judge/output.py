@@ -1,0 +1,40 @@
+"""Writing a command's output file: checked before any paid call, then written whole or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def check_output(path: Path, flag: str = "--output") -> None:
+    """Fail now, naming the flag, if `path` cannot be written as a file: a command that judges
+    first would otherwise find out after paying for every judgment."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{flag} {path}: is a folder; give a file path")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:  # the folders write_atomic would make
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: cannot write in {parent} (permission denied)")
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Nothing half-written: the file appears whole or not at all, and a failure (a folder in the
+    way, a full disk) leaves no temporary file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
