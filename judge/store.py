@@ -74,6 +74,42 @@ def default_cache_dir() -> Path:
     return Path(base) / "oab-bench" / "judge"
 
 
+def check_folder(folder: Path | str) -> None:
+    """What opening a store at `folder` would refuse, checked without creating or writing
+    anything: for a command whose store is opened later, elsewhere (`oab-bench run`'s task), to
+    fail before any work, naming its own flag."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"{folder}: not a folder (a judgment cache is a folder holding {STORE_FILE})")
+    if (folder / STORE_FILE).is_file():
+        _refuse_foreign(folder / STORE_FILE)
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse a file with lines but no judgment of ours (another tool's `judgments.jsonl`, or
+    `oab-bench run`'s output, whose lines carry no cache key): appending would mix our lines
+    into it. Reads up to our first line, so a store of ours costs one line; a torn last line
+    (a kill during the first write) is not a line yet."""
+    lines = 0
+    with path.open("rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break
+            if not raw.strip():
+                continue
+            lines += 1
+            try:
+                if Judgment.model_validate_json(raw.decode("utf-8")).cache_key:
+                    return
+            except (UnicodeDecodeError, ValueError):
+                pass
+    if lines:
+        raise StoreError(
+            f"{path}: not an oab-bench judgment store ({lines} line(s), none a judgment with "
+            "a cache key): left as it is; use another cache folder"
+        )
+
+
 class JudgmentStore:
     def __init__(self, folder: Path | str | None, *, read: bool = True):
         self.path = Path(folder) / STORE_FILE if folder else None
@@ -94,34 +130,9 @@ class JudgmentStore:
                     f"{self.path.parent}: not a folder (a judgment cache is a folder holding {STORE_FILE})"
                 ) from None
             if self.path.exists():
-                self._refuse_foreign()  # before the seal: a file not ours is never written to
+                _refuse_foreign(self.path)  # before the seal: a file not ours is never written to
                 self._seal_torn_line()
             self.refresh()
-
-    def _refuse_foreign(self) -> None:
-        """Refuse a file with lines but no judgment of ours (another tool's `judgments.jsonl`, or
-        `oab-bench run`'s output, whose lines carry no cache key): appending would mix our lines
-        into it. Reads up to our first line, so a store of ours costs one line; a torn last line
-        (a kill during the first write) is not a line yet."""
-        assert self.path is not None
-        lines = 0
-        with self.path.open("rb") as f:
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    break
-                if not raw.strip():
-                    continue
-                lines += 1
-                try:
-                    if Judgment.model_validate_json(raw.decode("utf-8")).cache_key:
-                        return
-                except (UnicodeDecodeError, ValueError):
-                    pass
-        if lines:
-            raise StoreError(
-                f"{self.path}: not an oab-bench judgment store ({lines} line(s), none a judgment with "
-                "a cache key): left as it is; use another cache folder"
-            )
 
     def _seal_torn_line(self) -> None:
         """A run killed mid-write may leave a line without its newline: end it so appends start clean."""

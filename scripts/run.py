@@ -37,9 +37,11 @@ from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
 from judge.estimate.flags import add_estimate_arguments
 from judge.lighteval_compat import PERMANENT_EXIT, PERMANENT_PREFIX, STOP_GRACE_S, ensure_offline_safe
+from judge.output import check_output
 from judge.redact import redact
 from judge.settings import JudgeSettings, env_var, member_settings, settings_env, settings_from
 from judge.settings import add_arguments as add_judge_arguments
+from judge.store import StoreError, check_folder
 
 from .preflight import (
     check_call,
@@ -228,6 +230,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
+    check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
+    if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
+        try:
+            check_folder(judges)
+        except StoreError as e:
+            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
     out.mkdir(parents=True, exist_ok=True)
     state = argparse.Namespace(args=args, settings=settings)
     try:

@@ -264,3 +264,27 @@ def test_an_output_that_cannot_be_written_fails_before_any_call(
     assert main([*run, "--output-dir", str(a_file)]) == 2
     assert f"--output-dir {a_file}: is a file, not a folder" in capsys.readouterr().err
     assert not server.requests and a_file.read_text() == ""
+
+
+def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path, built_dataset, capsys):
+    """`oab-bench run` opened its judge cache only in the task, after generating, and found a
+    `judgments.jsonl` folder in its output only at the end: both now fail first, naming the flag."""
+    run = ["run", "--model", "openai/cand", "--dataset", str(built_dataset), "--judge-model", "openai/j"]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "judgments.jsonl").write_text('{"question_id": "q", "score": 1}\n')
+    before = (foreign / "judgments.jsonl").read_bytes()
+    assert main([*run, "--output-dir", str(tmp_path / "o1"), "--judge-cache", str(foreign)]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "--judge-cache (OAB_JUDGE_CACHE):" in err and "not an oab-bench judgment store" in err
+    assert (foreign / "judgments.jsonl").read_bytes() == before and not (tmp_path / "o1").exists()
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    assert main([*run, "--output-dir", str(tmp_path / "o2"), "--judge-cache", str(a_file)]) == 2
+    assert "--judge-cache (OAB_JUDGE_CACHE): " in capsys.readouterr().err
+
+    out = tmp_path / "o3"
+    (out / "judgments.jsonl").mkdir(parents=True)
+    assert main([*run, "--output-dir", str(out), "--judge-cache", str(tmp_path / "c")]) == 2
+    assert "--output-dir" in capsys.readouterr().err and not (tmp_path / "c").exists()
