@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -170,10 +172,27 @@ def _umask() -> int:
     return mask
 
 
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (Linux renameat2 RENAME_EXCHANGE), so that no moment, not even
+    a SIGKILL's, leaves `b` missing; False where the system or file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a libc without it
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
 def _swap_in(new: Path, output: Path) -> None:
-    """Put `new` at `output`; an old folder is moved aside first and restored if the swap fails."""
+    """Put `new` at `output`: exchanged in one step where Linux can, else the old folder is moved
+    aside first and restored if the swap fails."""
     if not output.exists():
         new.rename(output)
+        return
+    if _exchange(new, output):  # `new` now holds the old folder
+        shutil.rmtree(new, ignore_errors=True)
         return
     old = output.with_name(f".{output.name}.old-{os.getpid()}")
     output.rename(old)
