@@ -398,6 +398,11 @@ async def judge_all(
         done = await judge_batch(judge, pairs, progress=progress)
         await synced()
         return done
+    kept: dict = {}
+    if isinstance(judge, Judge) and judge.store.path is not None:  # a cache that has batches
+        from .batch.run import direct_from_log
+
+        kept = direct_from_log(judge, pairs)
     # judgments under way; at most `concurrency` of them in a call at once (Judge.call_slot)
     semaphore = asyncio.Semaphore(2 * judge.settings.concurrency)
     stopping = asyncio.Event()
@@ -406,11 +411,11 @@ async def judge_all(
     failures, spent = 0, 0.0
     calling: set[asyncio.Task] = set()
 
-    async def one(row: QuestionRow, answer: Answer) -> Judgment:
+    async def one(i: int, row: QuestionRow, answer: Answer) -> Judgment:
         nonlocal failures, spent
         async with semaphore:
             calling.add(asyncio.current_task())
-            j = await judge.grade(row, answer)
+            j = await (judge.grade(row, answer, kept[i]) if i in kept else judge.grade(row, answer))
         if j.status != "ok":
             failures += 1
         if not j.cached and j.cost_usd:
@@ -419,7 +424,7 @@ async def judge_all(
         bar.update(1)
         return j
 
-    tasks = [asyncio.ensure_future(one(r, a)) for r, a in pairs]
+    tasks = [asyncio.ensure_future(one(i, r, a)) for i, (r, a) in enumerate(pairs)]
     gathered = asyncio.gather(*tasks)
     # once stopped, nobody awaits the gather: take its outcome, or asyncio prints a traceback for it
     gathered.add_done_callback(lambda f: f.cancelled() or f.exception())

@@ -160,6 +160,7 @@ class StubServer:
         batch_faults: list[dict] | None = None,
         batch_delay: float = 0.0,
         batch_hold: bool = False,
+        batch_page: int = 100,
     ):
         self.policy = policy
         self.latency = latency
@@ -173,6 +174,7 @@ class StubServer:
         self.batch_faults = [dict(f) for f in batch_faults or []]
         self.batch_delay = batch_delay
         self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
+        self.batch_page = batch_page  # GET /v1/batches: at most this many per page (OpenAI: 100)
         self._released: asyncio.Event | None = None
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
@@ -478,7 +480,23 @@ class StubServer:
         return web.json_response(batch)
 
     async def list_batches(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": list(self.batches.values()), "has_more": False})
+        """Newest first, in pages (`limit`, `after`), as OpenAI lists them."""
+        newest = list(reversed(self.batches.values()))
+        after = request.query.get("after")
+        if after:
+            ids = [b["id"] for b in newest]
+            newest = newest[ids.index(after) + 1 :] if after in ids else []
+        limit = min(int(request.query.get("limit", 20)), self.batch_page)
+        page = newest[:limit]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": page,
+                "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None,
+                "has_more": len(newest) > limit,
+            }
+        )
 
     async def retrieve_batch(self, request: web.Request) -> web.Response:
         batch = self.batches.get(request.match_info["id"])

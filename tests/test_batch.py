@@ -252,3 +252,66 @@ def test_batch_settings_from_flags_and_environment():
     assert settings_from(None, {**settings_env(s), "OAB_JUDGE_MODEL": "openai/x"}).batch  # to the task
     off = parser.parse_args(["--judge-model", "openai/x", "--judge-batch", "false"])
     assert not settings_from(off, {"OAB_JUDGE_BATCH": "1"}, prefix="judge-").batch
+
+
+def test_a_direct_rerun_pays_again_neither_for_kept_replies_nor_for_batches_still_running(
+    stub, judge_key, tmp_path
+):
+    """Switching from --batch to direct calls mid-job: a batch not yet collected makes the direct
+    run refuse (its calls would pay twice), the estimate counts nothing to pay for it, and replies
+    kept in the log are graded from there, with no call."""
+    from judge.estimate.core import estimate
+
+    server = stub(batch_delay=0.3)
+    s = settings(server, batch=True, batch_wait=0, **PRICES)
+    with pytest.raises(BatchPending):
+        run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    direct = s.model_copy(update={"batch": False, "batch_wait": None})
+    assert estimate(Judge(direct, JudgmentStore(tmp_path)), pairs(4)).total.calls == 0
+    with pytest.raises(ValueError, match=r"4 of these judgments are in batches not yet collected \(batch_1"):
+        run_judge_all(Judge(direct, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    assert not [r for r in server.requests if not r["headers"].get("X-Stub-Batch")]  # no direct call
+
+    waits = s.model_copy(update={"batch_wait": None})
+    run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4)[:2], progress=False)  # keeps 2 replies
+    calls = len(server.requests)
+    out = run_judge_all(Judge(direct, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    assert [j.status for j in out] == ["ok"] * 4 and len(server.requests) == calls
+    assert [j.cached for j in out] == [True, True, False, False]
+    for j in out[2:]:  # graded from the kept replies, at the batch price they were paid
+        assert j.cost_usd == pytest.approx(0.5 * direct_price(j))
+
+
+def test_a_batch_sent_through_another_api_base_is_not_polled_through_this_one(stub, judge_key, tmp_path):
+    first, other = stub(batch_delay=5), stub()
+    s = settings(first, batch=True, batch_wait=0)
+    with pytest.raises(BatchPending):
+        run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(2), progress=False)
+    moved = s.model_copy(update={"api_base": other.url, "batch_wait": None})
+    with pytest.raises(ValueError, match="submitted through another --api-base than this run's"):
+        run_judge_all(Judge(moved, JudgmentStore(tmp_path)), pairs(2), progress=False)
+    assert not other.requests and not other.batch_api
+    assert other.url not in (tmp_path / "batches.jsonl").read_text()  # the log holds a hash, never the URL
+
+
+def test_a_lost_batch_is_found_past_the_first_page_of_the_list(stub, judge_key):
+    """A run killed between creating a batch and recording it looks it up by its input file: on
+    a busy account the batch is not on the first page of the provider's list."""
+    import asyncio
+
+    from judge.batch import api
+
+    server = stub(batch_delay=60, batch_page=2)
+    s = settings(server, batch=True)
+
+    async def make() -> list[tuple[str, str]]:
+        made = []
+        for n in range(5):
+            file_id = await api.upload(s, f"f{n}.jsonl", b"{}\n")
+            made.append((file_id, await api.create(s, file_id, f"chunk{n}")))
+        return made
+
+    made = asyncio.run(make())
+    oldest_file, oldest_batch = made[0]
+    assert asyncio.run(api.find(s, oldest_file)) == oldest_batch
+    assert asyncio.run(api.find(s, "file-nowhere")) is None

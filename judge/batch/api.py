@@ -76,10 +76,21 @@ async def content(settings: JudgeSettings, file_id: str | None) -> bytes:
     return got.content
 
 
+FIND_PAGES = 20  # the newest 2,000 batches: a kill is followed by a rerun, not by 2,000 batches
+
+
 async def find(settings: JudgeSettings, file_id: str) -> str | None:
-    """The batch already made from `file_id` (a run killed between creating it and recording it)."""
-    page = await _call(settings, "list", litellm.alist_batches, limit=100)
-    for batch in getattr(page, "data", None) or []:
-        if batch.input_file_id == file_id:
-            return batch.id
+    """The batch already made from `file_id` (a run killed between creating it and recording it),
+    looked for page by page, newest first: on a busy account it may not be on the first page."""
+    after = None
+    for _ in range(FIND_PAGES):
+        more = {"after": after} if after else {}
+        page = await _call(settings, "list", litellm.alist_batches, limit=100, **more)
+        data = getattr(page, "data", None) or []
+        for batch in data:
+            if batch.input_file_id == file_id:
+                return batch.id
+        if not data or not getattr(page, "has_more", False):
+            return None
+        after = getattr(page, "last_id", None) or data[-1].id
     return None

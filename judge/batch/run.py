@@ -8,6 +8,7 @@ that failed or expired inside its batch is retried directly and counted.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
 import time
@@ -85,6 +86,11 @@ def _say(text: str) -> None:
     tqdm.write(text, file=sys.stderr)
 
 
+def endpoint(settings: JudgeSettings) -> str:
+    """Which server a batch went to, as a hash: the log never holds a URL (it may carry a token)."""
+    return hashlib.sha256((settings.api_base or "").rstrip("/").encode()).hexdigest()[:12]
+
+
 async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> list[Chunk]:
     """Reattach to the recorded batches that judge keys of `todo`; submit the rest as new batches."""
     settings = judge.settings
@@ -94,6 +100,12 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
         mine = {r.key for r in chunk.requests.values()} & set(todo)
         if chunk.done or not mine or chunk.judge_model != settings.judge_model:
             continue
+        if chunk.endpoint not in (None, endpoint(settings)):  # polling another server would fail, or worse
+            raise ValueError(
+                f"batch {chunk.batch_id or chunk.chunk} (in {log.path}) holds {len(mine)} of these "
+                "judgments and was submitted through another --api-base than this run's: rerun with "
+                "that --api-base to collect it (nothing is submitted twice), or use another cache folder"
+            )
         if chunk.file_id is None:  # killed before its upload was recorded: nothing was submitted
             log.append("done", chunk.chunk, status="abandoned")
             continue
@@ -116,6 +128,7 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
         chunk = Chunk(
             chunk=uuid.uuid4().hex,
             judge_model=settings.judge_model,
+            endpoint=endpoint(settings),
             requests={
                 key: Request(key=key, question_id=todo[key][0][1].question_id, model=todo[key][0][2].model)
                 for key in (json.loads(line)["custom_id"] for line in group)
@@ -169,6 +182,33 @@ async def _collect(
         )
     await _grade(judge, jobs, results)
     return retried
+
+
+def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> dict[int, CallResult]:
+    """For a direct (not --batch) run over a cache that has batches: the replies kept in the log
+    (paid for, graded from there: index -> reply), and a refusal if a batch not yet collected holds
+    any of these judgments, since calling them directly would pay for them twice."""
+    log = BatchLog(judge.store.path.parent)
+    if not log.path.exists():
+        return {}
+    kept, open_ = log.kept(), log.open_keys()
+    first: dict[int, CallResult] = {}
+    waiting: dict[str, int] = {}
+    for i, (row, answer) in enumerate(pairs):
+        key, _, text = judge.to_call(row, answer)
+        if text is None:
+            continue
+        if key in kept:
+            first[i] = reply(judge.settings, kept[key])
+        elif key in open_:
+            waiting[open_[key]] = waiting.get(open_[key], 0) + 1
+    if waiting:
+        raise ValueError(
+            f"{sum(waiting.values())} of these judgments are in batches not yet collected "
+            f"({', '.join(sorted(waiting))}, in {log.path}): rerun with --batch to collect them "
+            "(nothing is submitted twice); a direct call would pay for them again"
+        )
+    return first
 
 
 async def judge_batch(

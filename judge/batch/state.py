@@ -35,6 +35,7 @@ class Chunk(BaseModel):
 
     chunk: str
     judge_model: str
+    endpoint: str | None = None  # a hash of the --api-base it went to (None: logged before this was)
     requests: dict[str, Request]  # custom_id -> what it judges
     file_id: str | None = None
     batch_id: str | None = None
@@ -76,6 +77,15 @@ class BatchLog:
             for chunk in self.chunks().values()
             for cid, body in chunk.kept.items()
             if cid in chunk.requests
+        }
+
+    def open_keys(self) -> dict[str, str]:
+        """cache key -> the batch (or chunk) still to collect it: uploaded, not yet taken in."""
+        return {
+            request.key: chunk.batch_id or chunk.chunk
+            for chunk in self.chunks().values()
+            if not chunk.done and chunk.file_id is not None
+            for request in chunk.requests.values()
         }
 
     def append(self, event: str, chunk: str, **fields) -> None:

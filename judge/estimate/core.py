@@ -89,6 +89,18 @@ def _history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str
     return means, f"mean of {len(everything)} cached judgments by this judge"
 
 
+def _paid_in_batches(judge: Judge) -> set[str]:
+    """Keys already paid for through the Batch API: kept replies and uploaded, uncollected batches."""
+    if judge.store.path is None:
+        return set()
+    from ..batch.state import BATCH_FILE, BatchLog
+
+    if not (judge.store.path.parent / BATCH_FILE).exists():
+        return set()
+    log = BatchLog(judge.store.path.parent)
+    return set(log.kept()) | set(log.open_keys())
+
+
 def _price(judge: Judge, prompt: int, completion: int) -> float | None:
     """Unknown without a price, except for nothing at all: no call costs $0 whatever the price."""
     if prompt == 0 and completion == 0:
@@ -114,7 +126,7 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
     kinds = {row.question_id: row.kind for row, _ in pairs}
     completion_per, source = _history(judge, kinds)
     per: dict[str, ModelEstimate] = {}
-    seen: set[str] = set()
+    seen = _paid_in_batches(judge)  # replies kept, or batches still to collect: nothing more to pay
     for row, answer in pairs:
         m = per.setdefault(answer.model, ModelEstimate(model=answer.model))
         key, calls = judge.prompts(row, answer)
