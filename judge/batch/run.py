@@ -71,11 +71,6 @@ def reply(settings: JudgeSettings, body: dict) -> CallResult:
     return classify(resp, usage, batch_price(settings, usage, resp), 1)
 
 
-def replies(settings: JudgeSettings, output: bytes) -> dict[str, CallResult]:
-    """custom_id -> the reply, for every line of an output file the provider answered with 200."""
-    return {cid: reply(settings, body) for cid, body in answered(output).items()}
-
-
 def _errors(batch) -> str:
     """Why a batch failed as a whole (validation), as the provider says it."""
     errors = getattr(getattr(batch, "errors", None), "data", None) or []
