@@ -46,7 +46,7 @@ def _repeats(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace, text: str) -> None:
     if args.output:
-        from ..command import write_atomic
+        from ..output import write_atomic
 
         write_atomic(Path(args.output), text)
         print(f"wrote {args.output}", file=sys.stderr)

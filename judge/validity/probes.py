@@ -249,7 +249,7 @@ def answer_files(probes: Sequence[Probe]) -> dict[str, str]:
 
 def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
     """Write the answer files; those of probes not built this time are removed, so the folder is one run's."""
-    from ..command import write_atomic
+    from ..output import write_atomic
 
     files = answer_files(probes)
     for kind in PROBE_KINDS:
