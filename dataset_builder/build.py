@@ -48,6 +48,10 @@ class BuildReport(BaseModel):
         for lines in (self.corrections, self.normalisations, self.warnings):
             lines.sort(key=_by_question)
 
+    def sorted_corrections(self) -> list[str]:
+        """The corrections in `sort()`'s order, whether or not `sort()` ran (the card is public API)."""
+        return sorted(self.corrections, key=_by_question)
+
     def lines(self) -> list[str]:
         out = [f"{self.questions} questions, {self.exams} exams of {EXAM_MAX:.2f} points"]
         out += [f"errata applied: {c}" for c in self.corrections]

@@ -6,7 +6,7 @@ from collections import Counter
 
 import yaml
 
-from .build import BuildReport, _by_question
+from .build import BuildReport
 from .ids import AREAS
 from .schema import QuestionRow
 
@@ -46,7 +46,7 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
     editions = sorted({r.edition for r in rows})
     per_area = Counter(r.area for r in rows if r.kind == "peca")
     areas = ", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area))
-    corrections = "\n".join(f"- {c}" for c in sorted(report.corrections, key=_by_question)) or "- none"
+    corrections = "\n".join(f"- {c}" for c in report.sorted_corrections()) or "- none"
     origins = sorted(
         {(r.provenance.source, r.provenance.revision or "unknown") for r in rows if r.provenance}
     )

@@ -74,13 +74,17 @@ def default_cache_dir() -> Path:
     return Path(base) / "oab-bench" / "judge"
 
 
+def _not_a_folder(path: Path) -> StoreError:
+    return StoreError(f"{path}: not a folder (a judgment cache is a folder holding {STORE_FILE})")
+
+
 def check_folder(folder: Path | str) -> None:
     """What opening a store at `folder` would refuse, checked without creating or writing
     anything: for a command whose store is opened later, elsewhere (`oab-bench run`'s task), to
     fail before any work, naming its own flag."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise StoreError(f"{folder}: not a folder (a judgment cache is a folder holding {STORE_FILE})")
+        raise _not_a_folder(folder)
     if (folder / STORE_FILE).is_file():
         _refuse_foreign(folder / STORE_FILE)
 
@@ -126,9 +130,7 @@ class JudgmentStore:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
-                raise StoreError(
-                    f"{self.path.parent}: not a folder (a judgment cache is a folder holding {STORE_FILE})"
-                ) from None
+                raise _not_a_folder(self.path.parent) from None
             if self.path.exists():
                 _refuse_foreign(self.path)  # before the seal: a file not ours is never written to
                 self._seal_torn_line()

@@ -148,6 +148,23 @@ def test_renderings(made_up, tmp_path):
     assert "area_civil" in header and "edition_91" in header
 
 
+def test_a_mean_on_a_half_cent_rounds_up_everywhere_it_prints(tmp_path):
+    # exam totals 9.07 and 9.08: the mean 9.075 is stored as 9.07499..., which binary rounding prints 9.07
+    recs = exam_records("model-h", J1, "90_direito_civil", 4.07, 1.25)
+    recs += exam_records("model-h", J1, "91_direito_civil", 4.08, 1.25)
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    tables, notes = tables_of(path)
+    (row,) = tables[0].rows
+    assert f"{row.mean_exam_score:.2f}" == "9.07"  # the trap this test is about
+    md = render.render_markdown(tables, notes, by="edition")
+    assert "| model-h | 9.08 | 100% (2/2) | Direito Civil (9.08) |" in md
+    assert "| model-h | 9.07 | 9.08 |" in md  # per edition: each total as it is
+    assert json.loads(render.render_json(tables, notes))["rows"][0]["mean_exam_score"] == row.mean_exam_score
+    assert [render.points(x) for x in (0.625, -0.001, 2.675)] == ["0.63", "0.00", "2.68"]
+    assert render.points(-0.005, sign=True) == "-0.01" and render.points(0.0, sign=True) == "+0.00"
+
+
 def test_cli_leaderboard_and_plot(made_up, tmp_path):
     png = tmp_path / "lb.png"
     out = tmp_path / "lb.json"

@@ -13,6 +13,7 @@ from dataset_builder.ids import AREAS
 from dataset_builder.schema import PASS_MARK, QuestionRow
 
 from ..report.inputs import Record, facts_of_rows, unjudged
+from ..report.render import points
 from ..report.tables import Table, build_tables
 from .collect import Inputs, trail_key
 
@@ -25,7 +26,7 @@ def _q_order(qid: str) -> tuple[bool, str]:
 
 
 def _f(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    return "n/a" if x is None else points(x)
 
 
 def _latest(records: list[Record]) -> dict[tuple[str, str, str], int]:
@@ -142,7 +143,7 @@ def _table_view(t: Table, anchors: dict) -> dict:
                 "passed": r.passed,
                 "exams": r.exams,
                 "rate": f"{r.passed / r.exams:.0%}" if r.exams else "n/a",
-                "best": f"{AREAS.get(r.best_area, r.best_area)} ({r.per_area[r.best_area]:.2f})"
+                "best": f"{AREAS.get(r.best_area, r.best_area)} ({points(r.per_area[r.best_area])})"
                 if r.best_area
                 else "n/a",
                 "coverage": f"{r.coverage:.0%}",

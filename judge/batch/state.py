@@ -70,20 +70,21 @@ class BatchLog:
                 logger.warning("%s:%d: unreadable batch log line skipped", self.path, lineno)
         return out
 
-    def kept(self) -> dict[str, dict]:
-        """cache key -> a kept reply's body (see `kept` events)."""
+    def kept(self, chunks: dict[str, Chunk] | None = None) -> dict[str, dict]:
+        """cache key -> a kept reply's body (see `kept` events); from `chunks` when the caller has
+        read the log already."""
         return {
             chunk.requests[cid].key: body
-            for chunk in self.chunks().values()
+            for chunk in (self.chunks() if chunks is None else chunks).values()
             for cid, body in chunk.kept.items()
             if cid in chunk.requests
         }
 
-    def open_keys(self) -> dict[str, str]:
+    def open_keys(self, chunks: dict[str, Chunk] | None = None) -> dict[str, str]:
         """cache key -> the batch (or chunk) still to collect it: uploaded, not yet taken in."""
         return {
             request.key: chunk.batch_id or chunk.chunk
-            for chunk in self.chunks().values()
+            for chunk in (self.chunks() if chunks is None else chunks).values()
             if not chunk.done and chunk.file_id is not None
             for request in chunk.requests.values()
         }

@@ -98,7 +98,8 @@ def _paid_in_batches(judge: Judge) -> set[str]:
     if not (judge.store.path.parent / BATCH_FILE).exists():
         return set()
     log = BatchLog(judge.store.path.parent)
-    return set(log.kept()) | set(log.open_keys())
+    chunks = log.chunks()
+    return set(log.kept(chunks)) | set(log.open_keys(chunks))
 
 
 def _price(judge: Judge, prompt: int, completion: int) -> float | None:

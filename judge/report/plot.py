@@ -14,7 +14,7 @@ import numpy as np
 
 from dataset_builder.schema import PASS_MARK
 
-from .render import area_name, ordered_areas
+from .render import area_name, ordered_areas, points
 from .tables import Table
 
 
@@ -51,7 +51,7 @@ def plot_tables(tables: list[Table], path: Path) -> Path:
         ]
         bars.set_yticks(y, labels, fontsize=9)
         for yi, m in zip(y, means, strict=True):
-            bars.text(0.1, yi, f"{m:.2f}", va="center", color="white", fontsize=8, fontweight="bold")
+            bars.text(0.1, yi, points(m), va="center", color="white", fontsize=8, fontweight="bold")
         bars.set_xlim(0, 10)
         bars.set_xlabel("nota média por exame (0-10), IC 95%; (aprovados/exames)")
         bars.set_title(f"Juiz: {table.judge}", fontsize=10, loc="left")

@@ -5,14 +5,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+from decimal import ROUND_HALF_UP, Decimal
 
 from dataset_builder.ids import AREAS
 
 from .tables import Comparison, Table
 
 
-def _f(x: float | None, fmt: str = ".2f") -> str:
-    return "n/a" if x is None else format(x, fmt)
+def points(x: float, sign: bool = False) -> str:
+    """A score to the cent as a person rounds it: its decimal value, halves up (9.075 -> 9.08).
+    Binary floats round 9.075 (stored as 9.07499...) down; a mean of cents is often such a half."""
+    value = Decimal(f"{x:.9f}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0  # + 0: no "-0.00"
+    return f"{value:+}" if sign else f"{value}"
+
+
+def _f(x: float | None, sign: bool = False) -> str:
+    return "n/a" if x is None else points(x, sign)
 
 
 def area_name(slug: str) -> str:
@@ -38,7 +46,7 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             mark = " *" if not r.complete else ""
             mark += " †" if r.same_family_as_judge else ""
             rate = f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)"
-            best = f"{area_name(r.best_area)} ({r.per_area[r.best_area]:.2f})" if r.best_area else "n/a"
+            best = f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a"
             ci = f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a"
             out.append(
                 f"| {r.model}{mark} | {_f(r.mean_exam_score)} | {rate} | {best} | {ci} | {r.coverage:.0%} |"
@@ -123,7 +131,7 @@ def render_comparisons(comparisons: list[Comparison]) -> str:
     for c in comparisons:
         ci = f"[{_f(c.ci_low)}, {_f(c.ci_high)}]" if c.ci_low is not None else "n/a"
         out.append(
-            f"judge {c.judge}: {c.model_a} - {c.model_b} = {_f(c.mean_difference, '+.2f')} exam points over {c.exams} exams "
+            f"judge {c.judge}: {c.model_a} - {c.model_b} = {_f(c.mean_difference, sign=True)} exam points over {c.exams} exams "
             f"both completed (95% paired bootstrap CI {ci}); {c.model_a} passed {c.a_passed_b_failed} that "
             f"{c.model_b} failed, {c.model_b} passed {c.b_passed_a_failed} that {c.model_a} failed"
         )
