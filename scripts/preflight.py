@@ -41,7 +41,21 @@ def check_tasks(tasks: str) -> list[str]:
         raise PreflightError(
             f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {', '.join(valid)}"
         )
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if _overlap(a, b):
+                raise PreflightError(
+                    f"tasks {a} and {b} overlap: their common questions would be generated, judged and "
+                    "counted twice; give tasks with no question in common (one area or edition each), "
+                    "or run them with separate --output-dir"
+                )
     return names
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Two tasks share questions: the same task, the whole set and any other, an area and an edition."""
+    what_a, what_b = a.partition(":")[2], b.partition(":")[2]
+    return a == b or not what_a or not what_b or what_a.isdigit() != what_b.isdigit()
 
 
 def drop_empty_keys(env=None) -> list[str]:
