@@ -58,6 +58,7 @@ from .vllm_server import VllmServer, served_name, vllm_target
 
 JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "oab_bench_summary.json"
+RUN_MARKER = ".oab-bench-run"  # written in every output folder a run makes or fills
 DEFAULT_JUDGE = "openai/gpt-5.2"
 DEFAULT_MAX_MODEL_LENGTH = 32768
 API_CONCURRENCY = 10
@@ -230,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
+    check_ours(out, args.output_dir)  # a run replaces files in it: never in someone else's folder
     check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
     if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
         try:
@@ -237,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as e:
             raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
     out.mkdir(parents=True, exist_ok=True)
+    (out / RUN_MARKER).touch()
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
@@ -249,6 +252,20 @@ def run(args: argparse.Namespace) -> int:
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
         print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
         return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
+
+
+def check_ours(out: Path, given: str) -> None:
+    """A run deletes and rewrites judgments.jsonl, model_config.yaml, the summary and the report in
+    its folder: only in a new or empty folder, or one an earlier run marked as its own."""
+    if not out.is_dir() or (out / RUN_MARKER).is_file():
+        return
+    found = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+    if found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise ValueError(
+            f"--output-dir {given}: not a folder written by `oab-bench run` (no {RUN_MARKER}) and not "
+            f"empty ({shown}): give a new or empty folder"
+        )
 
 
 def answer_cache(args: argparse.Namespace) -> Path | None:

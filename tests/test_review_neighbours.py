@@ -288,3 +288,32 @@ def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path
     (out / "judgments.jsonl").mkdir(parents=True)
     assert main([*run, "--output-dir", str(out), "--judge-cache", str(tmp_path / "c")]) == 2
     assert "--output-dir" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_dataset, capsys, monkeypatch):
+    """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
+    before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
+    import scripts.run as run_mod
+
+    server = stub()
+    started = []
+    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: started.append(1) or 1)
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
+    run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
+    run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac"), "--no-check-call"]
+    notes = tmp_path / "notes"
+    (notes / "drafts").mkdir(parents=True)
+    (notes / "judgments.jsonl").write_text("someone else's\n")
+    (notes / "model_config.yaml").write_text("mine: true\n")
+    assert main([*run, "--output-dir", str(notes)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench run: error: --output-dir {notes}: not a folder written by")
+    assert "drafts/, judgments.jsonl, model_config.yaml" in line
+    assert sorted(p.name for p in notes.iterdir()) == ["drafts", "judgments.jsonl", "model_config.yaml"]
+    assert (notes / "judgments.jsonl").read_text() == "someone else's\n" and not started
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for _ in range(2):  # an empty folder, then the same folder again: ours now
+        assert main([*run, "--output-dir", str(fresh)]) == 1
+    assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
