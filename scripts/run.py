@@ -577,6 +577,28 @@ def join_flag_values(argv: list[str]) -> list[str]:
     return out
 
 
+def number(kind: type, least: float, *, above: bool = False):
+    """An argparse type: a finite `kind` of at least `least` (more than `least` when `above`); a bad
+    value is argparse's error naming the flag (lighteval would take -1 samples as all but one)."""
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < least or (above and value == least):
+            raise argparse.ArgumentTypeError(
+                f"must be {'more than' if above else 'at least'} {least}, not {text}"
+            )
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+COUNT, SECONDS, NON_NEGATIVE = number(int, 1), number(float, 0, above=True), number(float, 0)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     parse_known_args = p.parse_known_args  # the subcommand's own parse: values of VALUE_FLAGS joined first
     p.parse_known_args = lambda args=None, namespace=None: parse_known_args(
@@ -603,12 +625,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-cache", help="judgment cache folder, or 'off'")
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=COUNT,
         help=f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)",
     )
     p.add_argument(
         "--temperature",
-        type=float,
+        type=NON_NEGATIVE,
         default=0.7,
         help="candidate sampling temperature (upstream's paper: 0.7)",
     )
@@ -619,21 +641,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=COUNT,
         default=8192,
         help="answer length (lighteval gives reasoning models 10x, capped)",
     )
     p.add_argument(
         "--max-model-length",
-        type=int,
+        type=COUNT,
         help=f"candidate context length (default: what the server reports, else {DEFAULT_MAX_MODEL_LENGTH})",
     )
     p.add_argument(
-        "--max-samples", type=int, help="lighteval's --max-samples (partial exams get no exam score)"
+        "--max-samples", type=COUNT, help="lighteval's --max-samples (partial exams get no exam score)"
     )
-    p.add_argument("--candidate-retries", type=int, default=8)
-    p.add_argument("--candidate-retry-sleep", type=float, default=1.0)
-    p.add_argument("--candidate-timeout", type=float, default=900.0, help="seconds per candidate call")
+    p.add_argument("--candidate-retries", type=COUNT, default=8)
+    p.add_argument("--candidate-retry-sleep", type=NON_NEGATIVE, default=1.0)
+    p.add_argument("--candidate-timeout", type=SECONDS, default=900.0, help="seconds per candidate call")
     p.add_argument(
         "--vllm-args",
         default=os.environ.get("OAB_BENCH_VLLM_ARGS"),
@@ -642,7 +664,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)"
     )
-    p.add_argument("--vllm-start-timeout", type=float, default=900.0, help="seconds to wait for /health")
+    p.add_argument("--vllm-start-timeout", type=SECONDS, default=900.0, help="seconds to wait for /health")
     p.add_argument(
         "--answer-cache",
         help="answer store folder, or 'off' (default: OAB_ANSWER_CACHE, else ~/.cache/oab-bench/answers)",

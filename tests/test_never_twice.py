@@ -130,6 +130,28 @@ def test_vllm_args_take_a_single_flag_as_their_value(tmp_path):
     assert args.temperature == 0.0
 
 
+@pytest.mark.parametrize(
+    "flag, value, said",
+    [
+        ("--max-samples", "-1", "must be at least 1, not -1"),  # lighteval: all questions but one
+        ("--max-samples", "0", "must be at least 1, not 0"),  # was ignored: every question
+        ("--concurrency", "0", "must be at least 1, not 0"),  # was the default, silently
+        ("--candidate-retries", "0", "must be at least 1, not 0"),  # lighteval: no call, empty answers
+        ("--max-new-tokens", "-5", "must be at least 1, not -5"),
+        ("--temperature", "nan", "must be at least 0, not nan"),
+        ("--candidate-timeout", "0", "must be more than 0, not 0"),
+        ("--vllm-start-timeout", "x", "'x' is not a number"),
+    ],
+)
+def test_the_runs_own_numbers_are_checked_naming_the_flag(tmp_path, capsys, flag, value, said):
+    argv = ["run", "--model", "openai/x", "--output-dir", str(tmp_path / "r"), f"{flag}={value}"]
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(argv)
+    assert e.value.code == 2
+    assert f"argument {flag}: {said}" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
 def test_an_unknown_task_fails_at_once_listing_the_valid_ones(tmp_path):
     started = time.monotonic()
     proc = oab("run", "--model", "openai/x", "--tasks", "oab_bench:penall", "--output-dir", tmp_path / "r")
