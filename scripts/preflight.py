@@ -68,6 +68,21 @@ def drop_empty_keys(env=None) -> list[str]:
     return empty
 
 
+def trim_keys(env=None) -> None:
+    """API key variables (`*API_KEY`) lose surrounding blanks (a key pasted from a file ends in a line
+    break, which no HTTP header may carry: every call would fail as a 'connection error'); one with
+    a control character inside fails now, naming the variable, never showing its value. (Other
+    `*KEY*` variables, a multi-line PEM key say, are left as they are.)"""
+    env = os.environ if env is None else env
+    for name, value in list(env.items()):
+        if not name.upper().endswith("API_KEY"):
+            continue
+        value = value.strip()
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise PreflightError(f"{name} holds a line break or another control character: fix the variable")
+        env[name] = value
+
+
 def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
     """One minimal real request: a key, model name or URL the provider rejects fails here, with its
     (redacted) message. A transient failure (429, 5xx, timeout) is only a warning."""

@@ -52,6 +52,7 @@ from .preflight import (
     check_tasks,
     drop_empty_keys,
     server_max_model_len,
+    trim_keys,
 )
 from .processes import Stopped, die_with_parent, kill_group, stop_group, stop_signals
 from .vllm_server import VllmServer, served_name, vllm_target
@@ -223,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
     check_tasks(args.tasks)  # a typo fails now, not 20 s into lighteval
     for name in drop_empty_keys():
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+    trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from judge.estimate.core import estimate_run

@@ -317,3 +317,32 @@ def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_data
     for _ in range(2):  # an empty folder, then the same folder again: ours now
         assert main([*run, "--output-dir", str(fresh)]) == 1
     assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
+
+
+def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
+    stub, tmp_path, built_dataset, capsys, monkeypatch
+):
+    """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
+    candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
+    judge's own key was trimmed, the provider variables the candidate uses were not."""
+    import scripts.run as run_mod
+
+    server = stub()
+    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
+    run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
+    run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cand-123\r\n")
+    assert main([*run, "--output-dir", str(tmp_path / "o1")]) == 1  # lighteval's turn: preflight passed
+    assert "does not answer" not in capsys.readouterr().err
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cand\n123")
+    assert main([*run, "--output-dir", str(tmp_path / "o2")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line
+        == "oab-bench run: error: OPENAI_API_KEY holds a line break or another control character: fix the variable"
+    )
+    assert not (tmp_path / "o2").exists()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cand-123")
+    monkeypatch.setenv("DEPLOY_SSH_KEY", "-----BEGIN KEY-----\nabc\n-----END KEY-----\n")  # not ours
+    assert main([*run, "--output-dir", str(tmp_path / "o3")]) == 1
