@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from dataset_builder.prepared import check_dataset
 from dataset_builder.schema import dataset_source
 from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
@@ -226,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
+    check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from judge.estimate.core import estimate_run
 

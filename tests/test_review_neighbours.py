@@ -346,3 +346,28 @@ def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-cand-123")
     monkeypatch.setenv("DEPLOY_SSH_KEY", "-----BEGIN KEY-----\nabc\n-----END KEY-----\n")  # not ours
     assert main([*run, "--output-dir", str(tmp_path / "o3")]) == 1
+
+
+def test_a_folder_that_is_no_dataset_is_refused_naming_it(stub, tmp_path, capsys, monkeypatch):
+    """A random folder as --dataset reached `datasets`: `judge` said 'Unknown split "test"', and
+    `run` made its check calls and started lighteval, which died on a KeyError traceback."""
+    server = stub()
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "todo.txt").write_text("not a dataset\n")
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"question_id": "q", "model_id": "m", "choices": [{"index": 0, "turns": ["x"]}]}\n')
+    judge = ["judge", "--answers", str(answers), "--judge-model", "openai/j", "--api-base", server.url]
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--tasks", "oab_bench:39"]
+    run += ["--judge-model", "openai/j", "--judge-api-base", server.url, "--output-dir", str(tmp_path / "o")]
+    for argv in (
+        [*judge, "--dataset", str(notes), "--output", str(tmp_path / "j.jsonl")],
+        [*run, "--dataset", str(notes)],
+        [*run, "--dataset", str(answers)],
+    ):
+        assert main(argv) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        given = argv[argv.index("--dataset") + 1]
+        assert line.startswith(f"oab-bench {argv[0]}: error: {given}: not a dataset"), line
+    assert not server.requests and not (tmp_path / "o").exists() and not (tmp_path / "j.jsonl").exists()
+    assert sorted(p.name for p in notes.iterdir()) == ["sub", "todo.txt"]
