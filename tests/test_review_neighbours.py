@@ -371,3 +371,28 @@ def test_a_folder_that_is_no_dataset_is_refused_naming_it(stub, tmp_path, capsys
         assert line.startswith(f"oab-bench {argv[0]}: error: {given}: not a dataset"), line
     assert not server.requests and not (tmp_path / "o").exists() and not (tmp_path / "j.jsonl").exists()
     assert sorted(p.name for p in notes.iterdir()) == ["sub", "todo.txt"]
+
+
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig, code):
+    """SIGTERM or SIGHUP while a command still loaded its dataset or answers (the first seconds)
+    killed it silently: only the judge loop and `run` turned them into one line."""
+    import os
+    import signal
+    import time
+
+    import judge.command
+
+    def slow_start(args):
+        os.kill(os.getpid(), getattr(signal, sig))
+        time.sleep(5)  # a handler raises before this ends
+        return 0
+
+    monkeypatch.setattr(judge.command, "run_judge_command", slow_start)
+    argv = ["judge", "--dataset", "d", "--answers", "a.jsonl", "--judge-model", "openai/j", "--output", "o"]
+    started = time.monotonic()
+    assert main(argv) == code
+    assert time.monotonic() - started < 4
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench judge: stopped by {sig}")
+    assert signal.getsignal(getattr(signal, sig)) is signal.SIG_DFL  # put back after the command
