@@ -60,7 +60,7 @@ from dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
 from dataset_builder.schema import QuestionRow
 from judge import lighteval_compat
 from judge.aggregate import QuestionResult, task_figures
-from judge.lighteval_judge import judge_responses, settings_from_env
+from judge.lighteval_judge import check_store_from_env, judge_responses, settings_from_env
 from judge.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ def dataset_path() -> str:
 @functools.cache
 def _check_judge_configured() -> None:
     settings_from_env()  # fail while loading the task, not after every answer was generated
+    check_store_from_env()
 
 
 def oab_prompt(line: dict, task_name: str = "") -> Doc:

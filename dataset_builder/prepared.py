@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errata import DEFAULT_ERRATA
+from .errors import SourceError
 from .origin import HF_PREFIX, RAW_CONFIGS, card_configs, data_folder, parse_hub_spec, resolve_revision
 from .source import QUESTIONS_FILE
 
@@ -61,6 +62,27 @@ def raw_source(dataset: str) -> str | None:
     return f"{HF_PREFIX}{dataset}" if set(RAW_CONFIGS) <= configs else None
 
 
+def check_built_layout(path: Path, given: str) -> None:
+    """A local dataset that is not upstream's layout must be ours: a folder with the test split's
+    parquet under data/ (`oab-bench build`, or a copy of a pushed dataset). Anything else is refused
+    by name here, not by `datasets` (an unknown split) or lighteval (a traceback) later."""
+    if path.is_dir() and any(path.glob("data/test-*.parquet")):
+        return
+    raise SourceError(
+        "not a dataset: neither a folder made by `oab-bench build` (data/test-*.parquet) nor upstream's "
+        "layout (question.jsonl and reference_answer/, or a README.md declaring the configs questions "
+        "and guidelines)",
+        file=given,
+    )
+
+
+def check_dataset(dataset: str) -> None:
+    """A local --dataset that is neither layout fails now, before any other work (nothing is built)."""
+    path = Path(dataset).expanduser()
+    if path.exists() and raw_source(dataset) is None:
+        check_built_layout(path, dataset)
+
+
 def builds_dir() -> Path:
     from huggingface_hub import constants
 
@@ -95,7 +117,10 @@ def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAU
     source = raw_source(dataset)
     if source is None:
         path = Path(dataset).expanduser()
-        return Prepared(str(path.resolve()) if path.exists() else dataset, None)
+        if not path.exists():
+            return Prepared(dataset, None)  # a Hub id
+        check_built_layout(path, dataset)
+        return Prepared(str(path.resolve()), None)
     revision = source_revision(source)
     folder = builds_dir() / build_key(source, revision, errata)
     short = revision.removeprefix("sha256:")[:12]

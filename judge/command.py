@@ -37,7 +37,7 @@ def pair_answers(rows, answers: list[Answer]):
                     line=first.line or None,
                 )
     pairs, missing = [], []
-    for model, got in models.items():
+    for model, got in sorted(models.items()):  # by model, not by the order of the answer files
         for row in rows:
             if row.question_id in got:
                 pairs.append((row, got[row.question_id]))

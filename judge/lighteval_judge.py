@@ -20,7 +20,7 @@ from .jury import make_judge
 from .records import Judgment
 from .runner import dump_jsonl, run_judge_all
 from .settings import JudgeSettings, env_var, settings_from
-from .store import JudgmentStore, default_cache_dir
+from .store import JudgmentStore, StoreError, check_folder, default_cache_dir
 
 
 class JudgeNotConfigured(RuntimeError):
@@ -36,11 +36,26 @@ def settings_from_env() -> JudgeSettings:
     return settings_from(None, os.environ)
 
 
-def store_from_env() -> JudgmentStore:
+def _cache_folder() -> Path | None:
     where = os.environ.get("OAB_JUDGE_CACHE")
     if where and where.lower() == "off":
-        return JudgmentStore(None)
-    return JudgmentStore(Path(where) if where else default_cache_dir())
+        return None
+    return Path(where) if where else default_cache_dir()
+
+
+def check_store_from_env() -> None:
+    """What opening the store would refuse, now: the task checks it while loading, not after
+    every answer was generated."""
+    folder = _cache_folder()
+    if folder is not None:
+        try:
+            check_folder(folder)
+        except StoreError as e:
+            raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
+
+
+def store_from_env() -> JudgmentStore:
+    return JudgmentStore(_cache_folder())
 
 
 def _append(path: Path, judgments: list[Judgment]) -> None:

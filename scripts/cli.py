@@ -7,6 +7,7 @@ lazy so `oab-bench build` does not pay for litellm or lighteval.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -266,12 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     from dataset_builder.errors import BuildError, SourceError
     from judge.loop import Stopped
     from judge.redact import redact
+    from scripts.processes import stop_signals
     from scripts.vllm_server import ServerError
 
     args = build_parser().parse_args(argv)
     try:
-        check_output_is_not_an_input(args)
-        return args.func(args)
+        with stop_signals((signal.SIGTERM, signal.SIGHUP)):  # as Ctrl-C, from the first moment
+            check_output_is_not_an_input(args)
+            return args.func(args)
     except (SourceError, BuildError, OSError, ValueError, ServerError) as e:
         for line in redact(str(e)).splitlines():
             print(f"oab-bench {args.command}: error: {line}", file=sys.stderr)

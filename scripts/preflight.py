@@ -41,7 +41,21 @@ def check_tasks(tasks: str) -> list[str]:
         raise PreflightError(
             f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {', '.join(valid)}"
         )
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if _overlap(a, b):
+                raise PreflightError(
+                    f"tasks {a} and {b} overlap: their common questions would be generated, judged and "
+                    "counted twice; give tasks with no question in common (one area or edition each), "
+                    "or run them with separate --output-dir"
+                )
     return names
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Two tasks share questions: the same task, the whole set and any other, an area and an edition."""
+    what_a, what_b = a.partition(":")[2], b.partition(":")[2]
+    return a == b or not what_a or not what_b or what_a.isdigit() != what_b.isdigit()
 
 
 def drop_empty_keys(env=None) -> list[str]:
@@ -52,6 +66,21 @@ def drop_empty_keys(env=None) -> list[str]:
     for k in empty:
         del env[k]
     return empty
+
+
+def trim_keys(env=None) -> None:
+    """API key variables (`*API_KEY`) lose surrounding blanks (a key pasted from a file ends in a line
+    break, which no HTTP header may carry: every call would fail as a 'connection error'); one with
+    a control character inside fails now, naming the variable, never showing its value. (Other
+    `*KEY*` variables, a multi-line PEM key say, are left as they are.)"""
+    env = os.environ if env is None else env
+    for name, value in list(env.items()):
+        if not name.upper().endswith("API_KEY"):
+            continue
+        value = value.strip()
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise PreflightError(f"{name} holds a line break or another control character: fix the variable")
+        env[name] = value
 
 
 def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:

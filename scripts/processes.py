@@ -40,7 +40,7 @@ def die_with_parent(sig: int = signal.SIGTERM, *, ctrl_c: bool = False):
 
 
 @contextlib.contextmanager
-def stop_signals():
+def stop_signals(signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
     """SIGTERM, SIGHUP and Ctrl-C raise `Stopped` in the main thread while inside this block, once:
     a second signal must not break off the cleanup the first one started."""
     fired = []
@@ -51,7 +51,7 @@ def stop_signals():
             raise Stopped(signum)
 
     previous = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    for sig in signals:
         if sig == signal.SIGINT and signal.getsignal(sig) is not signal.default_int_handler:
             continue  # Ctrl-C ignored (a background job) or handled by someone else: leave it
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone

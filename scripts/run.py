@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from dataset_builder.prepared import check_dataset
 from dataset_builder.schema import dataset_source
 from dataset_builder.source import read_objects
 from judge.aggregate import QuestionResult, task_figures
@@ -52,12 +53,14 @@ from .preflight import (
     check_tasks,
     drop_empty_keys,
     server_max_model_len,
+    trim_keys,
 )
 from .processes import Stopped, die_with_parent, kill_group, stop_group, stop_signals
 from .vllm_server import VllmServer, served_name, vllm_target
 
 JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "oab_bench_summary.json"
+RUN_MARKER = ".oab-bench-run"  # written in every output folder a run makes or fills
 DEFAULT_JUDGE = "openai/gpt-5.2"
 DEFAULT_MAX_MODEL_LENGTH = 32768
 API_CONCURRENCY = 10
@@ -222,7 +225,9 @@ def run(args: argparse.Namespace) -> int:
     check_tasks(args.tasks)  # a typo fails now, not 20 s into lighteval
     for name in drop_empty_keys():
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+    trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
+    check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from judge.estimate.core import estimate_run
 
@@ -230,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
+    check_ours(out, args.output_dir)  # a run replaces files in it: never in someone else's folder
     check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
     if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
         try:
@@ -237,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as e:
             raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
     out.mkdir(parents=True, exist_ok=True)
+    (out / RUN_MARKER).touch()
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
@@ -249,6 +256,20 @@ def run(args: argparse.Namespace) -> int:
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
         print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
         return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
+
+
+def check_ours(out: Path, given: str) -> None:
+    """A run deletes and rewrites judgments.jsonl, model_config.yaml, the summary and the report in
+    its folder: only in a new or empty folder, or one an earlier run marked as its own."""
+    if not out.is_dir() or (out / RUN_MARKER).is_file():
+        return
+    found = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+    if found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise ValueError(
+            f"--output-dir {given}: not a folder written by `oab-bench run` (no {RUN_MARKER}) and not "
+            f"empty ({shown}): give a new or empty folder"
+        )
 
 
 def answer_cache(args: argparse.Namespace) -> Path | None:
@@ -560,6 +581,28 @@ def join_flag_values(argv: list[str]) -> list[str]:
     return out
 
 
+def number(kind: type, least: float, *, above: bool = False):
+    """An argparse type: a finite `kind` of at least `least` (more than `least` when `above`); a bad
+    value is argparse's error naming the flag (lighteval would take -1 samples as all but one)."""
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < least or (above and value == least):
+            raise argparse.ArgumentTypeError(
+                f"must be {'more than' if above else 'at least'} {least}, not {text}"
+            )
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+COUNT, SECONDS, NON_NEGATIVE = number(int, 1), number(float, 0, above=True), number(float, 0)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     parse_known_args = p.parse_known_args  # the subcommand's own parse: values of VALUE_FLAGS joined first
     p.parse_known_args = lambda args=None, namespace=None: parse_known_args(
@@ -586,12 +629,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-cache", help="judgment cache folder, or 'off'")
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=COUNT,
         help=f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)",
     )
     p.add_argument(
         "--temperature",
-        type=float,
+        type=NON_NEGATIVE,
         default=0.7,
         help="candidate sampling temperature (upstream's paper: 0.7)",
     )
@@ -602,21 +645,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=COUNT,
         default=8192,
         help="answer length (lighteval gives reasoning models 10x, capped)",
     )
     p.add_argument(
         "--max-model-length",
-        type=int,
+        type=COUNT,
         help=f"candidate context length (default: what the server reports, else {DEFAULT_MAX_MODEL_LENGTH})",
     )
     p.add_argument(
-        "--max-samples", type=int, help="lighteval's --max-samples (partial exams get no exam score)"
+        "--max-samples", type=COUNT, help="lighteval's --max-samples (partial exams get no exam score)"
     )
-    p.add_argument("--candidate-retries", type=int, default=8)
-    p.add_argument("--candidate-retry-sleep", type=float, default=1.0)
-    p.add_argument("--candidate-timeout", type=float, default=900.0, help="seconds per candidate call")
+    p.add_argument("--candidate-retries", type=COUNT, default=8)
+    p.add_argument("--candidate-retry-sleep", type=NON_NEGATIVE, default=1.0)
+    p.add_argument("--candidate-timeout", type=SECONDS, default=900.0, help="seconds per candidate call")
     p.add_argument(
         "--vllm-args",
         default=os.environ.get("OAB_BENCH_VLLM_ARGS"),
@@ -625,7 +668,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)"
     )
-    p.add_argument("--vllm-start-timeout", type=float, default=900.0, help="seconds to wait for /health")
+    p.add_argument("--vllm-start-timeout", type=SECONDS, default=900.0, help="seconds to wait for /health")
     p.add_argument(
         "--answer-cache",
         help="answer store folder, or 'off' (default: OAB_ANSWER_CACHE, else ~/.cache/oab-bench/answers)",

@@ -19,8 +19,8 @@ from judge.answer_store import STORE_FILE, AnswerStore, StoredAnswer, answer_key
 from judge.answers import Answer
 from judge.runner import Judge, judge_all
 from judge.store import JudgmentStore
-from scripts.cli import build_parser
-from scripts.preflight import CHECK_PROMPT, drop_empty_keys, task_names
+from scripts.cli import build_parser, main
+from scripts.preflight import CHECK_PROMPT, check_tasks, drop_empty_keys, task_names
 from tests.conftest import REPO, SECRET, oab
 from tests.test_judge_parsing import made_up_row
 from tests.test_judge_server import settings
@@ -130,6 +130,28 @@ def test_vllm_args_take_a_single_flag_as_their_value(tmp_path):
     assert args.temperature == 0.0
 
 
+@pytest.mark.parametrize(
+    "flag, value, said",
+    [
+        ("--max-samples", "-1", "must be at least 1, not -1"),  # lighteval: all questions but one
+        ("--max-samples", "0", "must be at least 1, not 0"),  # was ignored: every question
+        ("--concurrency", "0", "must be at least 1, not 0"),  # was the default, silently
+        ("--candidate-retries", "0", "must be at least 1, not 0"),  # lighteval: no call, empty answers
+        ("--max-new-tokens", "-5", "must be at least 1, not -5"),
+        ("--temperature", "nan", "must be at least 0, not nan"),
+        ("--candidate-timeout", "0", "must be more than 0, not 0"),
+        ("--vllm-start-timeout", "x", "'x' is not a number"),
+    ],
+)
+def test_the_runs_own_numbers_are_checked_naming_the_flag(tmp_path, capsys, flag, value, said):
+    argv = ["run", "--model", "openai/x", "--output-dir", str(tmp_path / "r"), f"{flag}={value}"]
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(argv)
+    assert e.value.code == 2
+    assert f"argument {flag}: {said}" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
 def test_an_unknown_task_fails_at_once_listing_the_valid_ones(tmp_path):
     started = time.monotonic()
     proc = oab("run", "--model", "openai/x", "--tasks", "oab_bench:penall", "--output-dir", tmp_path / "r")
@@ -140,6 +162,26 @@ def test_an_unknown_task_fails_at_once_listing_the_valid_ones(tmp_path):
     assert all(name in line for name in task_names()) and "oab_bench:penal," in line
     assert seconds < 5, seconds  # 0.65 s measured here (a python start and our imports); it was 23 s
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "tasks, named",
+    [
+        ("oab_bench:penal,oab_bench:39", "oab_bench:penal and oab_bench:39"),
+        ("oab_bench,oab_bench:civil", "oab_bench and oab_bench:civil"),
+        ("oab_bench:41,oab_bench:41|0", "oab_bench:41 and oab_bench:41"),
+    ],
+)
+def test_overlapping_tasks_fail_at_once_naming_both(tmp_path, capsys, tasks, named):
+    """Each task generated, judged and appended its questions: a question in two tasks was in the
+    run's judgments twice, its exam worth 20.00, and left out of the summary's figures."""
+    argv = ["run", "--model", "openai/x", "--tasks", tasks, "--output-dir", str(tmp_path / "r")]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench run: error: tasks {named} overlap"), line
+    assert not (tmp_path / "r").exists()
+    assert check_tasks("oab_bench:penal,oab_bench:civil|0") == ["oab_bench:penal", "oab_bench:civil"]
+    assert check_tasks("oab_bench:39,oab_bench:40") == ["oab_bench:39", "oab_bench:40"]
 
 
 def test_the_task_names_are_those_of_the_task_file(task_module):  # noqa: F811 (the fixture)

@@ -317,3 +317,26 @@ def test_long_answers_truncate_judges_a_cut_answer_with_a_note(stub, judge_key):
     assert j.status == "ok" and server.count == 1 and j.note.startswith("answer cut from about")
     sent = server.requests[0]["body"]["messages"][-1]["content"]
     assert "resposta cortada em 2000 tokens" in sent and len(sent) < 40_000
+
+
+def test_judge_writes_the_same_file_whatever_the_order_of_the_answer_files(
+    stub, judge_key, tmp_path, dataset
+):
+    """`oab-bench judge --answers b a` wrote model b's judgments first: the output followed the order
+    in which the models first appeared in the inputs."""
+    from scripts.cli import main
+
+    ds, rows = dataset
+    server = stub(policy="max")
+    half = {r.question_id: f"resposta {n}" for n, r in enumerate(rows[:3])}
+    files = [answers_file(tmp_path / f"{m}.jsonl", m, half) for m in ("model-b", "model-a")]
+    written = []
+    for n, order in enumerate((files, files[::-1])):
+        out = tmp_path / f"out{n}.jsonl"
+        argv = ["judge", "--dataset", str(ds), "--answers", *map(str, order), "--output", str(out)]
+        argv += ["--judge-model", "openai/judge-test", "--api-base", server.url, "--no-progress"]
+        assert main([*argv, "--cache", str(tmp_path / f"cache{n}")]) == 1  # unanswered questions
+        written.append(out.read_bytes())
+    assert written[0] == written[1]
+    models = [json.loads(line)["model"] for line in written[0].decode().splitlines()]
+    assert models[:6] == ["model-a"] * 3 + ["model-b"] * 3  # judged, then the unanswered, by model

@@ -288,3 +288,111 @@ def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path
     (out / "judgments.jsonl").mkdir(parents=True)
     assert main([*run, "--output-dir", str(out), "--judge-cache", str(tmp_path / "c")]) == 2
     assert "--output-dir" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_dataset, capsys, monkeypatch):
+    """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
+    before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
+    import scripts.run as run_mod
+
+    server = stub()
+    started = []
+    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: started.append(1) or 1)
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
+    run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
+    run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac"), "--no-check-call"]
+    notes = tmp_path / "notes"
+    (notes / "drafts").mkdir(parents=True)
+    (notes / "judgments.jsonl").write_text("someone else's\n")
+    (notes / "model_config.yaml").write_text("mine: true\n")
+    assert main([*run, "--output-dir", str(notes)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench run: error: --output-dir {notes}: not a folder written by")
+    assert "drafts/, judgments.jsonl, model_config.yaml" in line
+    assert sorted(p.name for p in notes.iterdir()) == ["drafts", "judgments.jsonl", "model_config.yaml"]
+    assert (notes / "judgments.jsonl").read_text() == "someone else's\n" and not started
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for _ in range(2):  # an empty folder, then the same folder again: ours now
+        assert main([*run, "--output-dir", str(fresh)]) == 1
+    assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
+
+
+def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
+    stub, tmp_path, built_dataset, capsys, monkeypatch
+):
+    """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
+    candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
+    judge's own key was trimmed, the provider variables the candidate uses were not."""
+    import scripts.run as run_mod
+
+    server = stub()
+    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
+    run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
+    run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cand-123\r\n")
+    assert main([*run, "--output-dir", str(tmp_path / "o1")]) == 1  # lighteval's turn: preflight passed
+    assert "does not answer" not in capsys.readouterr().err
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cand\n123")
+    assert main([*run, "--output-dir", str(tmp_path / "o2")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line
+        == "oab-bench run: error: OPENAI_API_KEY holds a line break or another control character: fix the variable"
+    )
+    assert not (tmp_path / "o2").exists()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cand-123")
+    monkeypatch.setenv("DEPLOY_SSH_KEY", "-----BEGIN KEY-----\nabc\n-----END KEY-----\n")  # not ours
+    assert main([*run, "--output-dir", str(tmp_path / "o3")]) == 1
+
+
+def test_a_folder_that_is_no_dataset_is_refused_naming_it(stub, tmp_path, capsys, monkeypatch):
+    """A random folder as --dataset reached `datasets`: `judge` said 'Unknown split "test"', and
+    `run` made its check calls and started lighteval, which died on a KeyError traceback."""
+    server = stub()
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "todo.txt").write_text("not a dataset\n")
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"question_id": "q", "model_id": "m", "choices": [{"index": 0, "turns": ["x"]}]}\n')
+    judge = ["judge", "--answers", str(answers), "--judge-model", "openai/j", "--api-base", server.url]
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--tasks", "oab_bench:39"]
+    run += ["--judge-model", "openai/j", "--judge-api-base", server.url, "--output-dir", str(tmp_path / "o")]
+    for argv in (
+        [*judge, "--dataset", str(notes), "--output", str(tmp_path / "j.jsonl")],
+        [*run, "--dataset", str(notes)],
+        [*run, "--dataset", str(answers)],
+    ):
+        assert main(argv) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        given = argv[argv.index("--dataset") + 1]
+        assert line.startswith(f"oab-bench {argv[0]}: error: {given}: not a dataset"), line
+    assert not server.requests and not (tmp_path / "o").exists() and not (tmp_path / "j.jsonl").exists()
+    assert sorted(p.name for p in notes.iterdir()) == ["sub", "todo.txt"]
+
+
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig, code):
+    """SIGTERM or SIGHUP while a command still loaded its dataset or answers (the first seconds)
+    killed it silently: only the judge loop and `run` turned them into one line."""
+    import os
+    import signal
+    import time
+
+    import judge.command
+
+    def slow_start(args):
+        os.kill(os.getpid(), getattr(signal, sig))
+        time.sleep(5)  # a handler raises before this ends
+        return 0
+
+    monkeypatch.setattr(judge.command, "run_judge_command", slow_start)
+    argv = ["judge", "--dataset", "d", "--answers", "a.jsonl", "--judge-model", "openai/j", "--output", "o"]
+    started = time.monotonic()
+    assert main(argv) == code
+    assert time.monotonic() - started < 4
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench judge: stopped by {sig}")
+    assert signal.getsignal(getattr(signal, sig)) is signal.SIG_DFL  # put back after the command

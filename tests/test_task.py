@@ -68,6 +68,27 @@ def test_missing_judge_fails_while_loading_the_task(task_module, monkeypatch, bu
     task_module._check_judge_configured.cache_clear()
 
 
+def test_a_judge_cache_it_cannot_use_fails_while_loading_the_task(
+    task_module, monkeypatch, built_rows, tmp_path
+):
+    """OAB_JUDGE_CACHE naming another tool's folder was refused only when the first answers were
+    judged, after every answer had been generated (and paid for)."""
+    from judge.store import StoreError
+
+    rows, _ = built_rows
+    (tmp_path / "judgments.jsonl").write_text('{"question_id": "q", "score": 1}\n')
+    monkeypatch.setenv("OAB_JUDGE_CACHE", str(tmp_path))
+    task_module._check_judge_configured.cache_clear()
+    with pytest.raises(
+        StoreError, match=f"^OAB_JUDGE_CACHE: {tmp_path}/judgments.jsonl: not an oab-bench judgment store"
+    ):
+        task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
+    monkeypatch.setenv("OAB_JUDGE_CACHE", "off")
+    task_module._check_judge_configured.cache_clear()
+    task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
+    task_module._check_judge_configured.cache_clear()
+
+
 def test_corpus_figures_leave_out_incomplete_exams(task_module):
     def v(exam, n, status="ok", score=1.0):
         return {
