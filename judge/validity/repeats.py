@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
-from dataset_builder.source import read_objects
 
 from . import stats
 from .agreement import alpha_over
+from .nested import read_nested
 from .render import _fig
 from .sources import Graded, Source
 
@@ -42,7 +42,7 @@ def read_repeated(path: Path) -> list[dict]:
         if not found:
             raise ValueError(f"{path}: no judgments file (*judgments*.jsonl) in this folder")
         path = found[0]
-    records = [r for _, r in read_objects(path) if r.get("repeats")]
+    records = read_nested(path, "repeats")
     if not records:
         raise ValueError(f"{path}: no repeated judgments in it (judge with --repeats K, K >= 2)")
     return records
