@@ -352,3 +352,34 @@ def test_human_csv_items_are_checked_against_the_dataset(tmp_path, built_rows):
     human.write_text(head + f"39_direito_penal,{row.question_id},{item.item_id},{item.max_score},ana\n")
     graded = load_source("H", human, dataset).graded[(None, row.question_id)]
     assert graded.items[item.item_id] == item.max_score and graded.max_score == row.max_score
+
+
+def test_a_question_twice_in_one_source_is_chosen_whatever_the_line_order(tmp_path):
+    """As in the leaderboard: copies are one, an ok judgment is used over a failure (with a note),
+    two different scores stop naming both lines; never the last line read."""
+    a = source_a(tmp_path)
+    recs = [json.loads(line) for line in a.read_text().splitlines()]
+    failed = {**recs[0], "status": "api_error", "score": None, "items": []}
+    first = report_of(a, write(tmp_path / "b1.jsonl", [failed, *recs, recs[1]]))
+    second = report_of(a, write(tmp_path / "b2.jsonl", [recs[1], *reversed(recs), failed]))
+    assert render_text(first).replace("b1.jsonl", "b2.jsonl") == render_text(second)
+    assert first["left_out"] == 0 and first["item"]["exact"]["value"] == 1.0
+    assert any(n.startswith("B: 1 (judge, model, question) have different outcomes") for n in first["notes"])
+    clash = {
+        **recs[0],
+        "score": 4.0,
+        "items": [{**recs[0]["items"][0]}, {**recs[0]["items"][1], "score": 1.5}],
+    }
+    with pytest.raises(SourceError, match=r"b3.jsonl:1: .* scores 4.0 here and 5.0 in .*b3.jsonl:2"):
+        report_of(a, write(tmp_path / "b3.jsonl", [clash, *recs]))
+
+
+def test_a_probe_folder_is_a_source_as_in_the_leaderboard(tmp_path):
+    """`oab-bench probe`'s folder (judgments.jsonl + report.json), with its item scores."""
+    a = source_a(tmp_path)
+    folder = tmp_path / "probe_judge"
+    folder.mkdir()
+    (folder / "judgments.jsonl").write_text(a.read_text())
+    (folder / "report.json").write_text("{}\n")
+    r = report_of(a, folder)
+    assert r["n_pairs"] == 60 and r["item"]["n"] == 120 and r["item"]["exact"]["value"] == 1.0

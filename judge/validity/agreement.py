@@ -314,6 +314,7 @@ def compare_all(
     kw = {"resamples": resamples, "seed": seed}
     report = compare_two(sources[0], sources[1], dataset, **kw)
     report["sources"] = [{"name": s.name, "path": s.path, "judge": s.judge} for s in sources]
+    report["notes"] = [f"{s.name}: {n}" for s in sources for n in s.notes] + report["notes"]
     if len(sources) >= 3:
         report["pairwise"] = [
             {
