@@ -383,3 +383,16 @@ def test_a_probe_folder_is_a_source_as_in_the_leaderboard(tmp_path):
     (folder / "report.json").write_text("{}\n")
     r = report_of(a, folder)
     assert r["n_pairs"] == 60 and r["item"]["n"] == 120 and r["item"]["exact"]["value"] == 1.0
+
+
+def test_human_item_grades_adding_up_above_the_question_stop(tmp_path):
+    """Each item grade within the question's value, their sum above it (no --dataset to know the items)."""
+    human = tmp_path / "h.csv"
+    human.write_text(
+        "exam_id,question_id,item_id,score,grader\n"
+        "90_direito_civil,90_direito_civil_questao_1,A1,1.0,ana\n"
+        "90_direito_civil,90_direito_civil_questao_2,A1,1.0,ana\n"
+        "90_direito_civil,90_direito_civil_questao_1,B1,0.5,ana\n"
+    )
+    with pytest.raises(SourceError, match=r"h.csv:4: field 'score': ana's item grades .* add up to 1.5"):
+        load_source("A", human)

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
-from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow
+from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from dataset_builder.source import read_objects
 
 from ..report.inputs import Record, load_records
@@ -134,7 +134,8 @@ def _check_item(row: QuestionRow | None, item_id: str, score: float, where: dict
 
 
 def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
-    """grader -> (model, question) -> {"items": {id: score}, "score": question score or None}, exam ids."""
+    """grader -> (model, question) -> {"items": {id: score}, "score": question score or None, "line":
+    its last line}, exam ids."""
     grades: dict[str, dict[Key, dict]] = defaultdict(
         lambda: defaultdict(lambda: {"items": {}, "score": None})
     )
@@ -171,6 +172,7 @@ def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
             model = (raw.get("model") or "").strip() or None
             item = (raw["item_id"] or "").strip()
             slot = grades[grader][(model, qid)]
+            slot["line"] = n
             if item:
                 _check_item(dataset.get(qid), item, score, {**at, "field": "item_id"})
                 if item in slot["items"] or slot["score"] is not None:
@@ -215,7 +217,15 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
             if items and row is not None:
                 items |= {r.item_id: r.max_score for r in row.rubric if r.annulled and r.item_id not in items}
             score = sum(items.values()) if items else slot["score"]
-            mine[key] = _graded(key, score, items, exams[key[1]], _max_of(key[1], dataset))
+            maximum = _max_of(key[1], dataset)
+            if score > maximum + 1e-6:
+                raise SourceError(
+                    f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's {maximum}",
+                    file=str(path),
+                    line=slot["line"],
+                    field="score",
+                )
+            mine[key] = _graded(key, score, items, exams[key[1]], maximum)
         per_grader[grader] = mine
     keys = sorted({k for g in per_grader.values() for k in g}, key=lambda k: (k[0] or "", k[1]))
     graded = {}
