@@ -396,3 +396,23 @@ def test_human_item_grades_adding_up_above_the_question_stop(tmp_path):
     )
     with pytest.raises(SourceError, match=r"h.csv:4: field 'score': ana's item grades .* add up to 1.5"):
         load_source("A", human)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["agreement", "a.jsonl", "b.jsonl", "--resamples", "0"],
+        ["agreement", "--repeats", "run", "--seed", "-1"],
+        ["leaderboard", "a.jsonl", "--resamples", "-5"],
+        ["compare", "m1", "m2", "a.jsonl", "--resamples", "x"],
+        ["probe", "--dataset", "d", "--resamples", "0"],
+    ],
+)
+def test_resamples_and_seed_are_checked_before_anything_runs(argv, capsys):
+    """`--resamples 0` was a numpy traceback (agreement) or a scipy message (leaderboard), and in
+    `probe` only after the judgments were paid for."""
+    from scripts.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(argv)
+    assert stop.value.code == 2 and "is not a whole number >= " in capsys.readouterr().err
