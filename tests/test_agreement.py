@@ -238,6 +238,28 @@ def test_human_csv_without_model_pairs_with_the_only_model(tmp_path):
     assert r["n_pairs"] == 10 and r["left_out"] == 0 and r["exam"]["mae"]["value"] == 0.0
 
 
+def test_a_judgment_pairs_once_even_with_a_named_and_an_unnamed_grade(tmp_path):
+    """A CSV grading m1's answer to a question and, on another line, that question with no model:
+    the one judgment of it pairs with the named grade only, never with both (counted twice)."""
+    recs = exam("m1", EXAMS[0], 4.0, 1.0)
+    a = write(tmp_path / "a.jsonl", recs)
+    q = recs[1]["question_id"]
+    human = tmp_path / "h.csv"
+    human.write_text(
+        "exam_id,question_id,item_id,score,grader,model\n"
+        f"{EXAMS[0]},{q},,1.0,ana,m1\n"
+        f"{EXAMS[0]},{q},,0.5,ana,\n"
+    )
+    r = report_of(human, a)
+    assert r["n_pairs"] == 1 and r["question"]["mae"]["value"] == 0.0
+    assert (
+        r["left_out_reasons"][
+            "a grade names no model and the other side's grade of its question pairs by model"
+        ]
+        == 1
+    )
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [

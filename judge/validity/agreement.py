@@ -36,12 +36,16 @@ def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
     for key in a.graded:
         a_by_q[key[1]].append(key)
     pairs, used_b = [], set()
+    named = a.graded.keys() & b.graded.keys()  # pairs by model: never a partner for a grade naming none
     for key, ga in sorted(a.graded.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])):
         if key in b.graded:
             other = key
         else:
             wild = [k for k in b_by_q[key[1]] if k[0] is None or key[0] is None]
             peers = a_by_q[key[1]] if (wild and wild[0][0] is None) else b_by_q[key[1]]
+            if len(wild) == 1 and len(peers) == 1 and wild[0] in named:
+                why["a grade names no model and the other side's grade of its question pairs by model"] += 1
+                continue
             if len(wild) == 1 and len(peers) == 1:
                 other = wild[0]
             elif wild:
