@@ -184,3 +184,16 @@ def test_repeats_report_ignores_line_order_and_identical_copies(run, tmp_path):
     clash = _write(tmp_path / "clash.jsonl", [*recs, other])
     with pytest.raises(SourceError, match=r"clash.jsonl:21: .*differently on line 4"):
         read_repeated(clash)
+
+
+def test_a_failed_repeat_is_counted_and_said(run):
+    """A repeat that failed is not silently one score fewer: its status is counted, and the exam it
+    takes out of the exam figures is said."""
+    _, recs = run
+    recs = json.loads(json.dumps(recs))
+    recs[1]["repeats"][2] |= {"status": "parse_error", "score": None}
+    r = repeats_report(recs, resamples=100, seed=0)
+    assert r["repeat_statuses"] == {"ok": 59, "parse_error": 1} and r["n_exam_results"] == 3
+    assert any(n.startswith("1 of 60 repeat gradings failed (parse_error 1)") for n in r["notes"])
+    assert any(n.startswith("1 of 4 (model, exam)s left out of the exam figures") for n in r["notes"])
+    assert "repeat gradings failed" in render_repeats(r)

@@ -9,7 +9,7 @@ well as the exams' sampling.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +79,19 @@ def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
             totals.append(money(sum(m["score"] for m in got)) if ok else None)
         if all(t is not None for t in totals):
             exams[key] = totals
+    statuses = Counter(m["status"] for r in records for m in r["repeats"])
+    failed = sum(v for status, v in statuses.items() if status != "ok")
+    if failed:
+        notes.append(
+            f"{failed} of {statuses.total()} repeat gradings failed ("
+            + ", ".join(f"{status} {v}" for status, v in sorted(statuses.items()) if status != "ok")
+            + "): a question's SD needs 2 ok repeats, an exam's figures every repeat of every question ok"
+        )
+    if len(exams) < len(by_exam):
+        notes.append(
+            f"{len(by_exam) - len(exams)} of {len(by_exam)} (model, exam)s left out of the exam figures "
+            "(a failed repeat, or a question without repeats)"
+        )
     changed = [
         {"model": m, "exam_id": e, "totals": t}
         for (m, e), t in exams.items()
@@ -103,6 +116,7 @@ def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
         "repeats": k,
         "n_questions": len(per_question),
         "n_exam_results": len(exams),
+        "repeat_statuses": dict(sorted(statuses.items())),
         "question_sd": {
             "mean": float(np.mean(sds)) if sds else None,
             "max": float(np.max(sds)) if sds else None,
