@@ -9,7 +9,7 @@ import pytest
 
 from dataset_builder.errors import SourceError
 from judge.validity.agreement import compare_all
-from judge.validity.render import render_text
+from judge.validity.render import render_json, render_text
 from judge.validity.sources import load_source
 from tests.conftest import oab
 
@@ -438,3 +438,17 @@ def test_resamples_and_seed_are_checked_before_anything_runs(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         build_parser().parse_args(argv)
     assert stop.value.code == 2 and "is not a whole number >= " in capsys.readouterr().err
+
+
+def test_graders_mean_does_not_depend_on_the_order_of_the_csv_rows(tmp_path):
+    """Three graders' item grades 0.1, 0.2, 0.3 summed in row order were 0.6000000000000001 one
+    way and 0.6 the other: the report's bytes changed with the order of the lines."""
+    a = write(tmp_path / "a.jsonl", exam("m1", EXAMS[0], 4.0, 1.0))
+    q = f"{EXAMS[0]},{EXAMS[0]}_questao_1,A1"
+    rows = [f"{q},0.1,ana\n", f"{q},0.2,bia\n", f"{q},0.3,caio\n"]
+    head = "exam_id,question_id,item_id,score,grader\n"
+    texts = []
+    for name, lines in (("h1.csv", rows), ("h2.csv", rows[::-1])):
+        (tmp_path / name).write_text(head + "".join(lines))
+        texts.append(render_json(report_of(tmp_path / name, a)).replace(name, "h.csv"))
+    assert texts[0] == texts[1]

@@ -216,7 +216,7 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
             row = dataset.get(key[1])
             if items and row is not None:
                 items |= {r.item_id: r.max_score for r in row.rubric if r.annulled and r.item_id not in items}
-            score = sum(items.values()) if items else slot["score"]
+            score = math.fsum(items.values()) if items else slot["score"]
             maximum = _max_of(key[1], dataset)
             if score > maximum + 1e-6:
                 raise SourceError(
@@ -232,8 +232,10 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
     for key in keys:
         got = [g[key] for g in per_grader.values() if key in g]
         item_ids = set.intersection(*(set(g.items or {}) for g in got))
-        items = {i: sum(g.items[i] for g in got) / len(got) for i in sorted(item_ids)} if item_ids else None
-        score = sum(g.score for g in got) / len(got)
+        items = (
+            {i: math.fsum(g.items[i] for g in got) / len(got) for i in sorted(item_ids)} if item_ids else None
+        )
+        score = math.fsum(g.score for g in got) / len(got)
         graded[key] = _graded(key, score, items, got[0].exam_id, got[0].max_score)
     graders = {
         g: Source(name=f"{name}:{g}", path=str(path), judge=f"human {g}", graded=v)
