@@ -452,3 +452,20 @@ def test_graders_mean_does_not_depend_on_the_order_of_the_csv_rows(tmp_path):
         (tmp_path / name).write_text(head + "".join(lines))
         texts.append(render_json(report_of(tmp_path / name, a)).replace(name, "h.csv"))
     assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("named", ["", "m1"])
+def test_two_human_csvs_naming_no_model_compare(tmp_path, named):
+    """Two CSVs without a model column (or with it empty on some lines): text and JSON reports,
+    where the pairs' model is null (a traceback before: None sliced, None sorted against a str)."""
+    recs = [x for e in EXAMS[:2] for x in exam("m1", e, 4.0, 1.0)]
+    for name, shift in (("h1.csv", 0.0), ("h2.csv", 0.25)):
+        lines = [
+            f"{x['exam_id']},{x['question_id']},,{x['score'] + (shift if 'questao' in x['question_id'] else 0)},"
+            f"ana,{named if n % 2 else ''}\n"
+            for n, x in enumerate(recs)
+        ]
+        (tmp_path / name).write_text("exam_id,question_id,item_id,score,grader,model\n" + "".join(lines))
+    r = report_of(tmp_path / "h1.csv", tmp_path / "h2.csv")
+    assert r["n_pairs"] == 10 and r["disagreements"][0]["model"] in (None, named)
+    assert "(no model named)" in render_text(r) and json.loads(render_json(r))["n_pairs"] == 10

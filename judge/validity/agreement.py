@@ -71,6 +71,11 @@ def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
     return pairs, Counter({k: v for k, v in why.items() if v})
 
 
+def model_key(model: str | None) -> tuple[bool, str]:
+    """Sorts models, None (human grades naming no model on both sides) first."""
+    return model is not None, model or ""
+
+
 def _grid_position(score: float, grid: list[float]) -> int:
     """The score's place on the item's grid, rounded down (a score between two steps earns the lower)."""
     return max(0, bisect.bisect_right(grid, score + 1e-6) - 1)
@@ -135,7 +140,7 @@ def _exam_rows(pairs, a: Source, b: Source, dataset: dict[str, QuestionRow], not
     for ga, gb in pairs:
         got[(ga.model, ga.exam_id)].append((ga, gb))
     rows, incomplete = [], 0
-    for (model, exam), ps in sorted(got.items()):
+    for (model, exam), ps in sorted(got.items(), key=lambda kv: (model_key(kv[0][0]), kv[0][1])):
         worth[exam] = money(sum(ga.max_score for ga, _ in ps))
         if {ga.question_id for ga, _ in ps} != expected[exam] or abs(worth[exam] - EXAM_MAX) > 1e-6:
             incomplete += 1
@@ -169,7 +174,7 @@ def _models(rows: list[dict]) -> list[dict]:
     for r in rows:
         by_model[r["model"]].append(r)
     out = []
-    for model, rs in sorted(by_model.items()):
+    for model, rs in sorted(by_model.items(), key=lambda kv: model_key(kv[0])):
         out.append(
             {
                 "model": model,
@@ -228,7 +233,9 @@ def compare_two(
         for r in exams
         if (r["a"] >= PASS_MARK) != (r["b"] >= PASS_MARK)
     ]
-    biggest = sorted(questions, key=lambda q: (-abs(q["b"] - q["a"]), q["model"], q["question_id"]))
+    biggest = sorted(
+        questions, key=lambda q: (-abs(q["b"] - q["a"]), model_key(q["model"]), q["question_id"])
+    )
     models = _models(exams)
     report = {
         "sources": [{"name": s.name, "path": s.path, "judge": s.judge} for s in (a, b)],
