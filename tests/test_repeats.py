@@ -197,3 +197,17 @@ def test_a_failed_repeat_is_counted_and_said(run):
     assert any(n.startswith("1 of 60 repeat gradings failed (parse_error 1)") for n in r["notes"])
     assert any(n.startswith("1 of 4 (model, exam)s left out of the exam figures") for n in r["notes"])
     assert "repeat gradings failed" in render_repeats(r)
+
+
+def test_a_run_folder_with_several_judgments_files_is_not_guessed(run, tmp_path):
+    """The folder's judgments.jsonl (what `run` writes) is read; other *judgments*.jsonl files
+    alone are not picked by name order."""
+    _, recs = run
+    folder = tmp_path / "run"
+    folder.mkdir()
+    _write(folder / "a_judgments.jsonl", recs[:5])
+    _write(folder / "b_judgments.jsonl", recs)
+    with pytest.raises(ValueError, match=r"not one judgments file .*a_judgments.jsonl, b_judgments.jsonl"):
+        read_repeated(folder)
+    _write(folder / "judgments.jsonl", recs)
+    assert len(read_repeated(folder)) == len(recs)

@@ -16,6 +16,7 @@ import numpy as np
 
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
+from ..report.inputs import JUDGMENTS_FILE
 from . import stats
 from .agreement import alpha_over
 from .nested import read_nested
@@ -39,8 +40,13 @@ def read_repeated(path: Path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
         found = sorted(path.glob("*judgments*.jsonl"))
-        if not found:
-            raise ValueError(f"{path}: no judgments file (*judgments*.jsonl) in this folder")
+        if (path / JUDGMENTS_FILE).is_file():  # what `oab-bench run` writes
+            found = [path / JUDGMENTS_FILE]
+        if len(found) != 1:
+            names = ", ".join(p.name for p in found) or "none"
+            raise ValueError(
+                f"{path}: not one judgments file (*judgments*.jsonl) in this folder ({names}): give the file"
+            )
         path = found[0]
     records = read_nested(path, "repeats")
     if not records:
