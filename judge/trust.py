@@ -43,6 +43,9 @@ def problem(record: dict, row: QuestionRow | None = None) -> tuple[str, str] | N
     max_score = record.get("max_score")
     if not _number(max_score) or max_score <= 0:
         return "max_score", f"{max_score!r} is not a positive number"
+    nested = _nested_problem(record, max_score)
+    if nested:
+        return nested
     if record.get("status") != "ok":
         return None
     score = record.get("score")
@@ -83,4 +86,30 @@ def problem(record: dict, row: QuestionRow | None = None) -> tuple[str, str] | N
         allowed = [r.max_score] if r.annulled else r.allowed_scores
         if not any(abs(a - item["score"]) < TOLERANCE for a in allowed):
             return f"items[{n}].score", f"{item['score']} is not an allowed score of {r.item_id} {allowed}"
+    return None
+
+
+def _nested_problem(record: dict, max_score: float) -> tuple[str, str] | None:
+    """A jury's `members` or a repeated run's `repeats`: each a grading with a status, and when
+    `ok` a score (and item scores) within 0..the question's value."""
+    for key in ("members", "repeats"):
+        nested = record.get(key)
+        if nested is None:
+            continue
+        if not isinstance(nested, list):
+            return key, "is not a list"
+        for n, m in enumerate(nested):
+            if not isinstance(m, dict) or not isinstance(m.get("status"), str):
+                return f"{key}[{n}]", "is not a grading with a status"
+            if m["status"] != "ok":
+                continue
+            s = m.get("score")
+            if not _number(s) or s < 0 or s > max_score + TOLERANCE:
+                return f"{key}[{n}].score", f"{s!r} is not a score within 0..{max_score}"
+            items = m.get("items") or {}
+            if not isinstance(items, dict):
+                return f"{key}[{n}].items", "is not an object of item scores"
+            for item, v in items.items():
+                if not _number(v) or v < 0 or v > max_score + TOLERANCE:
+                    return f"{key}[{n}].items.{item}", f"{v!r} is not a score within 0..{max_score}"
     return None

@@ -134,12 +134,14 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
+    from judge.validity.command import whole
+
     p.add_argument(
         "--dataset",
         help="dataset folder or Hub id: the questions expected (default: those seen in the inputs)",
     )
-    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples of whole exams")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resamples", type=whole(1), default=10_000, help="bootstrap resamples of whole exams")
+    p.add_argument("--seed", type=whole(0), default=0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ import pytest
 
 from dataset_builder.errors import SourceError
 from judge.validity.agreement import compare_all
-from judge.validity.render import render_text
+from judge.validity.render import render_json, render_text
 from judge.validity.sources import load_source
 from tests.conftest import oab
 
@@ -238,6 +238,28 @@ def test_human_csv_without_model_pairs_with_the_only_model(tmp_path):
     assert r["n_pairs"] == 10 and r["left_out"] == 0 and r["exam"]["mae"]["value"] == 0.0
 
 
+def test_a_judgment_pairs_once_even_with_a_named_and_an_unnamed_grade(tmp_path):
+    """A CSV grading m1's answer to a question and, on another line, that question with no model:
+    the one judgment of it pairs with the named grade only, never with both (counted twice)."""
+    recs = exam("m1", EXAMS[0], 4.0, 1.0)
+    a = write(tmp_path / "a.jsonl", recs)
+    q = recs[1]["question_id"]
+    human = tmp_path / "h.csv"
+    human.write_text(
+        "exam_id,question_id,item_id,score,grader,model\n"
+        f"{EXAMS[0]},{q},,1.0,ana,m1\n"
+        f"{EXAMS[0]},{q},,0.5,ana,\n"
+    )
+    r = report_of(human, a)
+    assert r["n_pairs"] == 1 and r["question"]["mae"]["value"] == 0.0
+    assert (
+        r["left_out_reasons"][
+            "a grade names no model and the other side's grade of its question pairs by model"
+        ]
+        == 1
+    )
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [
@@ -352,3 +374,98 @@ def test_human_csv_items_are_checked_against_the_dataset(tmp_path, built_rows):
     human.write_text(head + f"39_direito_penal,{row.question_id},{item.item_id},{item.max_score},ana\n")
     graded = load_source("H", human, dataset).graded[(None, row.question_id)]
     assert graded.items[item.item_id] == item.max_score and graded.max_score == row.max_score
+
+
+def test_a_question_twice_in_one_source_is_chosen_whatever_the_line_order(tmp_path):
+    """As in the leaderboard: copies are one, an ok judgment is used over a failure (with a note),
+    two different scores stop naming both lines; never the last line read."""
+    a = source_a(tmp_path)
+    recs = [json.loads(line) for line in a.read_text().splitlines()]
+    failed = {**recs[0], "status": "api_error", "score": None, "items": []}
+    first = report_of(a, write(tmp_path / "b1.jsonl", [failed, *recs, recs[1]]))
+    second = report_of(a, write(tmp_path / "b2.jsonl", [recs[1], *reversed(recs), failed]))
+    assert render_text(first).replace("b1.jsonl", "b2.jsonl") == render_text(second)
+    assert first["left_out"] == 0 and first["item"]["exact"]["value"] == 1.0
+    assert any(n.startswith("B: 1 (judge, model, question) have different outcomes") for n in first["notes"])
+    clash = {
+        **recs[0],
+        "score": 4.0,
+        "items": [{**recs[0]["items"][0]}, {**recs[0]["items"][1], "score": 1.5}],
+    }
+    with pytest.raises(SourceError, match=r"b3.jsonl:1: .* scores 4.0 here and 5.0 in .*b3.jsonl:2"):
+        report_of(a, write(tmp_path / "b3.jsonl", [clash, *recs]))
+
+
+def test_a_probe_folder_is_a_source_as_in_the_leaderboard(tmp_path):
+    """`oab-bench probe`'s folder (judgments.jsonl + report.json), with its item scores."""
+    a = source_a(tmp_path)
+    folder = tmp_path / "probe_judge"
+    folder.mkdir()
+    (folder / "judgments.jsonl").write_text(a.read_text())
+    (folder / "report.json").write_text("{}\n")
+    r = report_of(a, folder)
+    assert r["n_pairs"] == 60 and r["item"]["n"] == 120 and r["item"]["exact"]["value"] == 1.0
+
+
+def test_human_item_grades_adding_up_above_the_question_stop(tmp_path):
+    """Each item grade within the question's value, their sum above it (no --dataset to know the items)."""
+    human = tmp_path / "h.csv"
+    human.write_text(
+        "exam_id,question_id,item_id,score,grader\n"
+        "90_direito_civil,90_direito_civil_questao_1,A1,1.0,ana\n"
+        "90_direito_civil,90_direito_civil_questao_2,A1,1.0,ana\n"
+        "90_direito_civil,90_direito_civil_questao_1,B1,0.5,ana\n"
+    )
+    with pytest.raises(SourceError, match=r"h.csv:4: field 'score': ana's item grades .* add up to 1.5"):
+        load_source("A", human)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["agreement", "a.jsonl", "b.jsonl", "--resamples", "0"],
+        ["agreement", "--repeats", "run", "--seed", "-1"],
+        ["leaderboard", "a.jsonl", "--resamples", "-5"],
+        ["compare", "m1", "m2", "a.jsonl", "--resamples", "x"],
+        ["probe", "--dataset", "d", "--resamples", "0"],
+    ],
+)
+def test_resamples_and_seed_are_checked_before_anything_runs(argv, capsys):
+    """`--resamples 0` was a numpy traceback (agreement) or a scipy message (leaderboard), and in
+    `probe` only after the judgments were paid for."""
+    from scripts.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(argv)
+    assert stop.value.code == 2 and "is not a whole number >= " in capsys.readouterr().err
+
+
+def test_graders_mean_does_not_depend_on_the_order_of_the_csv_rows(tmp_path):
+    """Three graders' item grades 0.1, 0.2, 0.3 summed in row order were 0.6000000000000001 one
+    way and 0.6 the other: the report's bytes changed with the order of the lines."""
+    a = write(tmp_path / "a.jsonl", exam("m1", EXAMS[0], 4.0, 1.0))
+    q = f"{EXAMS[0]},{EXAMS[0]}_questao_1,A1"
+    rows = [f"{q},0.1,ana\n", f"{q},0.2,bia\n", f"{q},0.3,caio\n"]
+    head = "exam_id,question_id,item_id,score,grader\n"
+    texts = []
+    for name, lines in (("h1.csv", rows), ("h2.csv", rows[::-1])):
+        (tmp_path / name).write_text(head + "".join(lines))
+        texts.append(render_json(report_of(tmp_path / name, a)).replace(name, "h.csv"))
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("named", ["", "m1"])
+def test_two_human_csvs_naming_no_model_compare(tmp_path, named):
+    """Two CSVs without a model column (or with it empty on some lines): text and JSON reports,
+    where the pairs' model is null (a traceback before: None sliced, None sorted against a str)."""
+    recs = [x for e in EXAMS[:2] for x in exam("m1", e, 4.0, 1.0)]
+    for name, shift in (("h1.csv", 0.0), ("h2.csv", 0.25)):
+        lines = [
+            f"{x['exam_id']},{x['question_id']},,{x['score'] + (shift if 'questao' in x['question_id'] else 0)},"
+            f"ana,{named if n % 2 else ''}\n"
+            for n, x in enumerate(recs)
+        ]
+        (tmp_path / name).write_text("exam_id,question_id,item_id,score,grader,model\n" + "".join(lines))
+    r = report_of(tmp_path / "h1.csv", tmp_path / "h2.csv")
+    assert r["n_pairs"] == 10 and r["disagreements"][0]["model"] in (None, named)
+    assert "(no model named)" in render_text(r) and json.loads(render_json(r))["n_pairs"] == 10

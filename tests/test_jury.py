@@ -281,3 +281,30 @@ def test_members_have_their_own_settings_where_given(stub, tmp_path, monkeypatch
     ):
         with pytest.raises(ValueError, match=re.escape(said)):
             make_judge(JudgeSettings(judge_model=bad))
+
+
+def test_a_jury_file_is_checked_before_its_members_are_compared(tmp_path):
+    """`agreement JURY.jsonl` and `leaderboard --members` read the members' scores only once checked;
+    a (model, question) graded twice differently stops naming both lines, whatever their order."""
+    from dataset_builder.errors import SourceError
+    from judge.validity.jury_report import jury_file_sources, member_records_of
+
+    def write(name, records):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+        return tmp_path / name
+
+    got = [member("a", 0.55, 0.3), member("b", 0.65, 0.0)]
+    recs = [combine(ROW, m, got, "median", {**BASE, "model": m}).record() for m in ("m", "m2")]
+    sources = jury_file_sources(write("jury.jsonl", recs))
+    again = jury_file_sources(write("again.jsonl", [recs[1], recs[0], recs[1]]))  # reordered, a copy
+    assert [s.graded for s in again] == [s.graded for s in sources] and len(sources[0].graded) == 2
+    bad = json.loads(json.dumps(recs))
+    bad[1]["members"][1]["score"] = 9.0
+    path = write("bad.jsonl", bad)
+    for read in (jury_file_sources, member_records_of):
+        with pytest.raises(SourceError, match=r"bad.jsonl:2: field 'members\[1\].score': 9.0 is not a score"):
+            read(path)
+    clash = json.loads(json.dumps(recs[0]))
+    clash["members"][1]["score"] = 0.3
+    with pytest.raises(SourceError, match=r"clash.jsonl:3: m on .* differently on line 1"):
+        jury_file_sources(write("clash.jsonl", [*recs, clash]))

@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from dataset_builder.errors import SourceError
 from judge.report import tables as lb
 from judge.report.inputs import load_records
-from judge.validity.repeats import render_repeats, repeats_ci, repeats_report
+from judge.validity.render import render_json
+from judge.validity.repeats import read_repeated, render_repeats, repeats_ci, repeats_report
 from tests.conftest import oab
 
 EXAMS = ["90_direito_civil", "90_direito_penal", "91_direito_civil", "91_direito_penal"]
@@ -140,3 +142,72 @@ def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
     assert isinstance(judge, Repeated) and len(judge.runs) == 3
     with pytest.raises(ValueError, match="--repeats with a jury"):
         make_judge(JudgeSettings(judge_model="openai/a,openai/b", repeats=2))
+
+
+def _write(path, recs):
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (float("nan"), r"bad.jsonl:2: field 'repeats\[1\].score': nan is not a score"),
+        (7.0, r"bad.jsonl:2: field 'repeats\[1\].score': 7.0 is not a score within 0..1.25"),
+        (-1, r"bad.jsonl:2: field 'repeats\[1\].score': -1 is not a score"),
+        ("0.5", r"bad.jsonl:2: field 'repeats\[1\].score': '0.5' is not a score"),
+        (None, r"bad.jsonl:2: field 'repeats\[1\]': is not a grading with a status"),
+    ],
+)
+def test_a_bad_repeat_stops_naming_file_line_and_field(run, tmp_path, value, message):
+    """The noise report and the leaderboard read a repeat's score only once it is checked."""
+    _, recs = run
+    bad = json.loads(json.dumps(recs))
+    if value is None:
+        del bad[1]["repeats"][1]["status"]
+    else:
+        bad[1]["repeats"][1]["score"] = value
+    path = _write(tmp_path / "bad.jsonl", bad)
+    with pytest.raises(SourceError, match=message):
+        read_repeated(path)
+    with pytest.raises(SourceError, match=message):
+        load_records(path)
+
+
+def test_repeats_report_ignores_line_order_and_identical_copies(run, tmp_path):
+    path, recs = run
+    again = _write(tmp_path / "again.jsonl", [*reversed(recs), recs[3]])
+    report = render_json(repeats_report(read_repeated(path), resamples=200, seed=0))
+    assert render_json(repeats_report(read_repeated(again), resamples=200, seed=0)) == report
+    other = json.loads(json.dumps(recs[3]))
+    other["repeats"][0]["score"] = 0.5
+    clash = _write(tmp_path / "clash.jsonl", [*recs, other])
+    with pytest.raises(SourceError, match=r"clash.jsonl:21: .*differently on line 4"):
+        read_repeated(clash)
+
+
+def test_a_failed_repeat_is_counted_and_said(run):
+    """A repeat that failed is not silently one score fewer: its status is counted, and the exam it
+    takes out of the exam figures is said."""
+    _, recs = run
+    recs = json.loads(json.dumps(recs))
+    recs[1]["repeats"][2] |= {"status": "parse_error", "score": None}
+    r = repeats_report(recs, resamples=100, seed=0)
+    assert r["repeat_statuses"] == {"ok": 59, "parse_error": 1} and r["n_exam_results"] == 3
+    assert any(n.startswith("1 of 60 repeat gradings failed (parse_error 1)") for n in r["notes"])
+    assert any(n.startswith("1 of 4 (model, exam)s left out of the exam figures") for n in r["notes"])
+    assert "repeat gradings failed" in render_repeats(r)
+
+
+def test_a_run_folder_with_several_judgments_files_is_not_guessed(run, tmp_path):
+    """The folder's judgments.jsonl (what `run` writes) is read; other *judgments*.jsonl files
+    alone are not picked by name order."""
+    _, recs = run
+    folder = tmp_path / "run"
+    folder.mkdir()
+    _write(folder / "a_judgments.jsonl", recs[:5])
+    _write(folder / "b_judgments.jsonl", recs)
+    with pytest.raises(ValueError, match=r"not one judgments file .*a_judgments.jsonl, b_judgments.jsonl"):
+        read_repeated(folder)
+    _write(folder / "judgments.jsonl", recs)
+    assert len(read_repeated(folder)) == len(recs)

@@ -36,12 +36,16 @@ def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
     for key in a.graded:
         a_by_q[key[1]].append(key)
     pairs, used_b = [], set()
+    named = a.graded.keys() & b.graded.keys()  # pairs by model: never a partner for a grade naming none
     for key, ga in sorted(a.graded.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])):
         if key in b.graded:
             other = key
         else:
             wild = [k for k in b_by_q[key[1]] if k[0] is None or key[0] is None]
             peers = a_by_q[key[1]] if (wild and wild[0][0] is None) else b_by_q[key[1]]
+            if len(wild) == 1 and len(peers) == 1 and wild[0] in named:
+                why["a grade names no model and the other side's grade of its question pairs by model"] += 1
+                continue
             if len(wild) == 1 and len(peers) == 1:
                 other = wild[0]
             elif wild:
@@ -65,6 +69,11 @@ def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
         pairs.append((ga.model_copy(update={"model": model}), gb.model_copy(update={"model": model})))
     why[f"only in {b.name}"] += sum(1 for k in b.graded if k not in used_b)
     return pairs, Counter({k: v for k, v in why.items() if v})
+
+
+def model_key(model: str | None) -> tuple[bool, str]:
+    """Sorts models, None (human grades naming no model on both sides) first."""
+    return model is not None, model or ""
 
 
 def _grid_position(score: float, grid: list[float]) -> int:
@@ -131,7 +140,7 @@ def _exam_rows(pairs, a: Source, b: Source, dataset: dict[str, QuestionRow], not
     for ga, gb in pairs:
         got[(ga.model, ga.exam_id)].append((ga, gb))
     rows, incomplete = [], 0
-    for (model, exam), ps in sorted(got.items()):
+    for (model, exam), ps in sorted(got.items(), key=lambda kv: (model_key(kv[0][0]), kv[0][1])):
         worth[exam] = money(sum(ga.max_score for ga, _ in ps))
         if {ga.question_id for ga, _ in ps} != expected[exam] or abs(worth[exam] - EXAM_MAX) > 1e-6:
             incomplete += 1
@@ -165,7 +174,7 @@ def _models(rows: list[dict]) -> list[dict]:
     for r in rows:
         by_model[r["model"]].append(r)
     out = []
-    for model, rs in sorted(by_model.items()):
+    for model, rs in sorted(by_model.items(), key=lambda kv: model_key(kv[0])):
         out.append(
             {
                 "model": model,
@@ -224,7 +233,9 @@ def compare_two(
         for r in exams
         if (r["a"] >= PASS_MARK) != (r["b"] >= PASS_MARK)
     ]
-    biggest = sorted(questions, key=lambda q: (-abs(q["b"] - q["a"]), q["model"], q["question_id"]))
+    biggest = sorted(
+        questions, key=lambda q: (-abs(q["b"] - q["a"]), model_key(q["model"]), q["question_id"])
+    )
     models = _models(exams)
     report = {
         "sources": [{"name": s.name, "path": s.path, "judge": s.judge} for s in (a, b)],
@@ -314,6 +325,7 @@ def compare_all(
     kw = {"resamples": resamples, "seed": seed}
     report = compare_two(sources[0], sources[1], dataset, **kw)
     report["sources"] = [{"name": s.name, "path": s.path, "judge": s.judge} for s in sources]
+    report["notes"] = [f"{s.name}: {n}" for s in sources for n in s.notes] + report["notes"]
     if len(sources) >= 3:
         report["pairwise"] = [
             {

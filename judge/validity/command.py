@@ -54,6 +54,21 @@ def _write(args: argparse.Namespace, text: str) -> None:
         sys.stdout.write(text)
 
 
+def whole(least: int):
+    """An argparse type: a whole number >= `least` (`--resamples 0` is no interval, not a traceback)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
+        return value
+
+    return parse
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "sources",
@@ -64,8 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="dataset folder or Hub id: exams' questions and items' score grids")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--output", help="write the report here instead of stdout")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of whole exams")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resamples", type=whole(1), default=2000, help="bootstrap resamples of whole exams")
+    p.add_argument("--seed", type=whole(0), default=0)
     p.add_argument(
         "--repeats",
         metavar="RUN",

@@ -13,6 +13,7 @@ from dataset_builder.ids import parse_question_id
 
 from ..report.inputs import Record
 from .agreement import alpha_over, compare_two
+from .nested import read_nested
 from .render import _fig
 from .sources import Graded, Source, source_names
 
@@ -96,19 +97,15 @@ def member_records(records: list[dict], source: str) -> list[Record]:
 
 def member_records_of(path: Path) -> list[Record]:
     """The members' records of a judgments file (none for folders and other formats)."""
-    from dataset_builder.source import read_objects
-
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
         return []
-    return member_records([r for _, r in read_objects(path) if r.get("members")], str(path))
+    return member_records(read_nested(path, "members", one_each=False), str(path))
 
 
 def jury_file_sources(path: Path) -> list[Source]:
     """The members of the jury whose judgments file is `path`, as sources to compare."""
-    from dataset_builder.source import read_objects
-
-    records = [r for _, r in read_objects(path) if r.get("members")] if Path(path).is_file() else []
+    records = read_nested(Path(path), "members") if Path(path).is_file() else []
     sources = member_sources(records)
     if len(sources) < 2:
         raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..report.inputs import JUDGMENTS_FILE
 from ..report.inputs import PROBE_REPORT as REPORT_FILE
+from .command import whole
 from .probes import DEFAULT_SEED, PROBE_KINDS
 
 ANSWERS_DIR = "answers"
@@ -46,8 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
     p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="choice of swapped answers and bootstrap")
-    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples of whole exams")
+    p.add_argument(
+        "--seed", type=whole(0), default=DEFAULT_SEED, help="choice of swapped answers and bootstrap"
+    )
+    p.add_argument("--resamples", type=whole(1), default=10_000, help="bootstrap resamples of whole exams")
     judge_settings.add_arguments(p)
 
 

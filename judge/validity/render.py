@@ -14,6 +14,10 @@ def _fig(f: dict | None, digits: int = 3) -> str:
     return text
 
 
+def _model(model: str | None) -> str:
+    return "(no model named)" if model is None else model
+
+
 def _block(title: str, figures: dict, names: list[tuple[str, str]], digits: int = 3) -> list[str]:
     out = [f"{title} (n={figures.get('n', 0)})"]
     out += [f"  {label:<28} {_fig(figures.get(key), digits)}" for key, label in names]
@@ -69,14 +73,15 @@ def render_text(report: dict) -> str:
         f"  A fail             {c['fail_pass']:>7}  {c['fail_fail']:>7}",
         f"  flips: {ex['flips']}"
         + "".join(
-            f"\n    {f['model']} {f['exam_id']}: A {f['a']:.2f}, B {f['b']:.2f}" for f in ex["flipped"]
+            f"\n    {_model(f['model'])} {f['exam_id']}: A {f['a']:.2f}, B {f['b']:.2f}"
+            for f in ex["flipped"]
         ),
     ]
     if report["models"]:
         lines += ["", f"{'Model':<34} {'exams':>5} {'mean A':>7} {'mean B':>7} {'pass A':>6} {'pass B':>6}"]
         for m in report["models"]:
             lines.append(
-                f"{m['model'][:34]:<34} {m['exams']:>5} {m['mean_a']:>7.2f} {m['mean_b']:>7.2f} "
+                f"{_model(m['model'])[:34]:<34} {m['exams']:>5} {m['mean_a']:>7.2f} {m['mean_b']:>7.2f} "
                 f"{m['passed_a']:>6} {m['passed_b']:>6}"
             )
         lines.append(f"  ranking Kendall tau: {_fig(report['ranking_tau'])}")
@@ -100,7 +105,7 @@ def render_text(report: dict) -> str:
     if report["disagreements"]:
         lines += ["", "Largest disagreements (points)"]
         lines += [
-            f"  {d['model'][:30]:<30} {d['question_id']:<45} A {d['a']:.2f}  B {d['b']:.2f}  / {d['max_score']:.2f}"
+            f"  {_model(d['model'])[:30]:<30} {d['question_id']:<45} A {d['a']:.2f}  B {d['b']:.2f}  / {d['max_score']:.2f}"
             for d in report["disagreements"]
         ]
     if report["notes"]:

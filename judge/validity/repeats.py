@@ -9,16 +9,17 @@ well as the exams' sampling.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
-from dataset_builder.source import read_objects
 
+from ..report.inputs import JUDGMENTS_FILE
 from . import stats
 from .agreement import alpha_over
+from .nested import read_nested
 from .render import _fig
 from .sources import Graded, Source
 
@@ -39,10 +40,15 @@ def read_repeated(path: Path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
         found = sorted(path.glob("*judgments*.jsonl"))
-        if not found:
-            raise ValueError(f"{path}: no judgments file (*judgments*.jsonl) in this folder")
+        if (path / JUDGMENTS_FILE).is_file():  # what `oab-bench run` writes
+            found = [path / JUDGMENTS_FILE]
+        if len(found) != 1:
+            names = ", ".join(p.name for p in found) or "none"
+            raise ValueError(
+                f"{path}: not one judgments file (*judgments*.jsonl) in this folder ({names}): give the file"
+            )
         path = found[0]
-    records = [r for _, r in read_objects(path) if r.get("repeats")]
+    records = read_nested(path, "repeats")
     if not records:
         raise ValueError(f"{path}: no repeated judgments in it (judge with --repeats K, K >= 2)")
     return records
@@ -79,6 +85,19 @@ def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
             totals.append(money(sum(m["score"] for m in got)) if ok else None)
         if all(t is not None for t in totals):
             exams[key] = totals
+    statuses = Counter(m["status"] for r in records for m in r["repeats"])
+    failed = sum(v for status, v in statuses.items() if status != "ok")
+    if failed:
+        notes.append(
+            f"{failed} of {statuses.total()} repeat gradings failed ("
+            + ", ".join(f"{status} {v}" for status, v in sorted(statuses.items()) if status != "ok")
+            + "): a question's SD needs 2 ok repeats, an exam's figures every repeat of every question ok"
+        )
+    if len(exams) < len(by_exam):
+        notes.append(
+            f"{len(by_exam) - len(exams)} of {len(by_exam)} (model, exam)s left out of the exam figures "
+            "(a failed repeat, or a question without repeats)"
+        )
     changed = [
         {"model": m, "exam_id": e, "totals": t}
         for (m, e), t in exams.items()
@@ -103,6 +122,7 @@ def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
         "repeats": k,
         "n_questions": len(per_question),
         "n_exam_results": len(exams),
+        "repeat_statuses": dict(sorted(statuses.items())),
         "question_sd": {
             "mean": float(np.mean(sds)) if sds else None,
             "max": float(np.max(sds)) if sds else None,

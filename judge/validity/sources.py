@@ -19,10 +19,10 @@ from pydantic import BaseModel
 
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
-from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow
+from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from dataset_builder.source import read_objects
 
-from ..report.inputs import load_records
+from ..report.inputs import Record, load_records
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -61,38 +61,38 @@ class Source(BaseModel):
     judge: str  # the judge label, "human (N graders)", or "repeat K"
     graded: dict[Key, Graded]
     graders: dict[str, Source] = {}  # a human CSV with several graders: each one alone
+    notes: list[str] = []  # what reading it decided (copies counted once...), for the report
 
     @property
     def label(self) -> str:
         return f"{self.name} ({self.judge}; {self.path})"
 
 
-def _items_of(path: Path) -> dict[Key, dict[str, float]]:
-    """Item scores of our judgment files and lighteval folders; upstream files have none."""
-    out: dict[Key, dict[str, float]] = {}
+def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
+    """Item scores of the `ok` records, by (file, line) as the records name them: our judgment files
+    and lighteval details have them, upstream files none."""
+    out: dict[tuple[str, int], dict[str, float]] = {}
+    for source in sorted({r.source for r in records if r.status == "ok"}):
+        if source.endswith(".parquet"):
+            import pandas as pd
 
-    def take(v: dict, model: str) -> None:
-        items = v.get("items")
-        if v.get("status") == "ok" and items is not None and len(items):  # a list, or an array from parquet
-            out[(model, v["question_id"])] = {i["item_id"]: float(i["score"]) for i in items}
-
-    if path.is_dir() or path.suffix == ".parquet":
-        import pandas as pd
-
-        from ..details import details_files, model_of
-
-        for file in details_files(path):
-            for metric in pd.read_parquet(file, columns=["metric"])["metric"]:
-                v = (metric or {}).get("oab_judgment") or {}
-                take(v, model_of(file))
-    else:
-        for _, r in read_objects(path):
-            if "judge_model" in r and "items" in r:
-                take(r, r.get("model", ""))
+            metrics = pd.read_parquet(source, columns=["metric"])["metric"]
+            values = enumerate(((m or {}).get("oab_judgment") or {} for m in metrics), start=1)
+        else:
+            values = read_objects(Path(source))
+        for line, v in values:
+            items = v.get("items")
+            ours = "judge_model" in v and v.get("status") == "ok"
+            if ours and items is not None and len(items):  # a list, or an array from parquet
+                out[(source, line)] = {i["item_id"]: float(i["score"]) for i in items}
     return out
 
 
 def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
+    """One judge's judgments; one per (model, question) chosen as the leaderboard chooses (copies
+    are one, an `ok` one is used over failures, two different scores stop naming both lines)."""
+    from ..report.tables import _one_each as one_each  # here: report.tables imports validity
+
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:
@@ -100,20 +100,21 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
             f"holds {len(judges)} judges ({', '.join(judges[:3])}): compare one judge per source",
             file=str(path),
         )
-    items = _items_of(path)
+    chosen, notes = one_each(records)
+    items = _items_of(records)
     graded = {}
-    for r in records:
-        key = (r.model, r.question_id)
-        graded[key] = Graded(
-            model=r.model,
-            question_id=r.question_id,
-            exam_id=r.exam_id,
-            status=r.status,
-            score=r.score,
-            max_score=r.max_score,
-            items=items.get(key) if r.status == "ok" else None,
-        )
-    return Source(name=name, path=str(path), judge=judges[0], graded=graded)
+    for model, by_question in chosen[judges[0]].items():
+        for question_id, r in by_question.items():
+            graded[(model, question_id)] = Graded(
+                model=r.model,
+                question_id=r.question_id,
+                exam_id=r.exam_id,
+                status=r.status,
+                score=r.score,
+                max_score=r.max_score,
+                items=items.get((r.source, r.line)) if r.status == "ok" else None,
+            )
+    return Source(name=name, path=str(path), judge=judges[0], graded=graded, notes=notes)
 
 
 def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
@@ -133,7 +134,8 @@ def _check_item(row: QuestionRow | None, item_id: str, score: float, where: dict
 
 
 def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
-    """grader -> (model, question) -> {"items": {id: score}, "score": question score or None}, exam ids."""
+    """grader -> (model, question) -> {"items": {id: score}, "score": question score or None, "line":
+    its last line}, exam ids."""
     grades: dict[str, dict[Key, dict]] = defaultdict(
         lambda: defaultdict(lambda: {"items": {}, "score": None})
     )
@@ -170,6 +172,7 @@ def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
             model = (raw.get("model") or "").strip() or None
             item = (raw["item_id"] or "").strip()
             slot = grades[grader][(model, qid)]
+            slot["line"] = n
             if item:
                 _check_item(dataset.get(qid), item, score, {**at, "field": "item_id"})
                 if item in slot["items"] or slot["score"] is not None:
@@ -213,16 +216,26 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
             row = dataset.get(key[1])
             if items and row is not None:
                 items |= {r.item_id: r.max_score for r in row.rubric if r.annulled and r.item_id not in items}
-            score = sum(items.values()) if items else slot["score"]
-            mine[key] = _graded(key, score, items, exams[key[1]], _max_of(key[1], dataset))
+            score = math.fsum(items.values()) if items else slot["score"]
+            maximum = _max_of(key[1], dataset)
+            if score > maximum + 1e-6:
+                raise SourceError(
+                    f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's {maximum}",
+                    file=str(path),
+                    line=slot["line"],
+                    field="score",
+                )
+            mine[key] = _graded(key, score, items, exams[key[1]], maximum)
         per_grader[grader] = mine
     keys = sorted({k for g in per_grader.values() for k in g}, key=lambda k: (k[0] or "", k[1]))
     graded = {}
     for key in keys:
         got = [g[key] for g in per_grader.values() if key in g]
         item_ids = set.intersection(*(set(g.items or {}) for g in got))
-        items = {i: sum(g.items[i] for g in got) / len(got) for i in sorted(item_ids)} if item_ids else None
-        score = sum(g.score for g in got) / len(got)
+        items = (
+            {i: math.fsum(g.items[i] for g in got) / len(got) for i in sorted(item_ids)} if item_ids else None
+        )
+        score = math.fsum(g.score for g in got) / len(got)
         graded[key] = _graded(key, score, items, got[0].exam_id, got[0].max_score)
     graders = {
         g: Source(name=f"{name}:{g}", path=str(path), judge=f"human {g}", graded=v)
