@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
 def check_ours(out: Path, given: str) -> None:
     """A run deletes and rewrites judgments.jsonl, model_config.yaml, the summary and the report in
     its folder: only in a new or empty folder, or one an earlier run marked as its own."""
-    if not out.is_dir() or (out / RUN_MARKER).is_file():
+    if not out.is_dir() or (out / RUN_MARKER).is_file() or _summary_of_an_older_run(out):
         return
     found = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
     if found:
@@ -270,6 +270,16 @@ def check_ours(out: Path, given: str) -> None:
             f"--output-dir {given}: not a folder written by `oab-bench run` (no {RUN_MARKER}) and not "
             f"empty ({shown}): give a new or empty folder"
         )
+
+
+def _summary_of_an_older_run(out: Path) -> bool:
+    """A run folder from before the marker: it holds our summary (model, judge, figures), so a
+    rerun there resumes as it always did (and marks it)."""
+    try:
+        summary = json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and {"model", "judge_model", "results", "figures"} <= summary.keys()
 
 
 def answer_cache(args: argparse.Namespace) -> Path | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -317,6 +319,15 @@ def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_data
     for _ in range(2):  # an empty folder, then the same folder again: ours now
         assert main([*run, "--output-dir", str(fresh)]) == 1
     assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
+
+    older = tmp_path / "older"  # a run folder from before the marker: its summary is ours
+    older.mkdir()
+    (older / "judgments.jsonl").write_text("")
+    summary = {"model": "m", "api_base": None, "judge_model": "j", "results": "r.json", "figures": {}}
+    (older / run_mod.SUMMARY_FILE).write_text(json.dumps(summary))
+    assert main([*run, "--output-dir", str(older)]) == 1 and (older / run_mod.RUN_MARKER).is_file()
+    (notes / run_mod.SUMMARY_FILE).write_text(json.dumps({"model": "m"}))  # not our summary's shape
+    assert main([*run, "--output-dir", str(notes)]) == 2
 
 
 def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
