@@ -17,6 +17,7 @@ import yaml
 
 from dataset_builder.schema import PASS_MARK, money
 from scripts.preflight import CHECK_PROMPT
+from scripts.run import RUN_MARKER
 from tests.conftest import REPO, SECRET
 
 pytestmark = pytest.mark.e2e
@@ -327,6 +328,7 @@ def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub,
     old.parent.mkdir(parents=True)
     old.write_text("{}")
     os.utime(old, (0, 0))
+    (tmp_path / "run" / RUN_MARKER).touch()  # the folder of an earlier run
     out, proc = run_bench(
         "openai/cand-old", server.url, server.url, tmp_path / "no-such-dataset", tmp_path, *FAST_RETRIES
     )
