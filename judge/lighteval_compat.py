@@ -76,7 +76,8 @@ def install(*, task: str, system_key: str) -> None:
 
 
 def _in_lighteval_cli() -> bool:
-    """`lighteval ...` or `python -m lighteval ...` (what `oab-bench run` starts)."""
+    """`lighteval ...`, `python -m lighteval ...`, or scripts/lighteval_endpoint.py (what `oab-bench run`
+    starts: lighteval's endpoint command without its other backends)."""
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
     return script.name.startswith("lighteval") or script.parent.name == "lighteval"
 

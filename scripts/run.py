@@ -509,7 +509,16 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
     config = out / "model_config.yaml"
     config.write_text(yaml.safe_dump(model_config(args, cache_dir), sort_keys=False), encoding="utf-8")
-    cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), task_spec(args.tasks)]
+    # lighteval's own `endpoint` command, started without its other backends (scripts/lighteval_endpoint.py)
+    cmd = [
+        sys.executable,
+        "-m",
+        "scripts.lighteval_endpoint",
+        "endpoint",
+        "litellm",
+        str(config),
+        task_spec(args.tasks),
+    ]
     cmd += ["--custom-tasks", task_file(), "--output-dir", str(out), "--save-details"]
     if args.max_samples:
         cmd += ["--max-samples", str(args.max_samples)]
