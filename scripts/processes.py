@@ -79,3 +79,36 @@ def kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=30)
+
+
+def reap_if_orphaned(proc: subprocess.Popen, grace: float) -> subprocess.Popen | None:
+    """A backstop for PR_SET_PDEATHSIG: if we die (SIGKILL) and the child, sent SIGTERM by the
+    kernel, has not ended `grace` seconds later, SIGKILL its group. The child's own stop runs in
+    Python (lighteval_compat.py), which a thread stuck holding the GIL can keep from ever running:
+    a lighteval child was seen to outlive a killed run for minutes. A shell loop outside both
+    processes: it checks once a second and ends with the child (no-op off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    parent, child = os.getpid(), proc.pid
+    script = (
+        f"while kill -0 {parent} && kill -0 {child}; do sleep 1; done 2>/dev/null; "
+        f"kill -0 {child} 2>/dev/null || exit 0; sleep {grace:g}; kill -KILL -{child} 2>/dev/null; exit 0"
+    )
+    return subprocess.Popen(
+        ["/bin/sh", "-c", script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # not in our group or the child's: a signal to either leaves it be
+    )
+
+
+def end_reaper(reaper: subprocess.Popen | None) -> None:
+    """The backstop's child has ended (it checks once a second): collect it, never leave it behind."""
+    if reaper is None:
+        return
+    try:
+        reaper.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        reaper.kill()
+        reaper.wait()

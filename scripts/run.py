@@ -55,7 +55,15 @@ from .preflight import (
     server_max_model_len,
     trim_keys,
 )
-from .processes import Stopped, die_with_parent, kill_group, stop_group, stop_signals
+from .processes import (
+    Stopped,
+    die_with_parent,
+    end_reaper,
+    kill_group,
+    reap_if_orphaned,
+    stop_group,
+    stop_signals,
+)
 from .vllm_server import VllmServer, served_name, vllm_target
 
 JUDGMENTS_FILE = "judgments.jsonl"
@@ -158,6 +166,7 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         start_new_session=True,
         preexec_fn=die_with_parent(ctrl_c=True),
     )
+    reaper = reap_if_orphaned(proc, grace=STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
     quiet = threading.Event()
     refused: list[str] = []
 
@@ -187,6 +196,7 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         raise
     finally:
         kill_group(proc)  # anything the child left in its group
+        end_reaper(reaper)
     for t in threads:
         t.join(timeout=10)
     if code == PERMANENT_EXIT and refused:

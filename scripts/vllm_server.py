@@ -22,7 +22,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from .processes import die_with_parent, stop_group
+from .processes import die_with_parent, end_reaper, reap_if_orphaned, stop_group
 
 PREFIX = "vllm:"
 ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")
@@ -71,6 +71,7 @@ class VllmServer:
         self.extra_args = shlex.split(extra_args or "")
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
+        self.reaper: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -115,6 +116,7 @@ class VllmServer:
                 start_new_session=True,  # its own group: stopping it stops its engine and workers
                 preexec_fn=die_with_parent(),  # and it stops if we die without cleaning up
             )
+        self.reaper = reap_if_orphaned(self.proc, grace=30)  # SIGKILL if it does not, 30 s later
         try:
             self._wait_healthy()
         except BaseException:  # Ctrl-C or SIGTERM while loading: nothing registered us for cleanup yet
@@ -158,6 +160,7 @@ class VllmServer:
         """SIGTERM to the server's group (vLLM shuts its engine down), SIGKILL to what is left."""
         if self.proc is not None:
             stop_group(self.proc, grace=30)
+            end_reaper(self.reaper)
 
     def __enter__(self) -> VllmServer:
         return self.start()

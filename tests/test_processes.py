@@ -1,0 +1,82 @@
+"""A child that ignores the SIGTERM the kernel sends when `oab-bench run` is SIGKILLed still ends:
+the backstop (scripts/processes.py reap_if_orphaned) SIGKILLs its group after the grace."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+
+# the parent: starts a child that ignores SIGTERM (as a lighteval child whose Python cannot run its
+# handler), with the same protections as run_redacted, prints the child's pid, then waits forever
+PARENT = """
+import subprocess, sys, time
+from scripts.processes import die_with_parent, end_reaper, reap_if_orphaned
+child = subprocess.Popen(
+    [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(600)"],
+    start_new_session=True, preexec_fn=die_with_parent(), stdout=subprocess.PIPE,
+)
+child.stdout.readline()  # SIGTERM ignored from now on
+reaper = reap_if_orphaned(child, grace=float(sys.argv[1]))
+print(child.pid, reaper.pid, flush=True)
+if sys.argv[2] == "finish":
+    child.kill(); child.wait(); end_reaper(reaper); print("done", flush=True)
+else:
+    time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; its parent (init, here) has yet to collect it
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def start_parent(grace: str, how: str) -> tuple[subprocess.Popen, int, int]:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, grace, how], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    child, reaper = map(int, parent.stdout.readline().split())
+    return parent, child, reaper
+
+
+def test_a_child_that_ignores_sigterm_dies_after_the_grace_when_its_parent_is_killed():
+    parent, child, reaper = start_parent("1", "wait")
+    try:
+        parent.kill()  # SIGKILL: no cleanup of its own; the kernel sends the child SIGTERM, ignored
+        parent.wait()
+        time.sleep(0.5)
+        assert alive(child)  # within the grace it may still finish its calls in flight
+        assert wait_gone(child, 10), "the orphaned child outlived the grace"
+        assert wait_gone(reaper, 5)  # and the backstop itself ends
+    finally:
+        for pid in (child, reaper):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_backstop_ends_with_a_child_that_ended_normally():
+    parent, child, reaper = start_parent("60", "finish")
+    out, _ = parent.communicate(timeout=30)
+    assert parent.returncode == 0 and "done" in out
+    assert not alive(child) and not alive(reaper)
