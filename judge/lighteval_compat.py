@@ -27,6 +27,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -234,21 +235,34 @@ def _response(texts: list[str], reasonings: list, finish_reasons: list):
 def _stop_gracefully_on_sigterm() -> None:
     """SIGTERM (what `oab-bench run` sends on Ctrl-C, SIGTERM, SIGHUP): start no new candidate
     call, let those in flight finish and be stored, then interrupt like Ctrl-C (the judge awaits
-    its calls in flight, runner.judge_all); whatever still runs after STOP_GRACE_S is ended."""
+    its calls in flight, runner.judge_all); whatever still runs after STOP_GRACE_S is ended.
+
+    The handler takes no lock: SIGTERM can come again while it runs (when `oab-bench` is
+    SIGKILLed, the kernel sends its parent-death signal once per parent thread that ends), and a
+    second run of a handler holding a lock (Event.set) waited for it forever, in the same thread.
+    It only wakes a thread that does the rest."""
     if threading.current_thread() is not threading.main_thread():
         return
     if getattr(signal.getsignal(signal.SIGTERM), "_oab_bench", False):
         return
+    wake_read, wake_write = os.pipe()
+    fired: list[int] = []
 
     def on_sigterm(signum, frame):
-        if STOPPING.is_set():
-            return
-        STOPPING.set()
-        timer = threading.Timer(STOP_GRACE_S, os._exit, args=(128 + signal.SIGTERM,))
-        timer.daemon = True
-        timer.start()
-        os.kill(os.getpid(), signal.SIGINT)  # whoever handles Ctrl-C now (asyncio, or KeyboardInterrupt)
+        if not fired:  # list.append: atomic, no lock
+            fired.append(signum)
+            os.write(wake_write, b"x")
 
+    def stop() -> None:
+        os.read(wake_read, 1)
+        STOPPING.set()
+        # Ctrl-C in the main thread (asyncio's, or KeyboardInterrupt): sent to that thread, so a
+        # wait it is blocked in is interrupted
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        time.sleep(STOP_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=stop, name="oab-bench-sigterm", daemon=True).start()
     on_sigterm._oab_bench = True
     signal.signal(signal.SIGTERM, on_sigterm)
 

@@ -80,3 +80,44 @@ def test_the_backstop_ends_with_a_child_that_ended_normally():
     out, _ = parent.communicate(timeout=30)
     assert parent.returncode == 0 and "done" in out
     assert not alive(child) and not alive(reaper)
+
+
+# the lighteval child's SIGTERM handler (judge/lighteval_compat.py), a second SIGTERM landing while the
+# first is being handled: oab-bench SIGKILLed dies thread by thread, and the kernel sends its
+# parent-death signal again as each thread that inherited the child ends. The handler took a lock
+# (Event.set) and the second run of it, in the same thread, waited for that lock forever.
+REENTERED = """
+import signal, threading, time
+from judge import lighteval_compat as compat
+
+class SecondSigtermWhileHeld(threading.Event):
+    def set(self):
+        with self._cond:
+            signal.raise_signal(signal.SIGTERM)
+            self._flag = True
+            self._cond.notify_all()
+
+compat.STOPPING = SecondSigtermWhileHeld()
+compat.STOP_GRACE_S = 1.0
+compat._stop_gracefully_on_sigterm()
+try:
+    print("ready", flush=True)
+    threading.Event().wait()  # the main thread blocked, as in lighteval's wait for its calls
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    time.sleep(60)  # a run that does not end by itself: the grace ends it
+"""
+
+
+def test_a_second_sigterm_during_the_first_neither_deadlocks_nor_outlives_the_grace():
+    child = subprocess.Popen([sys.executable, "-c", REENTERED], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGTERM)
+        out, _ = child.communicate(timeout=15)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "interrupted" in out  # Ctrl-C's path first (calls in flight finish, the judge stores)
+    assert child.returncode == 128 + signal.SIGTERM  # then the grace's end
