@@ -278,3 +278,28 @@ def test_by_area_table_and_plot_name_and_order_areas_alike(tmp_path, monkeypatch
     plot.plot_tables(tables, tmp_path / "p.png")
     heat = figures[0].axes[1]
     assert [t.get_text() for t in heat.get_xticklabels()] == names
+
+
+@pytest.mark.parametrize(
+    ("fmt", "field", "value"),
+    [
+        ("ours", "model", 123),
+        ("ours", "judge_model", ["x"]),
+        ("ours", "status", None),
+        ("ours", "exam_id", 90),
+        ("upstream", "model", ["m"]),
+        ("upstream", "judge", "gpt-4"),
+        ("upstream", "judge", [1, "single-v1"]),
+        ("upstream", "question_id", 7),
+    ],
+)
+def test_a_field_of_the_wrong_type_names_file_line_and_field(tmp_path, fmt, field, value):
+    good = exam_records("m", J1, "90_direito_civil", 4.0, 1.0)[1]
+    if fmt == "upstream":
+        good = {"question_id": good["question_id"], "model": "m", "judge": ["j", "single-v1"]}
+        good |= {"score": 0.5, "turn": 1, "judgment": "x"}
+    f = tmp_path / "j.jsonl"
+    f.write_text(json.dumps(good) + "\n" + json.dumps(good | {field: value}) + "\n")
+    with pytest.raises(SourceError) as e:
+        load_records(f)
+    assert str(e.value).startswith(f"{f}:2: field '{field}':")

@@ -113,6 +113,31 @@ def _jsonl(path: Path) -> list[tuple[int, dict]]:
     return list(read_objects(path))
 
 
+def _check_texts(v: dict, keys: tuple[str, ...], source: str, line: int, optional=()) -> None:
+    """Each of `keys` a non-empty string (those in `optional` may also be null): a number or a
+    list where a name belongs would become a judge or model of its own, or crash the report."""
+    for key in keys:
+        x = v.get(key)
+        if (x is None and key in optional) or (isinstance(x, str) and x):
+            continue
+        raise SourceError(f"{x!r} is not a non-empty string", file=source, line=line, field=key)
+
+
+def _upstream_judge(r: dict, source: str, line: int) -> tuple[str, str | None]:
+    """Upstream's `judge`: [judge model, prompt name]."""
+    judge = r["judge"]
+    if (
+        not isinstance(judge, list)
+        or not 1 <= len(judge) <= 2
+        or not all(isinstance(x, str) and x for x in judge[:1])
+        or not all(x is None or isinstance(x, str) for x in judge[1:])
+    ):
+        raise SourceError(
+            f"{judge!r} is not [judge model, prompt name]", file=source, line=line, field="judge"
+        )
+    return judge[0], (judge[1:] or [None])[0]
+
+
 def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
     """A record from one of our judgment dicts (a judgments file line or a details metric value).
 
@@ -120,6 +145,14 @@ def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, Questio
     that disagrees with the dataset on the question's value or exam is kept as `mismatch`, so
     its exam is left out and shows in coverage.
     """
+    _check_texts(v, ("question_id", "exam_id", "status"), source, line)
+    _check_texts(
+        v,
+        ("judge_model", "prompt_version", "mode"),
+        source,
+        line,
+        optional=("judge_model", "prompt_version", "mode"),
+    )
     row = rows.get(v["question_id"])
     status = v["status"]
     if row is not None and (v["exam_id"] != row.exam_id or not _same(v["max_score"], row.max_score)):
@@ -154,6 +187,7 @@ def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Ques
         missing = OURS_KEYS - set(r)
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
+        _check_texts(r, ("question_id", "model"), str(path), lineno)
         try:
             _ids(r["question_id"])
         except (ValueError, TypeError) as e:
@@ -189,7 +223,8 @@ def _from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, 
         missing = UPSTREAM_KEYS - set(r)
         if missing:
             raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
-        judge_model, prompt = [*r["judge"], None][:2]
+        _check_texts(r, ("question_id", "model"), str(path), lineno)
+        judge_model, prompt = _upstream_judge(r, str(path), lineno)
         qid = r["question_id"]
         try:
             _ids(qid)
