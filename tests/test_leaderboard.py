@@ -303,3 +303,18 @@ def test_a_field_of_the_wrong_type_names_file_line_and_field(tmp_path, fmt, fiel
     with pytest.raises(SourceError) as e:
         load_records(f)
     assert str(e.value).startswith(f"{f}:2: field '{field}':")
+
+
+def test_notes_on_skipped_inputs_do_not_depend_on_their_order(made_up, tmp_path, capsys):
+    from scripts.cli import main
+
+    killed = [tmp_path / "killed-b", tmp_path / "killed-a"]  # run folders with no results
+    for k in killed:
+        k.mkdir()
+    outputs = []
+    for fmt in ("markdown", "json"):
+        for order in (killed, killed[::-1]):
+            args = ["leaderboard", str(made_up), *map(str, order), "--format", fmt, "--resamples", "50"]
+            assert main(args) == 0
+            outputs.append(capsys.readouterr().out)
+    assert "killed-a" in outputs[0] and outputs[0] == outputs[1] and outputs[2] == outputs[3]

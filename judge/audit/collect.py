@@ -156,5 +156,5 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         records=records,
         trails=trails,
         answers={(a.model, a.question_id): a.text for a in answers},
-        notes=notes,
+        notes=sorted(notes),  # whatever the order of the inputs
     )

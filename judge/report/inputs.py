@@ -456,6 +456,6 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
             notes.append(f"skipped {e}")
     if not records:
         raise ValueError("no judged results in any input")
-    return Inputs(
-        records=records, expected=set(loaded[dataset]) if dataset else None, truth=truth, notes=notes
+    return Inputs(  # notes sorted: the output never depends on the order of the inputs
+        records=records, expected=set(loaded[dataset]) if dataset else None, truth=truth, notes=sorted(notes)
     )
