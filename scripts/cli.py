@@ -68,9 +68,13 @@ def _records(args: argparse.Namespace):
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
+    from judge.output import check_output, write_atomic
     from judge.report import render
     from judge.report import tables as lb
 
+    for flag, path in (("--output", args.output), ("--plot", args.plot)):
+        if path:
+            check_output(Path(path), flag)
     got = _records(args)
     tables, notes = lb.build_tables(
         got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
@@ -82,18 +86,21 @@ def _leaderboard(args: argparse.Namespace) -> int:
         text = render.render_csv(tables)
     else:
         text = render.render_json(tables, notes)
+    png = None
+    if args.plot:  # drawn before anything is written: a failure leaves neither file
+        from judge.report.plot import plot_png_bytes
+
+        png = plot_png_bytes(tables)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_atomic(Path(args.output), text)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     if args.format != "markdown":
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-    if args.plot:
-        from judge.report.plot import plot_tables
-
-        print(f"wrote {plot_tables(tables, Path(args.plot))}", file=sys.stderr)
+    if png is not None:
+        print(f"wrote {write_atomic(Path(args.plot), png)}", file=sys.stderr)
     return 0
 
 
@@ -245,21 +252,25 @@ def build_parser() -> argparse.ArgumentParser:
 INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset")  # what a command reads
 
 
+OUTPUT_ARGS = ("output", "plot")  # what a command writes
+
+
 def check_output_is_not_an_input(args: argparse.Namespace) -> None:
-    """`--output` never replaces what the same command reads, nor a folder holding it: a typo must
-    not turn an answers file into a judgments file."""
-    output = getattr(args, "output", None)
-    if not output:
-        return
-    out = Path(output).resolve()
-    for name in INPUT_ARGS:
-        given = getattr(args, name, None)
-        for path in given if isinstance(given, list) else [given]:
-            if not isinstance(path, str) or not Path(path).exists():
-                continue
-            src = Path(path).resolve()
-            if out == src or out in src.parents:
-                raise ValueError(f"--output {output} would overwrite the input {path}: write elsewhere")
+    """`--output` (or `--plot`) never replaces what the same command reads, nor a folder holding
+    it: a typo must not turn an answers file into a judgments file."""
+    for flag in OUTPUT_ARGS:
+        output = getattr(args, flag, None)
+        if not output:
+            continue
+        out = Path(output).resolve()
+        for name in INPUT_ARGS:
+            given = getattr(args, name, None)
+            for path in given if isinstance(given, list) else [given]:
+                if not isinstance(path, str) or not Path(path).exists():
+                    continue
+                src = Path(path).resolve()
+                if out == src or out in src.parents:
+                    raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 
 
 JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (judge/runner.py)

@@ -318,3 +318,17 @@ def test_notes_on_skipped_inputs_do_not_depend_on_their_order(made_up, tmp_path,
             assert main(args) == 0
             outputs.append(capsys.readouterr().out)
     assert "killed-a" in outputs[0] and outputs[0] == outputs[1] and outputs[2] == outputs[3]
+
+
+def test_a_plot_that_cannot_be_written_leaves_no_table_and_never_replaces_an_input(made_up, tmp_path):
+    from scripts.cli import main
+
+    out = tmp_path / "lb.md"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    assert main(["leaderboard", str(made_up), "--output", str(out), "--plot", str(blocker / "p.png")]) == 2
+    assert not out.exists() and blocker.read_text() == "not a folder\n"
+    before = made_up.read_bytes()
+    assert main(["leaderboard", str(made_up), "--plot", str(made_up), "--resamples", "50"]) == 2
+    assert made_up.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a-file", made_up.name])  # no temporaries

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import tempfile
-from pathlib import Path
 
 import jinja2
 
@@ -31,11 +29,9 @@ def plot_png(tables: list[Table]) -> str | None:
     """The leaderboard's picture as a data: URL (base64 PNG), None when there is nothing to draw."""
     if not any(r.mean_exam_score is not None for t in tables for r in t.rows):
         return None
-    from ..report.plot import plot_tables
+    from ..report.plot import plot_png_bytes
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = plot_tables(tables, Path(tmp) / "plot.png")
-        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+    return "data:image/png;base64," + base64.b64encode(plot_png_bytes(tables)).decode()
 
 
 def render_html(view: dict, blobs: dict, *, title: str, inputs: list[str], plot: str | None) -> str:

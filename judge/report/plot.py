@@ -3,6 +3,7 @@ and a model x area heatmap, one row of panels per judge."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,13 @@ from .tables import Table
 
 
 def plot_tables(tables: list[Table], path: Path) -> Path:
+    """Write the picture as a PNG file, whole or not at all."""
+    from ..output import write_atomic
+
+    return write_atomic(Path(path), plot_png_bytes(tables))
+
+
+def plot_png_bytes(tables: list[Table]) -> bytes:
     n_models = max((len(t.rows) for t in tables), default=1)
     height = len(tables) * (2.2 + 0.55 * n_models)
     fig, axes = plt.subplots(
@@ -78,8 +86,7 @@ def plot_tables(tables: list[Table], path: Path) -> Path:
             fig.colorbar(im, ax=heat, fraction=0.04, pad=0.02, label="nota média")
         heat.set_title("Nota média por área", fontsize=10, loc="left")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130)
     plt.close(fig)
-    return path
+    return buf.getvalue()
