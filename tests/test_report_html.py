@@ -186,7 +186,7 @@ def made_up_report(tmp_path_factory):
                 {"item_id": "X1", "score": r["score"], "max_score": r["max_score"], "analysis": "ok"}
             ]
     recs[0]["members"] = [
-        {"judge_model": "member-one", "status": "ok", "score": 4.0, "items": recs[0]["items"]},
+        {"judge_model": "member-one", "status": "ok", "score": 4.0, "items": {"X1": 4.0}},  # as MemberScore
         {"judge_model": "member-two", "status": "api_error", "score": None, "error": "member failed"},
     ]
     path = tmp / "judgments.jsonl"
@@ -216,6 +216,8 @@ def test_made_up_report_jury_in_chromium(made_up_report, tmp_path):
     dom = browse(exe, made_up_report.as_uri() + "#j0", tmp_path, "--dump-dom").stdout
     page = dom.split('<section id="judgment" class="page active">', 1)[1].split("</section>", 1)[0]
     assert "Jury members" in page and "member-one" in page and "member failed" in page
+    member = page.split("member-one", 1)[1].split("member-two", 1)[0]
+    assert re.search(r'<tr class="item" data-item="X1">.*?4\.00', member, re.DOTALL)  # its item scores
     assert "answer not available" in page and "Question text not available" in page
 
 

@@ -64,7 +64,10 @@
       const head = el("p", null, el("b", null, name), " · ", el("span", "badge " + (m.status === "ok" ? "ok" : "fail"), m.status || "?"),
         " · ", m.status === "ok" || m.score !== undefined ? "score " + fmt(m.score) : "", m.error ? el("div", "err", m.error) : null);
       const div = el("div", "member", head);
-      if (Array.isArray(m.items) && m.items.length) div.append(itemsTable([], m.items, false));
+      // a member's item scores: {item id: score} as juries record them (MemberScore), or a list of items
+      const items = Array.isArray(m.items) ? m.items
+        : m.items && typeof m.items === "object" ? Object.keys(m.items).sort().map((k) => ({ item_id: k, score: m.items[k] })) : [];
+      if (items.length) div.append(itemsTable([], items, false));
       box.append(div);
     }
     return box;
