@@ -72,3 +72,20 @@ def load_answers(path: Path) -> list[Answer]:
 
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)
+
+
+def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
+    """(model, question) -> its answer. Identical copies (the same answers in two files) are one;
+    two different texts are an error naming both places, whatever the order of the files."""
+    out: dict[tuple[str, str], Answer] = {}
+    for a in answers:
+        seen = out.setdefault((a.model, a.question_id), a)
+        if seen.turns != a.turns:
+            first, second = sorted((seen, a), key=lambda x: (x.source, x.line))
+            raise SourceError(
+                f"{a.model} answers {a.question_id} differently here and in {second.source}:{second.line}: "
+                "pass one of them",
+                file=first.source,
+                line=first.line or None,
+            )
+    return out

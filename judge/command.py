@@ -8,9 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from dataset_builder.errors import SourceError
-
-from .answers import Answer, load_answers
+from .answers import Answer, load_answers, one_per_question
 from .batch.run import BatchPending
 from .dataset import load_rows
 from .jury import Jury, make_judge
@@ -25,17 +23,8 @@ def pair_answers(rows, answers: list[Answer]):
     by_id = {r.question_id: r for r in rows}
     unknown = sorted({a.question_id for a in answers} - set(by_id))
     models: dict[str, dict[str, Answer]] = {}
-    for a in answers:
-        if a.question_id in by_id:
-            seen = models.setdefault(a.model, {}).setdefault(a.question_id, a)
-            if seen.turns != a.turns:  # identical copies (the same answers in two files) are one
-                first, second = sorted((seen, a), key=lambda x: (x.source, x.line))
-                raise SourceError(
-                    f"{a.model} answers {a.question_id} differently here and in {second.source}:{second.line}: "
-                    "pass one of them",
-                    file=first.source,
-                    line=first.line or None,
-                )
+    for (model, qid), a in one_per_question([a for a in answers if a.question_id in by_id]).items():
+        models.setdefault(model, {})[qid] = a
     pairs, missing = [], []
     for model, got in sorted(models.items()):  # by model, not by the order of the answer files
         for row in rows:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dataset_builder.errors import SourceError
 from judge.answers import Answer, load_fastchat_answers
 from judge.runner import Judge, run_judge_all
 from tests.conftest import REPO
@@ -230,3 +231,54 @@ def test_bad_input_names_file_and_line_and_writes_nothing(made_up_report, tmp_pa
     proc = subprocess.run([*cmd, "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and f"oab-bench report: error: {bad}:1" in proc.stderr
     assert not out.exists()
+
+
+# --- the same inputs in another order: the same file ---------------------------------------------
+
+
+def _answers_file(path: Path, model: str, texts: dict[str, str]) -> Path:
+    lines = [
+        json.dumps({"question_id": q, "model_id": model, "choices": [{"index": 0, "turns": [t]}]}) + "\n"
+        for q, t in texts.items()
+    ]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_the_report_is_the_same_file_whatever_the_order_and_shows_the_judgment_that_counts(tmp_path):
+    from judge.audit.write import report_html
+    from tests.test_leaderboard import exam_records
+
+    exam = "90_direito_civil"
+    failed = exam_records("model-r", "judge-a", exam, 4.0, 1.0, failed=(1,))
+    for r in failed:
+        r["error"] = "injected: judge timed out" if r["status"] != "ok" else None
+    redone = exam_records("model-r", "judge-a", exam, 4.0, 1.0)  # the same questions judged again: all ok
+    for r in redone:
+        r["items"] = [{"item_id": "X1", "score": r["score"], "max_score": r["max_score"], "analysis": "fine"}]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps(r) + "\n" for r in failed), encoding="utf-8")
+    b.write_text("".join(json.dumps(r) + "\n" for r in redone), encoding="utf-8")
+    both = tmp_path / "both.jsonl"  # one file: the failure, then the judgment made again
+    both.write_text(a.read_text() + b.read_text(), encoding="utf-8")
+    texts = {r["question_id"]: f"resposta {n}" for n, r in enumerate(redone)}
+    ans = [_answers_file(tmp_path / f"ans-{n}.jsonl", "model-r", texts) for n in range(2)]  # copies
+
+    one = report_html([a, b, ans[0]], [ans[1]], {}, resamples=50)
+    two = report_html([ans[1], b, a], [ans[0]], {}, resamples=50)
+    assert one == two
+    failures = one.split('<section id="failures"', 1)[1].split("</section>", 1)[0]
+    assert "api_error" not in failures  # the leaderboard counts the ok judgment: so does every page
+    qid = f"{exam}_questao_1"
+    for html in (one, report_html([both], [], {}, resamples=50)):
+        chosen = [j for j in blob(html, "judgments") if j["q"] == qid and j["status"] == "ok"]
+        assert chosen and all(j["items"][0]["analysis"] == "fine" and j["error"] is None for j in chosen)
+        model = html.split('<section id="m0"', 1)[1].split("</section>", 1)[0]
+        jid = int(re.search(r'href="#j(\d+)">questao_1: ', model).group(1))
+        assert blob(html, "judgments")[jid]["status"] == "ok"
+
+    other = _answers_file(tmp_path / "other.jsonl", "model-r", dict(texts, **{qid: "outra resposta"}))
+    for order in ([ans[0], other], [other, ans[0]]):
+        with pytest.raises(SourceError) as e:
+            report_html([b], order, {}, resamples=50)
+        assert str(e.value).startswith(f"{ans[0]}:2: model-r answers {qid} differently")

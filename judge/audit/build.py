@@ -29,9 +29,18 @@ def _f(x: float | None) -> str:
     return "n/a" if x is None else points(x)
 
 
+def _order(r: Record) -> tuple:
+    """Records in one order whatever the order of the inputs; per (judge, model, question) the one
+    that counts first: an `ok` over failures, then by status and place, as the tables choose it."""
+    return (r.judge, r.model, r.question_id, r.status != "ok", r.status, r.source, r.line)
+
+
 def _latest(records: list[Record]) -> dict[tuple[str, str, str], int]:
-    """(judge, model, question) -> index of the record that counts (the later input wins, as in tables)."""
-    return {(r.judge, r.model, r.question_id): i for i, r in enumerate(records)}
+    """(judge, model, question) -> index of the record that counts (`records` sorted by _order)."""
+    out: dict[tuple[str, str, str], int] = {}
+    for i, r in enumerate(records):
+        out.setdefault((r.judge, r.model, r.question_id), i)
+    return out
 
 
 def judgment_blob(records: list[Record], inputs: Inputs) -> list[dict]:
@@ -234,7 +243,7 @@ def build_view(
     seed: int = 0,
 ) -> tuple[dict, dict, list[Table]]:
     """(what the template renders, the JSON blobs the page's script reads, the leaderboard tables)."""
-    records = inputs.records
+    records = sorted(inputs.records, key=_order)
     latest = _latest(records)
     graded = [r for r in records if not r.model.startswith(PROBE_PREFIX)]
     notes = list(inputs.notes)

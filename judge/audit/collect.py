@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from dataset_builder.errors import SourceError
 from dataset_builder.source import read_objects
 
-from ..answers import Answer, load_answers
+from ..answers import Answer, load_answers, one_per_question
 from ..report.inputs import NoResults, Record, load_records
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
@@ -33,13 +33,14 @@ class Trail(BaseModel):
 
 class Inputs(BaseModel):
     records: list[Record]
-    trails: dict[tuple[str, str, str, str], Trail]  # (source, judge model, model, question) -> trail
+    trails: dict[tuple[str, int], Trail]  # (source, line) of a record -> its trail
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
     notes: list[str]
 
 
-def trail_key(r: Record) -> tuple[str, str, str, str]:
-    return (r.source, r.judge.split(" [")[0], r.model, r.question_id)
+def trail_key(r: Record) -> tuple[str, int]:
+    """Where the record was read: a judgment made again in the same file has its own trail."""
+    return (r.source, r.line)
 
 
 def _plain(x):
@@ -86,32 +87,35 @@ def _ours(v: dict) -> Trail:
 
 
 def _trails_jsonl(path: Path) -> dict:
+    """Keyed as the records are (report/inputs.py): ours by line; upstream's turns of a question
+    by the first line of that question, each turn's first text (a copy of a turn is one)."""
     out: dict = {}
     upstream: dict = defaultdict(dict)
-    for _, r in read_objects(path):
+    first: dict = {}
+    for lineno, r in read_objects(path):
         if "turn" in r and "judgment" in r:  # upstream: one line per turn
-            key = (str(path), (r.get("judge") or ["unknown"])[0], r["model"], r["question_id"])
-            upstream[key][int(r["turn"])] = str(r.get("judgment") or "")
+            key = (r["judge"][0], r["model"], r["question_id"])
+            first.setdefault(key, lineno)
+            upstream[key].setdefault(int(r["turn"]), str(r.get("judgment") or ""))
         elif "judge_model" in r:
-            out[(str(path), r.get("judge_model") or "unknown", r["model"], r["question_id"])] = _ours(r)
+            out[(str(path), lineno)] = _ours(r)
     for key, turns in upstream.items():
-        out[key] = Trail(texts=[turns[t] for t in sorted(turns)])
+        out[(str(path), first[key])] = Trail(texts=[turns[t] for t in sorted(turns)])
     return out
 
 
 def _trails_lighteval(path: Path) -> dict:
     import pandas as pd
 
-    from ..details import details_files, model_of
+    from ..details import details_files
 
     out = {}
     for file in details_files(path):
         df = pd.read_parquet(file, columns=["metric"])
-        for metric in df["metric"]:
+        for n, metric in enumerate(df["metric"], start=1):  # lines as report/inputs.py counts them
             v = _plain((metric or {}).get("oab_judgment") or {})
             if v:
-                key = (str(file), v.get("judge_model") or "unknown", model_of(file), v["question_id"])
-                out[key] = _ours(v)
+                out[(str(file), n)] = _ours(v)
     return out
 
 
@@ -155,6 +159,6 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
     return Inputs(
         records=records,
         trails=trails,
-        answers={(a.model, a.question_id): a.text for a in answers},
+        answers={key: a.text for key, a in sorted(one_per_question(answers).items())},
         notes=sorted(notes),  # whatever the order of the inputs
     )

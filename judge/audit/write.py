@@ -55,7 +55,7 @@ def report_html(
     """The report's text, from inputs and the question rows (texts and rubrics) by id."""
     data = read_inputs(list(inputs), list(answers), rows)
     view, blobs, tables = build_view(data, rows, expected_ids=expected_ids, resamples=resamples, seed=seed)
-    names = [str(p) for p in [*inputs, *answers]]
+    names = sorted({str(p) for p in [*inputs, *answers]})  # the same file whatever their order
     html = render_html(view, blobs, title=title, inputs=names, plot=plot_png(tables))
     return redact(html)  # a key an error or an answer quoted never reaches the file
 
