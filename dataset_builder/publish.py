@@ -222,8 +222,14 @@ def hub_configs(editions: list[int]) -> list[dict]:
 def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
     """The built card with `configs:` added (a local folder's card has none: `datasets` 5.2 caches a
     local folder with configs by its name alone) and the repository named in its example."""
-    _, front, body = card.split("---\n", 2)
-    meta = yaml.safe_load(front) or {}
+    head, _, rest = card.partition("---\n")
+    front, sep, body = rest.partition("---\n")
+    try:
+        meta = yaml.safe_load(front) if not head and sep else None
+    except yaml.YAMLError:
+        meta = None
+    if not isinstance(meta, dict):
+        raise ValueError("README.md: no YAML front matter (--- ... ---) to add the configs to")
     meta["configs"] = hub_configs(editions)
     names = ", ".join(f"`edition_{e}`" for e in editions)
     body = body.replace(
@@ -249,8 +255,26 @@ def stage_for_hub(folder: Path, staging: Path, repo_id: str) -> Path:
         path.parent.mkdir(parents=True)
         pq.write_table(table.filter(pc.equal(table.column("edition"), e)), path)
     card = (folder / "README.md").read_text(encoding="utf-8")
-    (staging / "README.md").write_text(pushed_card(card, editions, repo_id), encoding="utf-8")
+    try:
+        text = pushed_card(card, editions, repo_id)
+    except ValueError as e:
+        raise ValueError(f"{folder / 'README.md'}: {str(e).removeprefix('README.md: ')}") from None
+    (staging / "README.md").write_text(text, encoding="utf-8")
     return staging
+
+
+def check_pushable(folder: Path) -> None:
+    """Only what `oab-bench build` wrote is pushed: its marker, and the rows as it wrote them (a card
+    edited by hand may go, its front matter intact); anything else fails here, before the Hub."""
+    listed = _listed(folder)
+    if listed is None or not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
+        raise FileNotFoundError(
+            f"{folder} is not a dataset folder made by `oab-bench build` (no {MARKER} marker with "
+            f"{DATA_FILE} and README.md)"
+        )
+    digest = listed.get(DATA_FILE)
+    if digest and hashlib.sha256((folder / DATA_FILE).read_bytes()).hexdigest() != digest:
+        raise ValueError(f"{folder / DATA_FILE}: changed since the build: build again, then push")
 
 
 def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision: str | None = None) -> str:
@@ -259,10 +283,7 @@ def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision:
     from huggingface_hub import HfApi
 
     folder = Path(folder)
-    if not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
-        raise FileNotFoundError(
-            f"{folder} is not a dataset folder made by `oab-bench build` (no {DATA_FILE})"
-        )
+    check_pushable(folder)
     api = HfApi()
     with tempfile.TemporaryDirectory(prefix="oab-bench-push-") as tmp:
         staging = stage_for_hub(folder, Path(tmp) / "hub", repo_id)

@@ -340,3 +340,36 @@ def test_judge_writes_the_same_file_whatever_the_order_of_the_answer_files(
     assert written[0] == written[1]
     models = [json.loads(line)["model"] for line in written[0].decode().splitlines()]
     assert models[:6] == ["model-a"] * 3 + ["model-b"] * 3  # judged, then the unanswered, by model
+
+
+def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, monkeypatch):
+    import huggingface_hub
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dataset_builder.publish import push_dataset
+
+    calls = []
+
+    class FakeApi:
+        def __getattr__(self, name):
+            return lambda *a, **kw: calls.append(name)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    foreign = tmp_path / "foreign"
+    (foreign / "data").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2]}), foreign / DATA_FILE)  # someone's dataset, our file names
+    (foreign / "README.md").write_text("# notes\n")
+    with pytest.raises(FileNotFoundError, match=r"not a dataset folder made by `oab-bench build`"):
+        push_dataset(foreign, "org/x")
+    rows, report = build_rows(source, source / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    built = (out / DATA_FILE).read_bytes()
+    pq.write_table(pq.read_table(out / DATA_FILE).slice(1), out / DATA_FILE)  # a row removed by hand
+    with pytest.raises(ValueError, match=rf"{DATA_FILE}: changed since the build"):
+        push_dataset(out, "org/x")
+    (out / DATA_FILE).write_bytes(built)
+    (out / "README.md").write_text("My own card, no metadata.\n")
+    with pytest.raises(ValueError, match=r"README.md: .*front matter"):
+        push_dataset(out, "org/x")
+    assert calls == []  # nothing reached the Hub
