@@ -332,3 +332,14 @@ def test_a_plot_that_cannot_be_written_leaves_no_table_and_never_replaces_an_inp
     assert main(["leaderboard", str(made_up), "--plot", str(made_up), "--resamples", "50"]) == 2
     assert made_up.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a-file", made_up.name])  # no temporaries
+
+
+def test_a_model_name_cannot_break_the_markdown_table(tmp_path):
+    recs = exam_records("evil | 9.99 | 100%\n| fake", J1, "90_direito_civil", 4.0, 1.0)
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    tables, _ = tables_of(path)
+    md = render.render_markdown(tables, [], by="area")
+    assert not any(line.startswith("| fake") for line in md.splitlines())  # no row of its own
+    # one cell, its pipes escaped, in the main table and the by-area one
+    assert md.count("| evil \\| 9.99 \\| 100% \\| fake | 8.00 |") == 2

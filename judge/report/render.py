@@ -34,10 +34,15 @@ def ordered_areas(slugs) -> list[str]:
     return sorted(set(slugs), key=lambda a: (known.index(a) if a in known else len(known), a))
 
 
+def _cell(text: str) -> str:
+    """A name from the inputs as one markdown table cell: its pipes escaped, its line breaks spaces."""
+    return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
+
+
 def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = None) -> str:
     out = []
     for t in tables:
-        out += [f"### Judge: {t.judge}", ""]
+        out += [f"### Judge: {_cell(t.judge)}", ""]
         out += [
             "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |",
             "| --- | --- | --- | --- | --- | --- |",
@@ -49,7 +54,7 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             best = f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a"
             ci = f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a"
             out.append(
-                f"| {r.model}{mark} | {_f(r.mean_exam_score)} | {rate} | {best} | {ci} | {r.coverage:.0%} |"
+                f"| {_cell(r.model)}{mark} | {_f(r.mean_exam_score)} | {rate} | {best} | {ci} | {r.coverage:.0%} |"
             )
         if by:
             seen = {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)}
@@ -58,7 +63,7 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
             for r in t.rows:
                 values = r.per_area if by == "area" else r.per_edition
-                out.append(f"| {r.model} | " + " | ".join(_f(values.get(k)) for k in keys) + " |")
+                out.append(f"| {_cell(r.model)} | " + " | ".join(_f(values.get(k)) for k in keys) + " |")
         out.append("")
     legend = ["Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00."]
     if any(not r.complete for t in tables for r in t.rows):
