@@ -9,7 +9,7 @@ upstream-v2 (newer release, `single-oab-v2`): one call per question. For a quest
 statement and the turns are joined as `statement\\n\\n# A:\\n...\\n\\n# B:\\n...` (the answer
 and the reference alike), `{value}` is the sum of the values, and the reply is JSON
 `{items: [{item_id, item_description, analysis, score}], total_score}`; the score is the
-sum of item scores. For the peça, upstream's newer code could not be checked; we fill
+sum of item scores. A call's score outside 0..its value (or an item's below 0) is a parse error. For the peça, upstream's newer code could not be checked; we fill
 it as upstream-v1 does (statement + "\\n" + turns[0]).
 
 Upstream's raw texts come from the row's `upstream` field (unnormalised, values as
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -160,7 +161,16 @@ def parse_upstream_v2(content: str) -> tuple[float, list[dict]]:
     data = json.loads(content)
     items = data["items"]
     scores = [float(i["score"]) for i in items]
+    bad = [s for s in scores if not (math.isfinite(s) and s >= 0)]
+    if bad:
+        raise GradingError(f"item score {bad[0]} is not a score (finite, >= 0)")
     return round(sum(scores), 4), items
+
+
+def _within(total: float, value: float) -> None:
+    """A reply scoring outside the 0..value the judge was told failed (a parse error), like ours."""
+    if not (math.isfinite(total) and 0 <= total <= value + 1e-9):
+        raise GradingError(f"score {total} outside 0..{value}")
 
 
 async def grade_upstream(
@@ -176,10 +186,13 @@ async def grade_upstream(
 
         def parse(content: str, c=c):
             if c.structured:
-                return parse_upstream_v2(content)
+                parsed = parse_upstream_v2(content)
+                _within(parsed[0], c.max_score)
+                return parsed
             found = parse_legacy_score_detailed(content)
             if found is None:
                 raise GradingError("no score found (upstream would record -1)")
+            _within(found.score, c.max_score)
             return found
 
         o = await call(c.messages, upstream_v2_format() if c.structured else None, parse)

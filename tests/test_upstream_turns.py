@@ -152,3 +152,61 @@ def test_our_judgment_with_a_bad_question_id_names_its_line(tmp_path):
     f = write(tmp_path, [good, {**good, "question_id": "90_direito_civil_pergunta_9"}], name="ours.jsonl")
     with pytest.raises(SourceError, match=r"ours\.jsonl:2: field 'question_id'"):
         load_records(f)
+
+
+def _graded_by(replies, version="upstream-v1", row=None):
+    """grade_upstream with a judge whose replies are `replies`, parsed as the runner parses them."""
+    from judge.reply_schema import GradingError
+
+    prompts = {
+        name: {"name": name, "system_prompt": "S", "prompt_template": "{question_1}{answer_1}{value}"}
+        for name in (V1_SINGLE, V1_MULTI)
+    }
+    prompts[V1_SINGLE]["prompt_template"] = "{question}{answer}{value}"
+    prompts["single-oab-v2"] = {"name": "single-oab-v2", "system_prompt": "S", "prompt_template": "{answer}"}
+    replies = list(replies)
+
+    async def call(messages, fmt, parse):
+        content = replies.pop(0)
+        try:
+            return Outcome("ok", content, Usage(), None, 1, None, parse(content))
+        except (GradingError, ValueError, KeyError, TypeError) as e:
+            return Outcome("parse_error", content, Usage(), None, 1, str(e), None)
+
+    base = {
+        "question_id": QID,
+        "exam_id": "90_direito_civil",
+        "model": "model-a",
+        "judge_model": "judge-x",
+        "prompt_version": f"{version}@x",
+        "mode": "legacy" if version == "upstream-v1" else "structured",
+        "max_score": 1.25,
+    }
+    row = row or made_up_row()
+    return asyncio.run(grade_upstream(call, row, ["resposta A", "resposta B"], version, prompts, base))
+
+
+@pytest.mark.parametrize(
+    ("version", "replies"),
+    [
+        ("upstream-v1", ["nota [[5]]", "nota [[0,6]]"]),  # A is worth 0.65
+        ("upstream-v1", ["nota [[0,65]]", "nota [[0,61]]"]),  # B is worth 0.6
+        ("upstream-v2", [json.dumps({"items": [{"item_id": "A", "score": 9}], "total_score": 9})]),
+        (
+            "upstream-v2",
+            [json.dumps({"items": [{"item_id": "A", "score": -1}, {"item_id": "B", "score": 1.5}]})],
+        ),
+        ("upstream-v2", ['{"items": [{"item_id": "A", "score": NaN}], "total_score": 0}']),
+    ],
+)
+def test_an_upstream_score_outside_its_value_is_a_parse_error_not_an_ok(version, replies):
+    """A judge told "0 to value" that answers more (or less, or NaN) failed: recorded as such, never an
+    ok record the cache and the reports would then refuse as impossible."""
+    j = _graded_by(replies, version)
+    assert j.status == "parse_error" and j.score is None, j
+    assert "outside" in j.error or "not a score" in j.error
+
+
+def test_an_upstream_score_within_its_value_is_ok():
+    j = _graded_by(["nota [[0,65]]", "nota [[0,6]]"])
+    assert j.status == "ok" and j.score == pytest.approx(1.25) and problem(j.record(), made_up_row()) is None
