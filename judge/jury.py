@@ -67,6 +67,14 @@ class Jury:
             raise ValueError(f"a jury member is named twice: {settings.judge_model}")
         self.settings = settings
         self.members = [Judge(member, store) for member in member_settings(settings)]
+        first = self.members[0]
+        for m in self.members[1:]:  # the jury's record names one prompt version and mode
+            if (m.prompt_version, m.mode) != (first.prompt_version, first.mode):
+                raise ValueError(
+                    f"jury member {m.settings.judge_model!r} grades with {m.prompt_version} in {m.mode} "
+                    f"mode, member {first.settings.judge_model!r} with {first.prompt_version} in "
+                    f"{first.mode} mode: a jury's members share the prompt and the mode"
+                )
         for m in self.members[1:]:  # one --max-cost-usd for the whole jury, not one per member
             m.budget = self.members[0].budget
         self.name = jury_name(names, settings.jury_combine)

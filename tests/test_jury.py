@@ -308,3 +308,27 @@ def test_a_jury_file_is_checked_before_its_members_are_compared(tmp_path):
     clash["members"][1]["score"] = 0.3
     with pytest.raises(SourceError, match=r"clash.jsonl:3: m on .* differently on line 1"):
         jury_file_sources(write("clash.jsonl", [*recs, clash]))
+
+
+def test_members_grading_with_another_prompt_or_mode_are_refused(tmp_path):
+    """A jury's record names one prompt version and mode: members grading otherwise would make records
+    mislabelled (and, structured with no items, refused by the leaderboard): an error naming the member."""
+    prompts = tmp_path / "judge_prompts.jsonl"
+    prompts.write_text(
+        "".join(
+            json.dumps({"name": n, "system_prompt": "S", "prompt_template": "{answer}"}) + "\n"
+            for n in ("single-oab-v1", "single-oab-v1-multi-turn")
+        ),
+        encoding="utf-8",
+    )
+    for spec, said in (
+        ("openai/a,openai/b mode=legacy", "jury member 'openai/b' grades with oab-pt-v1 in legacy mode"),
+        (
+            f"openai/a mode=legacy,openai/b mode=legacy prompt=upstream-v1 upstream_prompts={prompts}",
+            "jury member 'openai/b' grades with upstream-v1@",
+        ),
+    ):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            make_judge(JudgeSettings(judge_model=spec))
+    same = make_judge(JudgeSettings(judge_model="openai/a,openai/b", mode="legacy"))
+    assert (same.prompt_version, same.mode) == ("oab-pt-v1", "legacy")
