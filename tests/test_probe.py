@@ -350,3 +350,17 @@ def test_probe_estimate_and_a_jury_of_two(stub, built_dataset, tmp_path, capsys)
     assert rc == 0, err
     assert server.count == 100 and "0 of 100 member gradings already in the cache: 100 calls" in err
     assert "jury-median(openai/judge-probe, openai/judge-probe-b)" in out
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--judge-model", "openai/judge-b", "--repeats", "2"],  # a jury cannot repeat
+        ["--judge-model", "openai/judge-b mode=legacy"],  # a member grading otherwise
+    ],
+)
+def test_a_judge_that_cannot_be_made_writes_no_probe_answers(stub, built_dataset, tmp_path, capsys, bad):
+    """Bad judge settings are an error before anything is written: no half-made output folder."""
+    rc, _, err = probe(capsys, built_dataset, stub(policy="max"), tmp_path, *bad)
+    assert rc == 2 and "oab-bench probe: error:" in err
+    assert not (tmp_path / "out").exists()

@@ -83,6 +83,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     if not rows:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")
     probes = build_probes(rows, pool, kinds, seed=args.seed)
+    judge = command_judge(args, settings)  # bad judge settings fail before anything is written
     out = Path(args.output) if args.output else default_output(settings.judge_model)
     if not args.estimate:  # a folder in the way fails now, not after paying for the judgments
         for name in (JUDGMENTS_FILE, REPORT_FILE):
@@ -93,7 +94,6 @@ def run_probe_command(args: argparse.Namespace) -> int:
             answers += load_answers(path)  # what is judged is what the files hold
     pairs, missing, _ = pair_answers(rows, answers)
 
-    judge = command_judge(args, settings)
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
     cached = sum(m.store.get(m.key(row, a.text)) is not None for m, row, a in wanted)
