@@ -10,7 +10,7 @@ sum of its items (annulled items in full), as for one judge.
 Failures: a member whose call failed gave no score for any item of the question. The jury
 grades the question only when a strict majority of its members gave scores (2 of 3, 3 of 4),
 combining those; otherwise the jury's judgment fails with the members' most common failure
-status. Without item scores (legacy mode) the question scores are combined the same way.
+status (a tie: the first by name, whatever the members' order). Without item scores (legacy mode) the question scores are combined the same way.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def combine(row: QuestionRow, model: str, got: list[Judgment], how: str, base: d
         return Judgment(**fields, status="no_answer", error=got[0].error)
     if 2 * len(ok) <= len(got):
         failures = Counter(j.status for j in got if j.status != "ok")
-        status = failures.most_common(1)[0][0]
+        status = min(failures, key=lambda s: (-failures[s], s))  # a tie: by name, not by member order
         return Judgment(
             **fields,
             status=status,
