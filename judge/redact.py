@@ -4,7 +4,8 @@ Providers sometimes echo the key (a 401 quoting the Authorization header); litel
 lighteval put such messages in exceptions and logs. Every error text we record or print
 goes through `redact`, which removes the value of every key-like variable in the
 environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, OAB_JUDGE_API_KEY, HF_TOKEN, ...) and
-anything shaped like a bearer token.
+anything shaped like a bearer token, or like a credential inside a URL (`https://user:pass@host`,
+`?key=...`: an `--api-base` given with one is in no variable).
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import re
 
 SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|SECRET|PASSWORD|ACCESS_KEY|_KEY$)", re.IGNORECASE)
 BEARER = re.compile(r"(Bearer\s+)[^\s'\",}]+", re.IGNORECASE)
+URL_USER = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^\s/@'\"]+@", re.IGNORECASE)
+URL_KEY = re.compile(
+    r"([?&](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig|signature)=)[^&\s'\"#]+",
+    re.IGNORECASE,
+)
 MASK = "***"
 
 
@@ -29,4 +35,6 @@ def redact(text: str | None, env: dict[str, str] | None = None) -> str | None:
         return text
     for value in secret_values(env):
         text = text.replace(value, MASK)
+    text = URL_USER.sub(rf"\g<1>{MASK}@", text)
+    text = URL_KEY.sub(rf"\g<1>{MASK}", text)
     return BEARER.sub(rf"\g<1>{MASK}", text)

@@ -20,6 +20,7 @@ from dataset_builder.schema import QuestionRow
 
 from ..answers import Answer
 from ..client import prices
+from ..redact import redact
 from ..runner import Judge
 
 # Expected completion tokens of one judgment with no history in the cache (a non-reasoning judge
@@ -214,7 +215,7 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) 
     def usd(x: float | None) -> str:
         return "unknown" if x is None else f"${x:.4f}"
 
-    print(f"estimate for judge {est.judge_model}; nothing was called. {note}".rstrip(), file=out)
+    print(f"estimate for judge {redact(est.judge_model)}; nothing was called. {note}".rstrip(), file=out)
     print(f"completion tokens: {est.completion_source}; batch at {est.batch_discount:g}x", file=out)
     header = ("model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
     lines = [

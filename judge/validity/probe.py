@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..redact import redact
 from ..report.inputs import JUDGMENTS_FILE
 from ..report.inputs import PROBE_REPORT as REPORT_FILE
 from .command import whole
@@ -100,7 +101,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     print(
         f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, "
         f"{cached} of {len(wanted)} member gradings already in the cache: {len(wanted) - cached} calls to "
-        f"{settings.judge_model} "
+        f"{redact(settings.judge_model)} "  # a member's api_base may carry a credential
         "(more if replies need retries)",
         file=sys.stderr,
     )
