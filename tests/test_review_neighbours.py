@@ -407,3 +407,21 @@ def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"oab-bench judge: stopped by {sig}")
     assert signal.getsignal(getattr(signal, sig)) is signal.SIG_DFL  # put back after the command
+
+
+def test_a_credential_inside_a_url_is_masked_wherever_we_print():
+    """An --api-base given as https://user:pass@host, or a provider URL with ?key=, holds a secret that
+    is in no environment variable: redact masks it too (errors, logs, the probe's and estimate's lines)."""
+    from judge.redact import redact
+
+    assert (
+        redact("api_base=http://user:s3cr3t@host:8000/v1 failed", {})
+        == "api_base=http://***@host:8000/v1 failed"
+    )
+    assert (
+        redact("GET https://g.example/v1/m:gen?key=AIzaXYZ&alt=sse", {})
+        == "GET https://g.example/v1/m:gen?key=***&alt=sse"
+    )
+    assert redact("https://h/x?access_token=abc#frag", {}) == "https://h/x?access_token=***#frag"
+    plain = "http://127.0.0.1:8000/v1 answered; write to a@b.example; monkey=1&key"
+    assert redact(plain, {}) == plain  # nothing secret: nothing changed
