@@ -84,8 +84,9 @@ def kill_group(proc: subprocess.Popen) -> None:
 def reap_if_orphaned(proc: subprocess.Popen, grace: float) -> subprocess.Popen | None:
     """A backstop for PR_SET_PDEATHSIG: if we die (SIGKILL) and the child, sent SIGTERM by the
     kernel, has not ended `grace` seconds later, SIGKILL its group. The child's own stop runs in
-    Python (lighteval_compat.py), which a thread stuck holding the GIL can keep from ever running:
-    a lighteval child was seen to outlive a killed run for minutes. A shell loop outside both
+    Python (lighteval_compat.py), and Python can hang: a lighteval child deadlocked in its own
+    SIGTERM handler outlived a killed run for minutes (fixed there; this catches the next such
+    hang, or a vLLM server's). A shell loop outside both
     processes: it checks once a second and ends with the child (no-op off Linux)."""
     if not sys.platform.startswith("linux"):
         return None
