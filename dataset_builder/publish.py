@@ -17,6 +17,7 @@ import yaml
 
 from .build import BuildReport
 from .card import render_card
+from .hub_guard import PushPlan, front_matter, guarded_push, mark_card
 from .schema import QuestionRow
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
@@ -205,6 +206,7 @@ def _swap_in(new: Path, output: Path) -> None:
 
 
 EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
+HUB_KIND = "dataset"  # the marker's kind on the Hub (hub_guard.KINDS)
 
 
 def hub_configs(editions: list[int]) -> list[dict]:
@@ -221,15 +223,12 @@ def hub_configs(editions: list[int]) -> list[dict]:
 
 def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
     """The built card with `configs:` added (a local folder's card has none: `datasets` 5.2 caches a
-    local folder with configs by its name alone) and the repository named in its example."""
-    head, _, rest = card.partition("---\n")
-    front, sep, body = rest.partition("---\n")
-    try:
-        meta = yaml.safe_load(front) if not head and sep else None
-    except yaml.YAMLError:
-        meta = None
-    if not isinstance(meta, dict):
+    local folder with configs by its name alone), the repository named in its example, and the
+    marker that says `oab-bench push` made the repo (hub_guard)."""
+    found = front_matter(card)
+    if found is None:
         raise ValueError("README.md: no YAML front matter (--- ... ---) to add the configs to")
+    meta, body = found
     meta["configs"] = hub_configs(editions)
     names = ", ".join(f"`edition_{e}`" for e in editions)
     body = body.replace(
@@ -241,7 +240,8 @@ def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
         f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n\nEvaluate a model with lighteval',
         1,
     )
-    return f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n{body}"
+    text = f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n{body}"
+    return mark_card(text, HUB_KIND)
 
 
 def stage_for_hub(folder: Path, staging: Path, repo_id: str) -> Path:
@@ -277,26 +277,35 @@ def check_pushable(folder: Path) -> None:
         raise ValueError(f"{folder / DATA_FILE}: changed since the build: build again, then push")
 
 
-def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision: str | None = None) -> str:
-    """Upload a folder made by write_dataset, in the pushed layout; the token comes from HF_TOKEN or
-    `hf auth login`."""
-    from huggingface_hub import HfApi
-
+def push_dataset(
+    folder: Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    revision: str | None = None,
+    replace_foreign: str | None = None,
+    dry_run: bool = False,
+    api=None,
+) -> PushPlan:
+    """Upload a folder made by write_dataset, in the pushed layout, to a repo `oab-bench push` made
+    or makes (hub_guard); the token comes from HF_TOKEN or `hf auth login`."""
     folder = Path(folder)
     check_pushable(folder)
-    api = HfApi()
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
     with tempfile.TemporaryDirectory(prefix="oab-bench-push-") as tmp:
         staging = stage_for_hub(folder, Path(tmp) / "hub", repo_id)
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        if revision:
-            api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
-        info = api.upload_folder(
-            folder_path=str(staging),
-            repo_id=repo_id,
-            repo_type="dataset",
-            revision=revision,
+        return guarded_push(
+            api,
+            repo_id,
+            staging,
+            kind=HUB_KIND,
             commit_message="Update OAB-Bench dataset (oab-bench build)",
-            allow_patterns=["README.md", "data/*.parquet", "editions/*/*.parquet"],
             delete_patterns=["data/*.parquet", "editions/**"],  # an edition no longer built goes too
+            private=private,
+            revision=revision,
+            replace_foreign=replace_foreign,
+            dry_run=dry_run,
         )
-    return str(getattr(info, "commit_url", info))
