@@ -38,11 +38,12 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel
 
+from judge.folders import summarize
+
 MARKER_KEY = "oab_bench"
 KINDS = {"dataset": "oab-bench push", "results": "oab-bench push-results"}  # kind -> the command
 CARD = "README.md"
 REPO_TYPE = "dataset"  # both kinds are dataset repos: the marker's kind tells them apart
-_SHOWN = 8  # paths named in one line
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 Owner = Literal["new", "ours", "no-card", "no-marker", "other-kind", "unreadable"]
@@ -222,24 +223,12 @@ def plan_push(
     )
 
 
-def summarize(paths: list[str]) -> str:
-    """At most _SHOWN names; a folder of many files is one name (`editions/ (6 files)`)."""
-    if not paths:
-        return "nothing"
-    names: list[str] = []
-    for top in dict.fromkeys(p.split("/", 1)[0] for p in paths):
-        inside = [p for p in paths if p.startswith(top + "/")]
-        names += [f"{top}/ ({len(inside)} files)"] if len(inside) > 3 else inside or [top]
-    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
-    return ", ".join(names[:_SHOWN]) + more
-
-
 def _where(plan: PushPlan) -> str:
     return plan.repo_id + (f" (branch {plan.revision})" if plan.revision else "")
 
 
 def _changes(plan: PushPlan) -> str:
-    return f"it would replace {summarize(plan.replace)} and delete {summarize(plan.delete)}"
+    return f"it would replace {summarize(plan.replace) or 'nothing'} and delete {summarize(plan.delete) or 'nothing'}"
 
 
 def refusal(plan: PushPlan, replace_foreign: str | None = None) -> str | None:

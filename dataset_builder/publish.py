@@ -15,15 +15,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from judge.folders import BUILD_MARKER, Writer, check_folder, entries, summarize
+
 from .build import BuildReport
 from .card import render_card
 from .hub_guard import PushPlan, front_matter, guarded_push, mark_card
 from .schema import QuestionRow
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
-MARKER = ".oab-bench-build"  # says a folder is ours and lists what we wrote, so --overwrite may replace it
+MARKER = BUILD_MARKER  # says a folder is ours and lists what we wrote, so --overwrite may replace it
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
-_SHOWN = 10  # foreign paths named in a refusal
+BUILD = Writer(
+    "oab-bench build", MARKER, head=MARKER_HEAD
+)  # the folder guard every command shares (judge/folders.py)
 
 
 def _marker_text(folder: Path) -> str:
@@ -32,16 +36,6 @@ def _marker_text(folder: Path) -> str:
     for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MARKER):
         lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(folder).as_posix()}")
     return "\n".join(lines) + "\n"
-
-
-def _entries(folder: Path) -> list[str]:
-    """Every path under `folder`, relative, folders ending in `/`; links are not followed."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        rel = Path(dirpath).relative_to(folder)
-        out += [(rel / d).as_posix() + "/" for d in dirnames]
-        out += [(rel / f).as_posix() for f in filenames]
-    return sorted(out)
 
 
 def _listed(folder: Path) -> dict[str, str] | None:
@@ -69,7 +63,7 @@ def foreign_paths(folder: Path, *, built: Path | None = None) -> list[str] | Non
     ours[MARKER] = None
     dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
     foreign = []
-    for entry in _entries(folder):
+    for entry in entries(folder):
         path = folder / entry
         if entry in dirs and path.is_dir() and not path.is_symlink():
             continue
@@ -91,40 +85,23 @@ def is_our_build(folder: Path) -> bool:
     return foreign_paths(folder) == []
 
 
-def _summary(paths: list[str]) -> str:
-    """A foreign top folder of many files is one name (`.git/ (42 files)`); at most _SHOWN names."""
-    names = []
-    for top in sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in paths}):
-        files = (
-            [p for p in paths if p.startswith(top) and not p.endswith("/")] if top.endswith("/") else [top]
-        )
-        if top in paths and len(files) > 3:
-            names.append(f"{top} ({len(files)} files)")
-        else:
-            names += files or [top]
-    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
-    return ", ".join(names[:_SHOWN]) + more
-
-
-def check_replaceable(output: Path, *, built: Path | None = None) -> None:
-    """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths)."""
+def check_replaceable(output: Path, *, built: Path | None = None, flag: str = "--output") -> None:
+    """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths):
+    a folder without our marker as every command refuses one (judge/folders.py), then what
+    --overwrite would remove that the build did not write."""
+    check_folder(output, BUILD, flag, output)
     foreign = foreign_paths(output, built=built)
-    if foreign is None:
-        raise FileExistsError(
-            f"{output} is not a folder written by `oab-bench build` (no {MARKER} marker): refusing to "
-            f"replace it; --overwrite would have removed: {_summary(_entries(output)) or 'an empty folder'}"
-        )
     if foreign and _listed(output) == {}:
         raise FileExistsError(
             f"{output} was written by an older `oab-bench build` whose {MARKER} lists no file hashes, and "
             f"it differs from this build, so edits there cannot be told from ours: refusing to replace it "
-            f"({_summary(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
+            f"({summarize(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
             "then build again"
         )
     if foreign:
         raise FileExistsError(
             f"{output} holds what `oab-bench build` did not write: refusing to replace it; --overwrite "
-            f"would have removed: {_summary(foreign)}"
+            f"would have removed: {summarize(foreign)}"
         )
 
 
@@ -136,8 +113,7 @@ def write_dataset(
     A failure at any point leaves `output` as it was.
     """
     output = output.resolve()
-    if output.is_file():
-        raise FileExistsError(f"{output} is a file, not a dataset folder")
+    check_folder(output, BUILD, "--output", output)  # a file, or a folder the build did not write
     empty = output.is_dir() and not output.is_symlink() and not any(output.iterdir())
     old_marker = False  # a head-only marker: the files are checked against the new build, once written
     if output.exists() and not empty:  # an empty folder holds nothing to lose: the swap fills it

@@ -35,6 +35,7 @@ import yaml
 from dataset_builder.prepared import check_dataset
 from dataset_builder.schema import dataset_source
 from dataset_builder.source import read_objects
+from judge import folders
 from judge.aggregate import QuestionResult, task_figures
 from judge.estimate.flags import add_estimate_arguments
 from judge.lighteval_compat import PERMANENT_EXIT, PERMANENT_PREFIX, STOP_GRACE_S, ensure_offline_safe
@@ -68,7 +69,7 @@ from .vllm_server import VllmServer, served_name, vllm_target
 
 JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "oab_bench_summary.json"
-RUN_MARKER = ".oab-bench-run"  # written in every output folder a run makes or fills
+RUN_MARKER = folders.RUN_MARKER  # written in every output folder a run makes or fills
 DEFAULT_JUDGE = "openai/gpt-5.2"
 DEFAULT_MAX_MODEL_LENGTH = 32768
 API_CONCURRENCY = 10
@@ -243,17 +244,16 @@ def run(args: argparse.Namespace) -> int:
 
         return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
     out = Path(args.output_dir).resolve()
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
-    check_ours(out, args.output_dir)  # a run replaces files in it: never in someone else's folder
+    folders.check_folder(
+        out, RUN, "--output-dir", args.output_dir
+    )  # a run replaces files in it: never in others'
     check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
     if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
         try:
             check_folder(judges)
         except StoreError as e:
             raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RUN_MARKER).touch()
+    folders.claim(out, RUN)
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
@@ -268,20 +268,6 @@ def run(args: argparse.Namespace) -> int:
         return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
 
 
-def check_ours(out: Path, given: str) -> None:
-    """A run deletes and rewrites judgments.jsonl, model_config.yaml, the summary and the report in
-    its folder: only in a new or empty folder, or one an earlier run marked as its own."""
-    if not out.is_dir() or (out / RUN_MARKER).is_file() or _summary_of_an_older_run(out):
-        return
-    found = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
-    if found:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        raise ValueError(
-            f"--output-dir {given}: not a folder written by `oab-bench run` (no {RUN_MARKER}) and not "
-            f"empty ({shown}): give a new or empty folder"
-        )
-
-
 def _summary_of_an_older_run(out: Path) -> bool:
     """A run folder from before the marker: it holds our summary (model, judge, figures), so a
     rerun there resumes as it always did (and marks it)."""
@@ -290,6 +276,9 @@ def _summary_of_an_older_run(out: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(summary, dict) and {"model", "judge_model", "results", "figures"} <= summary.keys()
+
+
+RUN = folders.Writer("oab-bench run", RUN_MARKER, older=_summary_of_an_older_run)
 
 
 def answer_cache(args: argparse.Namespace) -> Path | None:

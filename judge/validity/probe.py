@@ -8,12 +8,14 @@ and judgments are written to the output folder, readable by `oab-bench judge` an
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
 
+from ..folders import PROBE_MARKER, Writer, check_folder, claim
 from ..redact import redact
 from ..report.inputs import JUDGMENTS_FILE
 from ..report.inputs import PROBE_REPORT as REPORT_FILE
@@ -21,6 +23,18 @@ from .command import whole
 from .probes import DEFAULT_SEED, PROBE_KINDS
 
 ANSWERS_DIR = "answers"
+
+
+def _an_older_probe(folder: Path) -> bool:
+    """A probe folder from before the marker: its report is a probe's, so a rerun there resumes."""
+    try:
+        report = json.loads((folder / REPORT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(report, dict) and {"judge", "probes", "checks", "verdict"} <= report.keys()
+
+
+PROBE = Writer("oab-bench probe", PROBE_MARKER, older=_an_older_probe)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -87,8 +101,10 @@ def run_probe_command(args: argparse.Namespace) -> int:
     judge = command_judge(args, settings)  # bad judge settings fail before anything is written
     out = Path(args.output) if args.output else default_output(settings.judge_model)
     if not args.estimate:  # a folder in the way fails now, not after paying for the judgments
+        check_folder(out, PROBE, "--output")  # it replaces files there: never in someone else's folder
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
+        claim(out, PROBE)
     answers = []
     with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:  # --estimate writes nothing
         for path in write_answer_files(probes, Path(scratch) if args.estimate else out / ANSWERS_DIR):
