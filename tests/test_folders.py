@@ -42,13 +42,17 @@ def dataset(tmp_path) -> Path:
     return write_dataset(rows, report, tmp_path / "ds")
 
 
-def test_probe_output_into_a_folder_it_did_not_write_is_refused_untouched(stub, dataset, notes, tmp_path, capsys):
+def test_probe_output_into_a_folder_it_did_not_write_is_refused_untouched(
+    stub, dataset, notes, tmp_path, capsys
+):
     server = stub(policy="max")
     before = snapshot(notes)
     args = ["probe", "--dataset", str(dataset), "--judge-model", "openai/j", "--api-base", server.url]
     args += ["--cache", str(tmp_path / "cache"), "--no-progress", "--resamples", "50"]
     assert main([*args, "--output", str(notes)]) == 2
-    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("oab-bench")]  # not datasets' bar
+    (line,) = [
+        x for x in capsys.readouterr().err.splitlines() if x.startswith("oab-bench")
+    ]  # not datasets' bar
     assert line == (
         f"oab-bench probe: error: --output {notes}: not a folder written by `oab-bench probe` (no "
         ".oab-bench-probe marker) and not empty (answers/probe_reference.jsonl, judgments.jsonl, report.json): "
@@ -82,7 +86,9 @@ def test_every_writer_refuses_in_the_same_words(writer, notes):
         "give a new or empty folder"
     )
     (notes / "answers" / "probe_reference.jsonl").unlink()
-    with pytest.raises(NotOurFolder, match=r"not empty \(answers/, judgments.jsonl"):  # an empty subfolder too
+    with pytest.raises(
+        NotOurFolder, match=r"not empty \(answers/, judgments.jsonl"
+    ):  # an empty subfolder too
         check_folder(notes, writer, "--out", "NOTES")
 
 
@@ -95,7 +101,7 @@ def test_a_new_or_empty_folder_is_claimed_and_a_file_is_refused(tmp_path):
         claim(folder, writer)
         assert is_marked(folder, writer) and [p.name for p in folder.iterdir()] == [".oab-bench-x"]
     (tmp_path / "a-file").write_text("x")
-    with pytest.raises(NotOurFolder, match="--output .*a-file: is a file, not a folder"):
+    with pytest.raises(NotOurFolder, match=r"--output .*a-file: is a file, not a folder"):
         check_folder(tmp_path / "a-file", writer, "--output")
 
 
@@ -149,7 +155,7 @@ def test_the_tiny_model_is_not_built_into_someone_elses_folder(notes):
     from scripts.tiny_model import build
 
     before = snapshot(notes)
-    with pytest.raises(NotOurFolder, match="not a folder written by `python -m scripts.tiny_model`"):
+    with pytest.raises(NotOurFolder, match=r"not a folder written by `python -m scripts\.tiny_model`"):
         build(notes)
     assert snapshot(notes) == before
 

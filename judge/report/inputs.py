@@ -314,8 +314,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
 
     from ..details import details_files, model_of
 
-    out: dict[tuple[str, str], Record] = {}
-    for file in details_files(path):  # sorted: a later run's timestamped folder comes later
+    out: list[Record] = []  # two runs of one model: both, chosen between as any two inputs (tables._one_each)
+    for file in details_files(path):
         df = pd.read_parquet(file, columns=["metric"])
         model = model_of(file)
         for n, metric in enumerate(df["metric"], start=1):
@@ -324,9 +324,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            record = _judged(v, model, str(file), n, dataset)
-            out[(model, record.question_id)] = record  # in one folder, the latest run's judgment
-    return list(out.values())
+            out.append(_judged(v, model, str(file), n, dataset))
+    return out
 
 
 class NoResults(SourceError):
