@@ -22,6 +22,7 @@ from dataset_builder.ids import parse_question_id
 from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from dataset_builder.source import read_objects
 
+from ..jury_name import canonical_judge
 from ..scoring import annulled_part
 from ..trust import problem
 
@@ -88,6 +89,7 @@ def _prompt(record: dict) -> str | None:
 
 
 def _judge_label(model: str, prompt: str | None) -> str:
+    model = canonical_judge(model)  # a jury named `c, a` in an older record is the jury `a, c`
     return f"{model} [{prompt}]" if prompt else model
 
 

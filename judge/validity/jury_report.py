@@ -19,11 +19,8 @@ from .sources import Graded, Source, source_names
 
 
 def member_names(records: list[dict]) -> list[str]:
-    names: dict[str, None] = {}
-    for r in records:
-        for m in r.get("members") or []:
-            names.setdefault(m["judge_model"], None)
-    return list(names)
+    """The members the records name, sorted (a jury's canonical order, whatever a record's order)."""
+    return sorted({m["judge_model"] for r in records for m in r.get("members") or []})
 
 
 def member_sources(records: list[dict]) -> list[Source]:
