@@ -15,11 +15,21 @@ from pydantic import ValidationError
 
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
+from dataset_builder.schema import QuestionRow
 from dataset_builder.source import read_objects
 
 from ..records import MemberScore
 from ..report.inputs import OURS_KEYS
 from ..trust import problem
+
+
+def agreeing_row(r: dict, rows: dict[str, QuestionRow]) -> QuestionRow | None:
+    """The dataset's row of the record's question, when the record agrees with it on exam and value."""
+    row = rows.get(r.get("question_id"))
+    same_max = row is not None and isinstance(r.get("max_score"), int | float)
+    if same_max and r.get("exam_id") == row.exam_id and abs(r["max_score"] - row.max_score) < 1e-6:
+        return row
+    return None
 
 
 def _grading(m: dict, at: dict, field: str) -> dict:
@@ -34,7 +44,7 @@ def _grading(m: dict, at: dict, field: str) -> dict:
     return got.model_dump(mode="json")
 
 
-def _checked(r: dict, key: str, at: dict) -> dict:
+def _checked(r: dict, key: str, at: dict, row: QuestionRow | None = None) -> dict:
     missing = OURS_KEYS - set(r)
     if missing:
         raise SourceError(f"missing keys {sorted(missing)}", **at)
@@ -42,7 +52,7 @@ def _checked(r: dict, key: str, at: dict) -> dict:
         parse_question_id(r["question_id"])
     except (ValueError, TypeError) as e:
         raise SourceError(str(e), **at, field="question_id") from None
-    bad = problem(r)
+    bad = problem(r, row)
     if bad:
         raise SourceError(bad[1], **at, field=bad[0])
     nested = [_grading(m, at, f"{key}[{n}]") for n, m in enumerate(r[key])]
@@ -53,16 +63,20 @@ def _checked(r: dict, key: str, at: dict) -> dict:
     return {**r, key: nested}
 
 
-def read_nested(path: Path, key: str, *, one_each: bool = True) -> list[dict]:
+def read_nested(
+    path: Path, key: str, *, one_each: bool = True, rows: dict[str, QuestionRow] | None = None
+) -> list[dict]:
     """The records of `path` that carry `key` ("members" or "repeats"), checked, sorted by
-    (model, question); `one_each`: one record per (model, question), as the module docstring says."""
+    (model, question); `one_each`: one record per (model, question), as the module docstring says.
+    `rows`: the dataset's, by question id: a record that agrees with its row on the exam and the
+    value is checked against its rubric too (one that does not is the caller's to leave out)."""
     found: dict[tuple[str, str], tuple[int, dict]] = {}
     out = []
     for lineno, r in read_objects(path):
         if not r.get(key):
             continue
         at = {"file": str(path), "line": lineno}
-        record = _checked(r, key, at)
+        record = _checked(r, key, at, agreeing_row(r, rows or {}))
         if not one_each:
             out.append(record)
             continue
