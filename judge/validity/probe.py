@@ -88,6 +88,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     from ..output import check_output, write_atomic
     from ..runner import dump_jsonl, run_judge_all
     from ..settings import settings_from
+    from .probe_members import with_members
     from .probe_report import build_report, render_json, render_text
     from .probes import build_probes, write_answer_files
 
@@ -134,6 +135,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
     variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
     report = build_report(label, rows, judgments, variants, resamples=args.resamples, seed=args.seed)
+    report = with_members(report, judgments)  # a jury member that graded nothing: incomplete
     write_atomic(out / REPORT_FILE, render_json(report))
     sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
     print(f"wrote {out / ANSWERS_DIR}, {out / JUDGMENTS_FILE}, {out / REPORT_FILE}", file=sys.stderr)
