@@ -63,33 +63,35 @@ def _checked(r: dict, key: str, at: dict, row: QuestionRow | None = None) -> dic
     return {**r, key: nested}
 
 
-def read_nested(
-    path: Path, key: str, *, one_each: bool = True, rows: dict[str, QuestionRow] | None = None
-) -> list[dict]:
-    """The records of `path` that carry `key` ("members" or "repeats"), checked, sorted by
-    (model, question); `one_each`: one record per (model, question), as the module docstring says.
+def read_nested_lines(
+    path: Path, key: str, rows: dict[str, QuestionRow] | None = None
+) -> list[tuple[int, dict]]:
+    """Every record of `path` that carries `key`, checked, with its line, in file order.
     `rows`: the dataset's, by question id: a record that agrees with its row on the exam and the
     value is checked against its rubric too (one that does not is the caller's to leave out)."""
-    found: dict[tuple[str, str], tuple[int, dict]] = {}
     out = []
     for lineno, r in read_objects(path):
-        if not r.get(key):
-            continue
-        at = {"file": str(path), "line": lineno}
-        record = _checked(r, key, at, agreeing_row(r, rows or {}))
-        if not one_each:
-            out.append(record)
-            continue
-        slot = (str(r["model"]), str(r["question_id"]))
+        if r.get(key):
+            out.append(
+                (lineno, _checked(r, key, {"file": str(path), "line": lineno}, agreeing_row(r, rows or {})))
+            )
+    return out
+
+
+def read_nested(path: Path, key: str, *, rows: dict[str, QuestionRow] | None = None) -> list[dict]:
+    """The records of `path` that carry `key` ("members" or "repeats"), checked (read_nested_lines),
+    one per (model, question) as the module docstring says, sorted by (model, question)."""
+    found: dict[tuple[str, str], tuple[int, dict]] = {}
+    for lineno, record in read_nested_lines(path, key, rows):
+        slot = (str(record["model"]), str(record["question_id"]))
         if slot in found:
             before, seen = found[slot]
             if seen != record:
                 raise SourceError(
                     f"{slot[0]} on {slot[1]} is graded here and differently on line {before}: keep one of them",
-                    **at,
+                    file=str(path),
+                    line=lineno,
                 )
             continue
         found[slot] = (lineno, record)
-    if one_each:
-        out = [found[k][1] for k in sorted(found)]
-    return out
+    return [found[k][1] for k in sorted(found)]
