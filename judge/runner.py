@@ -397,6 +397,7 @@ async def judge_all(
 
         done = await judge_batch(judge, pairs, progress=progress)
         await synced()
+        _prune_kept(judge)  # stored and fsynced: kept replies now served by the store go
         return done
     kept: dict = {}
     if isinstance(judge, Judge) and judge.store.path is not None:  # a cache that has batches
@@ -432,6 +433,8 @@ async def judge_all(
         with fewer_collections(len(pairs) >= 200):
             done = list(await asyncio.shield(gathered))
         await synced()  # every stored judgment fsynced before the run returns
+        if kept:
+            _prune_kept(judge)
         return done
     except asyncio.CancelledError:  # Ctrl-C: calls already paid for finish and are stored, briefly
         stopping.set()  # under way but not calling yet: they stop at the call slot
@@ -447,6 +450,13 @@ async def judge_all(
     finally:
         _STOPPING.reset(stop_token)
         bar.close()
+
+
+def _prune_kept(judge) -> None:
+    from .batch.run import prune_kept
+
+    if isinstance(judge, Judge):
+        prune_kept(judge)
 
 
 @contextlib.contextmanager
