@@ -3,7 +3,8 @@
 Everything an oab-bench command uploads carries, in its card's YAML front matter,
 `oab_bench: {made_by: "oab-bench push", kind: dataset}` (or `push-results` and `results`).
 Before anything is created or written the target is read: a repo that does not exist is
-created; one whose card carries our marker of the same kind is updated; anything else (no
+created; one whose card carries our marker of the same kind is updated, and so is an empty
+one (nothing but `.gitattributes`: what a push whose commit failed leaves); anything else (no
 card, a card without the marker, our marker of another kind, a repo this token cannot read)
 is refused, naming the repo and what would have been replaced or deleted.
 
@@ -21,7 +22,8 @@ API, for every command that uploads (`push`, `push-results`):
   a repo changed meanwhile is not overwritten either. `replace_foreign` is the repo id given
   to `--replace-foreign`: it must equal `repo_id`, and lets a refused repo be written, after
   `say` names the repo and the files once more. `dry_run`: every check, no write; the plan
-  is returned; a refusal is still raised (its `plan` says what was found). The returned plan's `url` is the commit's.
+  is returned, and a refusal is still raised (its `plan` says what was found). After a
+  write, the returned plan's `url` is the commit's.
 - `describe(plan) -> list[str]`: what a plan uploads, replaces and deletes (for `--dry-run`).
 - `HubRefusal` (a ValueError): one line, raised before any write.
 """
@@ -46,7 +48,8 @@ CARD = "README.md"
 REPO_TYPE = "dataset"  # both kinds are dataset repos: the marker's kind tells them apart
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
-Owner = Literal["new", "ours", "no-card", "no-marker", "other-kind", "unreadable"]
+Owner = Literal["new", "empty", "ours", "no-card", "no-marker", "other-kind", "unreadable"]
+WRITABLE = ("new", "empty", "ours")  # empty: nothing but .gitattributes (a push whose commit failed)
 
 
 class PushPlan(BaseModel):
@@ -126,7 +129,9 @@ def check_token(api, repo_id: str) -> None:
     try:
         me = api.whoami()
     except Exception as e:  # LocalTokenNotFoundError, a 401, offline mode: the library's message
-        raise ValueError(f"{repo_id}: no usable Hub token (HF_TOKEN or `hf auth login`): {e}") from None
+        raise ValueError(
+            f"{repo_id}: the Hub token (HF_TOKEN or `hf auth login`) could not be checked: {e}"
+        ) from None
     token = (me.get("auth") or {}).get("accessToken") or {}
     name = f"{token.get('displayName', 'the token')!r} of {me.get('name', '?')}"
     if token.get("role") == "read":
@@ -165,6 +170,8 @@ def _owner_of(api, repo_id: str, sha: str, kind: str) -> tuple[Owner, str, list[
 
     try:
         files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=sha)
+        if set(files) <= {".gitattributes"}:
+            return "empty", "", files
         if CARD not in files:
             return "no-card", f"it has no {CARD}, so no oab-bench marker", files
         mark = marker_of(_read_card(api, repo_id, sha))
@@ -209,7 +216,9 @@ def plan_push(
     why = ""
     for sha in dict.fromkeys((head.sha, target)):  # the repo's card, and the branch's if it has one
         found, reason, files = _owner_of(api, repo_id, sha, kind)
-        if found != "ours" and owner == "ours":
+        if found == "empty" and owner == "ours":
+            owner = found
+        elif found not in WRITABLE and owner in WRITABLE:
             owner, why = found, reason + (f" (on {revision})" if sha != head.sha else "")
     deletable = filter_repo_objects(files, allow_patterns=list(delete_patterns)) if delete_patterns else []
     return PushPlan(
@@ -233,7 +242,7 @@ def _changes(plan: PushPlan) -> str:
 
 def refusal(plan: PushPlan, replace_foreign: str | None = None) -> str | None:
     """The one-line refusal, or None when the plan may be carried out."""
-    if plan.owner in ("new", "ours") or (replace_foreign == plan.repo_id and plan.owner != "unreadable"):
+    if plan.owner in WRITABLE or (replace_foreign == plan.repo_id and plan.owner != "unreadable"):
         return None
     if plan.owner == "unreadable":
         return f"{plan.repo_id}: {plan.why}: this token cannot read its card, so it is not written; check --repo-id"
@@ -247,6 +256,8 @@ def describe(plan: PushPlan) -> list[str]:
     """What the plan does, one line per file: for `--dry-run`."""
     if plan.owner == "new":
         head = f"{plan.repo_id} does not exist: would create it ({'private' if plan.private else 'public'})"
+    elif plan.owner == "empty":
+        head = f"{_where(plan)} holds nothing but .gitattributes: would fill it (at commit {plan.parent})"
     elif plan.owner == "ours":
         head = f"{_where(plan)} was made by `{KINDS[plan.kind]}`: would update it (at commit {plan.parent})"
     else:
@@ -298,7 +309,7 @@ def guarded_push(
     line = refusal(plan, replace_foreign)
     if line:
         raise HubRefusal(line, plan)
-    plan.forced = plan.owner not in ("new", "ours")
+    plan.forced = plan.owner not in WRITABLE
     if dry_run:
         return plan
     if plan.forced:

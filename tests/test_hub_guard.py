@@ -157,7 +157,7 @@ def test_dry_run_of_a_foreign_repo_shows_the_plan_then_the_refusal(built, hub, c
 @pytest.mark.parametrize(
     ("token", "said"),
     [
-        (NO_TOKEN, "no usable Hub token (HF_TOKEN or `hf auth login`): Token is required"),
+        (NO_TOKEN, "the Hub token (HF_TOKEN or `hf auth login`) could not be checked: Token is required"),
         (
             {"name": "me", "auth": {"accessToken": {"displayName": "ro", "role": "read"}}},
             "the Hub says the token 'ro' of me is read-only (role: read)",
@@ -267,3 +267,21 @@ def test_refusal_is_a_value_error_carrying_the_plan(built, tmp_path):
     with pytest.raises(HubRefusal) as e:
         push_dataset(built, REPO, api=hub)
     assert e.value.plan.owner == "no-marker" and e.value.plan.delete == ["data/train-00000-of-00001.parquet"]
+
+
+def test_a_push_whose_commit_failed_can_be_run_again(built, hub, monkeypatch, capsys):
+    """create_repo done, create_commit failed: the repo holds only .gitattributes, nothing to lose."""
+    real = hub.create_commit
+
+    def fails(*a, **kw):
+        hub.calls.append(("create_commit", a, kw))
+        raise OSError("connection reset")
+
+    monkeypatch.setattr(hub, "create_commit", fails, raising=False)
+    assert push(built) == 2 and sorted(hub.files(REPO)) == [".gitattributes"]
+    monkeypatch.setattr(hub, "create_commit", real, raising=False)
+    assert push(built, "--dry-run") == 0
+    assert f"{REPO} holds nothing but .gitattributes: would fill it" in capsys.readouterr().out
+    hub.calls.clear()
+    assert push(built) == 0 and hub.writes == ["create_commit"]
+    assert marker_of(hub.files(REPO)["README.md"].decode())["kind"] == "dataset"
