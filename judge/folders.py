@@ -9,6 +9,7 @@ writing anything else into it (`claim`); a refusal names the flag, the folder an
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,16 @@ class Writer(NamedTuple):
     marker: str
     head: str = ""  # the marker's first line, where the marker has content
     older: Callable[[Path], bool] | None = None  # a folder of ours from before the marker
+
+
+def json_with_keys(path: Path, keys: set[str]) -> bool:
+    """`path` holds a JSON object with at least `keys`: how an older folder of ours is known by the
+    summary or report a command wrote in it."""
+    try:
+        got = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(got, dict) and keys <= got.keys()
 
 
 class NotOurFolder(FileExistsError):

@@ -271,11 +271,7 @@ def run(args: argparse.Namespace) -> int:
 def _summary_of_an_older_run(out: Path) -> bool:
     """A run folder from before the marker: it holds our summary (model, judge, figures), so a
     rerun there resumes as it always did (and marks it)."""
-    try:
-        summary = json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(summary, dict) and {"model", "judge_model", "results", "figures"} <= summary.keys()
+    return folders.json_with_keys(out / SUMMARY_FILE, {"model", "judge_model", "results", "figures"})
 
 
 RUN = folders.Writer("oab-bench run", RUN_MARKER, older=_summary_of_an_older_run)

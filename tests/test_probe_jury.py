@@ -66,4 +66,5 @@ def test_a_member_with_one_grading_is_there():
     assert failed_members(got) == {}
     got = [_judgment([("a", "ok"), ("b", "api_error")]), _judgment([("a", "ok"), ("b", "parse_error")])]
     assert failed_members(got) == {"b": {"api_error": 1, "parse_error": 1}}
-    assert failed_members([]) == {}  # one judge: no members, nothing to say
+    one = _judgment([]).model_copy(update={"members": None, "judge_model": "a", "status": "api_error"})
+    assert failed_members([one]) == {}  # one judge: no members, nothing to say

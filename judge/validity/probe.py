@@ -8,14 +8,13 @@ and judgments are written to the output folder, readable by `oab-bench judge` an
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
 
-from ..folders import PROBE_MARKER, Writer, check_folder, claim
+from ..folders import PROBE_MARKER, Writer, check_folder, claim, json_with_keys
 from ..redact import redact
 from ..report.inputs import JUDGMENTS_FILE
 from ..report.inputs import PROBE_REPORT as REPORT_FILE
@@ -27,11 +26,7 @@ ANSWERS_DIR = "answers"
 
 def _an_older_probe(folder: Path) -> bool:
     """A probe folder from before the marker: its report is a probe's, so a rerun there resumes."""
-    try:
-        report = json.loads((folder / REPORT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(report, dict) and {"judge", "probes", "checks", "verdict"} <= report.keys()
+    return json_with_keys(folder / REPORT_FILE, {"judge", "probes", "checks", "verdict"})
 
 
 PROBE = Writer("oab-bench probe", PROBE_MARKER, older=_an_older_probe)

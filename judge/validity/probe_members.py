@@ -17,7 +17,7 @@ def failed_members(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
     """Each jury member that graded nothing, with the count of each of its failure statuses."""
     seen: dict[str, Counter] = defaultdict(Counter)
     for j in judgments:
-        for m in j.members:
+        for m in j.members or []:  # one judge: none
             seen[m.judge_model][m.status] += 1
     return {name: dict(sorted(got.items())) for name, got in sorted(seen.items()) if not got["ok"]}
 
