@@ -261,7 +261,7 @@ def test_an_output_that_cannot_be_written_fails_before_any_call(
     probe = ["probe", "--dataset", str(built_dataset), "--questions", "39_direito_penal_questao_3"]
     probe += ["--judge-model", "openai/judge-test", "--api-base", server.url, "--no-progress"]
     assert main([*probe, "--cache", str(tmp_path / "c"), "--output", str(a_file)]) == 2
-    assert f"{a_file} is a file, not a folder" in capsys.readouterr().err
+    assert f"--output {a_file}: is a file, not a folder" in capsys.readouterr().err  # as run says it
     run = ["run", "--model", "openai/cand", "--dataset", str(built_dataset), "--judge-model", "openai/j"]
     assert main([*run, "--output-dir", str(a_file)]) == 2
     assert f"--output-dir {a_file}: is a file, not a folder" in capsys.readouterr().err
