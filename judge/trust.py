@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math
 
-from dataset_builder.schema import QuestionRow, money
-
-from .prompts import PROMPT_VERSION
-from .scoring import annulled_part
+from oab_bench.dataset_builder.schema import QuestionRow, money
+from oab_bench.judge.grading.prompts import PROMPT_VERSION
+from oab_bench.judge.scoring import annulled_part
 
 TOLERANCE = 1e-6
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 
 def _build(args: argparse.Namespace) -> int:
-    from dataset_builder.build import build_rows
-    from dataset_builder.errata import DEFAULT_ERRATA
-    from dataset_builder.publish import write_dataset
+    from oab_bench.dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.errata import DEFAULT_ERRATA
+    from oab_bench.dataset_builder.publish import write_dataset
 
     source = args.source if args.source.startswith("hf:") else Path(args.source)
     rows, report = build_rows(source, Path(args.errata) if args.errata else DEFAULT_ERRATA)
@@ -27,7 +27,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from dataset_builder.publish import push_dataset
+    from oab_bench.dataset_builder.publish import push_dataset
 
     url = push_dataset(Path(args.dataset), args.repo_id, private=args.private, revision=args.revision)
     print(f"pushed {args.dataset} to {args.repo_id}: {url}")
@@ -35,30 +35,30 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from judge.command import run_judge_command
+    from oab_bench.scripts.cmd_judge import run_judge_command
 
     return run_judge_command(args)
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from judge.validity.probe import run_probe_command
+    from oab_bench.judge.validity.probe import run_probe_command
 
     return run_probe_command(args)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scripts.run import run
+    from oab_bench.judge.generation.run import run
 
     return run(args)
 
 
 def _records(args: argparse.Namespace):
     """Every input's records with the facts to check them against, and notes (skipped inputs...)."""
-    from judge.report.inputs import read_inputs
+    from oab_bench.judge.leaderboard.inputs import read_inputs
 
     inputs = read_inputs(args.inputs, args.dataset)
     if getattr(args, "members", False):  # a jury's members, each as its own judge
-        from judge.validity.jury_report import member_records_of
+        from oab_bench.judge.validity.jury_report import member_records_of
 
         for path in args.inputs:
             inputs.records += member_records_of(Path(path))
@@ -68,9 +68,9 @@ def _records(args: argparse.Namespace):
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from judge.output import check_output, write_atomic
-    from judge.report import render
-    from judge.report import tables as lb
+    from oab_bench.judge.leaderboard import render
+    from oab_bench.judge.leaderboard import tables as lb
+    from oab_bench.judge.output import check_output, write_atomic
 
     for flag, path in (("--output", args.output), ("--plot", args.plot)):
         if path:
@@ -88,7 +88,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         text = render.render_json(tables, notes)
     png = None
     if args.plot:  # drawn before anything is written: a failure leaves neither file
-        from judge.report.plot import plot_png_bytes
+        from oab_bench.judge.leaderboard.plot import plot_png_bytes
 
         png = plot_png_bytes(tables)
     if args.output:
@@ -105,8 +105,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from judge.report import render
-    from judge.report import tables as lb
+    from oab_bench.judge.leaderboard import render
+    from oab_bench.judge.leaderboard import tables as lb
 
     got = _records(args)
     tables, _ = lb.build_tables(
@@ -120,7 +120,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from judge.audit.write import write_report
+    from oab_bench.judge.audit.write import write_report
 
     path = write_report(
         [Path(p) for p in args.inputs],
@@ -135,13 +135,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from judge.validity.command import run_agreement
+    from oab_bench.scripts.cmd_agreement import run_agreement
 
     return run_agreement(args)
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
-    from judge.validity.command import whole
+    from oab_bench.scripts.cmd_agreement import whole
 
     p.add_argument(
         "--dataset",
@@ -152,8 +152,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from judge import settings as judge_settings
-    from judge.estimate.flags import add_estimate_arguments
+    from oab_bench.judge import settings as judge_settings
+    from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
 
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_estimate_arguments(p)
     p.set_defaults(func=_judge)
 
-    from judge.validity import probe
+    from oab_bench.judge.validity import probe
 
     p = sub.add_parser(
         "probe", help="does the judge fail a failing answer? answers of known worth from the dataset"
@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_arguments(p)
     p.set_defaults(func=_probe)
 
-    from scripts.run import add_arguments
+    from oab_bench.judge.generation.run import add_arguments
 
     p = sub.add_parser("run", help="generate with lighteval (litellm backend), judge, score")
     add_arguments(p)
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     _report_args(p)
     p.set_defaults(func=_report)
 
-    from judge.validity.command import add_arguments as agreement_arguments
+    from oab_bench.scripts.cmd_agreement import add_arguments as agreement_arguments
 
     p = sub.add_parser("agreement", help="is the judge right? agreement between judges, repeats, humans")
     agreement_arguments(p)
@@ -277,11 +277,11 @@ JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (j
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dataset_builder.errors import BuildError, SourceError
-    from judge.loop import Stopped
-    from judge.redact import redact
-    from scripts.processes import stop_signals
-    from scripts.vllm_server import ServerError
+    from oab_bench.dataset_builder.errors import BuildError, SourceError
+    from oab_bench.judge.generation.processes import stop_signals
+    from oab_bench.judge.generation.vllm_server import ServerError
+    from oab_bench.judge.grading.loop import Stopped
+    from oab_bench.judge.redact import redact
 
     args = build_parser().parse_args(argv)
     try:

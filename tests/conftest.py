@@ -37,14 +37,14 @@ def judge_prompts_v2() -> Path:
 
 @pytest.fixture(scope="session")
 def built_rows(upstream_v1):
-    from dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.build import build_rows
 
     return build_rows(upstream_v1)
 
 
 @pytest.fixture(scope="session")
 def built_dataset(tmp_path_factory, built_rows) -> Path:
-    from dataset_builder.publish import write_dataset
+    from oab_bench.dataset_builder.publish import write_dataset
 
     rows, report = built_rows
     return write_dataset(rows, report, tmp_path_factory.mktemp("ds") / "oab_bench")
@@ -82,5 +82,5 @@ def oab(*args, env: dict | None = None, cwd: Path = REPO, timeout: float = 900):
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "scripts.cli", *map(str, args)]
+    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", *map(str, args)]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

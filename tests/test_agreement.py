@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.validity.agreement import compare_all
-from judge.validity.render import render_json, render_text
-from judge.validity.sources import load_source
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.validity.agreement import compare_all
+from oab_bench.judge.validity.render import render_json, render_text
+from oab_bench.judge.validity.sources import load_source
 from tests.conftest import oab
 
 JUDGE = "openai/judge-made-up"
@@ -433,7 +433,7 @@ def test_human_item_grades_adding_up_above_the_question_stop(tmp_path):
 def test_resamples_and_seed_are_checked_before_anything_runs(argv, capsys):
     """`--resamples 0` was a numpy traceback (agreement) or a scipy message (leaderboard), and in
     `probe` only after the judgments were paid for."""
-    from scripts.cli import build_parser
+    from oab_bench.scripts.cli import build_parser
 
     with pytest.raises(SystemExit) as stop:
         build_parser().parse_args(argv)

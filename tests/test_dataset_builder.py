@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
-from dataset_builder.build import build_rows
-from dataset_builder.errors import BuildError, SourceError
-from dataset_builder.rubric import parse_reference, parse_scores
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.errors import BuildError, SourceError
+from oab_bench.dataset_builder.rubric import parse_reference, parse_scores
 from tests import synthetic as syn
 
 
@@ -454,7 +454,7 @@ def test_parse_reference_keeps_commented_answer_exact():
 
 
 def test_errata_file_errors(tmp_path):
-    from dataset_builder.errata import load_errata
+    from oab_bench.dataset_builder.errata import load_errata
 
     p = tmp_path / "e.yaml"
     p.write_text(yaml.safe_dump([{"question_id": "x", "problem": "p", "correction": {}}]))

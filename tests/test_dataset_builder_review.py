@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dataset_builder.build import build_rows
-from dataset_builder.errors import BuildError, SourceError
-from dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, is_our_build, write_dataset
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.errors import BuildError, SourceError
+from oab_bench.dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, is_our_build, write_dataset
 from tests import synthetic as syn
 
 SWAP = {
@@ -243,7 +243,7 @@ def test_a_rebuilt_folder_is_swapped_in_whole(tmp_path, monkeypatch):
     """The old folder was renamed aside and then the new one in: a kill between the two renames
     left no output folder at all. On Linux the two are now exchanged in one step; elsewhere (or
     on a file system without it) the two renames remain, the old folder restored on failure."""
-    from dataset_builder import publish
+    from oab_bench.dataset_builder import publish
 
     def folder(name: str, text: str) -> Path:
         (tmp_path / name).mkdir()

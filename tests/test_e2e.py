@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from dataset_builder.schema import PASS_MARK, money
-from scripts.preflight import CHECK_PROMPT
-from scripts.run import RUN_MARKER
+from oab_bench.dataset_builder.schema import PASS_MARK, money
+from oab_bench.judge.generation.preflight import CHECK_PROMPT
+from oab_bench.judge.generation.run import RUN_MARKER
 from tests.conftest import REPO, SECRET
 
 pytestmark = pytest.mark.e2e
@@ -70,7 +70,7 @@ def run_bench(
     cmd = [
         sys.executable,
         "-m",
-        "scripts.cli",
+        "oab_bench.scripts.cli",
         "run",
         "--model",
         model,
@@ -177,7 +177,7 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
         [
             sys.executable,
             "-m",
-            "scripts.cli",
+            "oab_bench.scripts.cli",
             "leaderboard",
             str(out),
             str(out / "judgments.jsonl"),
@@ -210,7 +210,7 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     jcmd = [
         sys.executable,
         "-m",
-        "scripts.cli",
+        "oab_bench.scripts.cli",
         "judge",
         "--dataset",
         str(built_dataset),

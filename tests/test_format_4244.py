@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dataset_builder.build import build_rows
-from dataset_builder.errors import BuildError, SourceError
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.errors import BuildError, SourceError
 from tests import synthetic as syn
 
 ED, AREA = 43, "do_trabalho"

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dataset_builder.build import build_rows
-from dataset_builder.publish import MARKER, write_dataset
-from judge.answers import Answer
-from judge.runner import Judge, run_judge_all
-from judge.store import JudgmentStore
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.publish import MARKER, write_dataset
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import Judge, run_judge_all
 from tests import synthetic as syn
 from tests.conftest import REPO, SECRET, oab
 from tests.test_judge_parsing import made_up_row
@@ -132,7 +132,7 @@ def test_an_exam_whose_values_do_not_make_ten_is_noted(tmp_path):
 
 def test_a_rebuilt_dataset_folder_never_loads_stale_rows(tmp_path):
     """`datasets` caches a local folder whose card declares `configs` by its name alone."""
-    from judge.dataset import load_rows
+    from oab_bench.judge.dataset import load_rows
 
     loaded = []
     for n, edition in enumerate((90, 91)):
@@ -153,7 +153,7 @@ def test_a_tampered_cache_line_is_judged_again(stub, judge_key, tmp_path, caplog
     line["score"] = 99.0
     path.write_text(json.dumps(line) + "\n")
     before = server.count
-    with caplog.at_level(logging.WARNING, logger="judge.runner"):
+    with caplog.at_level(logging.WARNING, logger="oab_bench.judge.grading.runner"):
         again = grade(server, store=JudgmentStore(tmp_path))
     assert server.count == before + 1 and again.status == "ok" and again.score == 1.25 and not again.cached
     assert any("cached judgment" in r.message and "judging it again" in r.message for r in caplog.records)
@@ -247,7 +247,7 @@ def test_missing_credentials_fail_at_once_naming_the_variable(monkeypatch):
 
 
 def _no_base_settings():
-    from judge.settings import JudgeSettings
+    from oab_bench.judge.settings import JudgeSettings
 
     return JudgeSettings(judge_model="openai/gpt-4o-mini", max_attempts=6, backoff_initial=1.0)
 
@@ -344,7 +344,7 @@ def test_a_cache_with_bad_bytes_is_read_around(stub, judge_key, tmp_path, caplog
     grade(server, store=JudgmentStore(tmp_path))
     path = tmp_path / "judgments.jsonl"
     path.write_bytes(b"\xff\xfe not utf-8 \x80\n" + path.read_bytes())
-    with caplog.at_level(logging.WARNING, logger="judge.store"):
+    with caplog.at_level(logging.WARNING, logger="oab_bench.judge.grading.judgment_store"):
         store = JudgmentStore(tmp_path)
     assert len(store) == 1
     assert any(
@@ -402,7 +402,7 @@ def test_two_judge_processes_sharing_a_cache_pay_once(stub, tmp_path, built_data
             "--questions",
             *ids,
         ]
-        cmd = [sys.executable, "-m", "scripts.cli", *map(str, args)]
+        cmd = [sys.executable, "-m", "oab_bench.scripts.cli", *map(str, args)]
         return subprocess.Popen(
             cmd, cwd=REPO, env=clean_env(OAB_JUDGE_API_KEY=SECRET), stderr=subprocess.PIPE
         )

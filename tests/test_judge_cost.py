@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from judge.answers import Answer
-from judge.client import cost, map_prices
-from judge.estimate.core import estimate
-from judge.prompts import build_messages, marks_cache
-from judge.records import Usage
-from judge.runner import Judge, run_judge_all, summarise
-from judge.store import JudgmentStore
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.client import cost, map_prices
+from oab_bench.judge.grading.estimate.core import estimate
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.prompts import build_messages, marks_cache
+from oab_bench.judge.grading.runner import Judge, run_judge_all, summarise
+from oab_bench.judge.records import Usage
 from tests.conftest import oab
 from tests.test_hardening import clean_env
 from tests.test_judge_parsing import made_up_row
@@ -118,7 +118,7 @@ def test_map_prices_price_cached_input_at_the_cached_rate():
 
 
 def settings_for(model: str):
-    from judge.settings import JudgeSettings
+    from oab_bench.judge.settings import JudgeSettings
 
     return JudgeSettings(judge_model=model)
 
@@ -164,8 +164,8 @@ def test_run_estimate_prices_the_judging_before_generating(stub, judge_key, tmp_
 def test_a_price_given_alone_leaves_the_others_to_the_cost_map():
     """--price-input alone made output free (and cached input full price); now each price not
     given is the cost map's."""
-    from judge.client import prices
-    from judge.settings import JudgeSettings
+    from oab_bench.judge.grading.client import prices
+    from oab_bench.judge.settings import JudgeSettings
 
     known = map_prices("openai/gpt-5.2")
     only_input = prices(JudgeSettings(judge_model="openai/gpt-5.2", price_input=10))
@@ -181,7 +181,7 @@ def test_a_price_given_alone_leaves_the_others_to_the_cost_map():
 def test_a_jurys_members_share_one_cap_each_reserved_at_its_own_price(stub, judge_key):
     import asyncio
 
-    from judge.jury import Jury
+    from oab_bench.judge.grading.jury import Jury
 
     server = stub()
     jury = Jury(
@@ -213,7 +213,7 @@ def test_litellms_bundled_cost_map_whatever_is_imported_first(tmp_path):
     from tests.conftest import REPO
 
     code = (
-        "import judge.batch.run\n"
+        "import oab_bench.judge.grading.batch.run\n"
         "from litellm.litellm_core_utils.get_model_cost_map import get_model_cost_map_source_info as f\n"
         "print(f()['source'], f()['is_env_forced'])"
     )
@@ -230,8 +230,8 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     expected as short as a questão's. The kind is told from the cached judgments' ids."""
     from types import SimpleNamespace
 
-    from judge.estimate.core import _history
-    from judge.records import Judgment
+    from oab_bench.judge.grading.estimate.core import _history
+    from oab_bench.judge.records import Judgment
 
     def judged(qid: str, tokens: int) -> Judgment:
         return Judgment(

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from dataset_builder.schema import Item, QuestionRow, RubricItem, UpstreamText
-from judge import parse_legacy_score
-from judge.answers import Answer, load_fastchat_answers, strip_reasoning
-from judge.legacy import parse_legacy_score_detailed
-from judge.prompts import CLOSE_TAG, OPEN_TAG, build_messages
-from judge.reply_schema import GradingError, grading_schema, validate_grading
+from oab_bench.dataset_builder.schema import Item, QuestionRow, RubricItem, UpstreamText
+from oab_bench.judge import parse_legacy_score
+from oab_bench.judge.answers import Answer, load_fastchat_answers, strip_reasoning
+from oab_bench.judge.grading.prompts import CLOSE_TAG, OPEN_TAG, build_messages
+from oab_bench.judge.grading.reply_schema import GradingError, grading_schema, validate_grading
+from oab_bench.judge.legacy import parse_legacy_score_detailed
 
 
 def made_up_row(annulled: bool = False) -> QuestionRow:
@@ -184,7 +184,7 @@ def test_fastchat_answers_take_the_model_id(upstream_v1):
 
 
 def test_upstream_v1_filling_reproduces_published_prompts_exactly(upstream_v1, built_rows):
-    from judge.upstream import load_upstream_prompts, upstream_calls
+    from oab_bench.judge.grading.upstream_prompts import load_upstream_prompts, upstream_calls
 
     rows, _ = built_rows
     by_id = {r.question_id: r for r in rows}
@@ -209,7 +209,7 @@ def test_upstream_v1_filling_reproduces_published_prompts_exactly(upstream_v1, b
 
 
 def test_upstream_v2_joins_turns_under_headers(judge_prompts_v2):
-    from judge.upstream import load_upstream_prompts, prompt_version, upstream_calls
+    from oab_bench.judge.grading.upstream_prompts import load_upstream_prompts, prompt_version, upstream_calls
 
     prompts = load_upstream_prompts(judge_prompts_v2)
     row = made_up_row()

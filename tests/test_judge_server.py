@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from judge.answers import Answer
-from judge.records import RECORD_FIELDS
-from judge.runner import Judge, run_judge_all
-from judge.settings import JudgeSettings
-from judge.store import JudgmentStore
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import Judge, run_judge_all
+from oab_bench.judge.records import RECORD_FIELDS
+from oab_bench.judge.settings import JudgeSettings
 from tests.conftest import REPO, SECRET
 from tests.test_judge_parsing import made_up_row
 
@@ -217,7 +217,7 @@ def _judge_args(dataset, answers, server, cache, out, *extra) -> list[str]:
 def _cli(args, env_extra=None, **kw):
     env = dict(os.environ, **(env_extra or {}))
     return subprocess.Popen(
-        [sys.executable, "-m", "scripts.cli", "judge", *args],
+        [sys.executable, "-m", "oab_bench.scripts.cli", "judge", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

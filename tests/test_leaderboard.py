@@ -10,10 +10,10 @@ from collections import defaultdict
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.report import render
-from judge.report import tables as lb
-from judge.report.inputs import load_records
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.leaderboard import render
+from oab_bench.judge.leaderboard import tables as lb
+from oab_bench.judge.leaderboard.inputs import load_records
 from tests.conftest import REPO
 
 J1, J2 = "openai/gpt-5.2", "anthropic/claude-judge"
@@ -171,7 +171,7 @@ def test_cli_leaderboard_and_plot(made_up, tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "scripts.cli",
+        "oab_bench.scripts.cli",
         "leaderboard",
         str(made_up),
         "--format",
@@ -188,7 +188,7 @@ def test_cli_leaderboard_and_plot(made_up, tmp_path):
     assert json.loads(out.read_text())["rows"][0]["model"] == "model-a"  # J2's table first
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     cmp = subprocess.run(
-        [sys.executable, "-m", "scripts.cli", "compare", "model-a", "model-c", str(made_up)],
+        [sys.executable, "-m", "oab_bench.scripts.cli", "compare", "model-a", "model-c", str(made_up)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -262,7 +262,7 @@ def test_unknown_format_names_the_file(tmp_path):
 
 
 def test_by_area_table_and_plot_name_and_order_areas_alike(tmp_path, monkeypatch):
-    from judge.report import plot
+    from oab_bench.judge.leaderboard import plot
 
     recs = []
     for exam in ("90_direito_tributario", "90_direito_penal", "90_direito_do_trabalho", "90_direito_civil"):
@@ -306,7 +306,7 @@ def test_a_field_of_the_wrong_type_names_file_line_and_field(tmp_path, fmt, fiel
 
 
 def test_notes_on_skipped_inputs_do_not_depend_on_their_order(made_up, tmp_path, capsys):
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     killed = [tmp_path / "killed-b", tmp_path / "killed-a"]  # run folders with no results
     for k in killed:
@@ -321,7 +321,7 @@ def test_notes_on_skipped_inputs_do_not_depend_on_their_order(made_up, tmp_path,
 
 
 def test_a_plot_that_cannot_be_written_leaves_no_table_and_never_replaces_an_input(made_up, tmp_path):
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     out = tmp_path / "lb.md"
     blocker = tmp_path / "a-file"

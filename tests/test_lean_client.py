@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-from judge import loop, runner
-from judge.client import _setup_is_pure
-from judge.runner import Judge, judge_all, run_judge_all
-from judge.store import STORE_FILE, JudgmentStore, synced
+from oab_bench.judge.grading import loop, runner
+from oab_bench.judge.grading.client import _setup_is_pure
+from oab_bench.judge.grading.judgment_store import STORE_FILE, JudgmentStore, synced
+from oab_bench.judge.grading.runner import Judge, judge_all, run_judge_all
 from tests.conftest import REPO
 from tests.test_judge_cost import _pairs
 from tests.test_judge_server import settings
@@ -116,7 +116,7 @@ def test_append_writes_at_once_and_fsyncs_behind(tmp_path, monkeypatch):
 
 
 def _ok(row, key: str):
-    from judge.records import Judgment
+    from oab_bench.judge.records import Judgment
 
     return Judgment(
         question_id=row.question_id,
@@ -183,7 +183,7 @@ def test_inline_setup_is_for_openai_style_providers_only():
 def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub, judge_key):
     """The breaker may open while a judgment waits for a call slot (up to 2 x concurrency are
     under way): that judgment fails at once, naming the breaker, without a request."""
-    from judge.client import Breaker, call_judge
+    from oab_bench.judge.grading.client import Breaker, call_judge
 
     server = stub()
     breaker = Breaker(limit=1)
@@ -220,7 +220,7 @@ def test_a_stopped_run_keeps_judgments_with_more_than_one_call(
 ):
     """Upstream mode makes two calls per questão: a judgment whose first call is paid makes its
     second after Ctrl-C and is stored; one that has not called starts nothing. Nothing paid is lost."""
-    from judge.answers import Answer
+    from oab_bench.judge.answers import Answer
 
     questions = [r for r in built_rows[0] if r.kind == "questao"][:12]
     server = stub(latency=0.5, legacy_score="0,50")
@@ -246,8 +246,8 @@ def test_a_stopped_run_keeps_judgments_with_more_than_one_call(
 def test_the_cost_cap_never_hangs_on_rounding(stub, judge_key):
     """The cap waits for calls in flight to settle; float sums of reservations once left 4e-16
     'in flight' with nothing running, and the run waited forever (jury, repeats, one judge)."""
-    from judge.estimate.core import estimate
-    from judge.jury import make_judge
+    from oab_bench.judge.grading.estimate.core import estimate
+    from oab_bench.judge.grading.jury import make_judge
 
     server = stub(latency=0.01)
     prices = dict(price_input=1000.0, price_output=1000.0, timeout=10)
@@ -307,9 +307,9 @@ def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
 
 
 def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
-    """`scripts.bench_judge` end to end at a tiny size (figures are for the README, not asserted):
+    """`benchmarks.bench_judge` end to end at a tiny size (figures are for the README, not asserted):
     each contender answers every request, in its own process, against the stub it starts."""
-    cmd = [sys.executable, "-m", "scripts.bench_judge", "--n", "12", "--concurrency", "4"]
+    cmd = [sys.executable, "-m", "benchmarks.bench_judge", "--n", "12", "--concurrency", "4"]
     cmd += ["--latency", "0.01", "--rounds", "1", "--source", str(upstream_v1)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

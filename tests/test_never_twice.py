@@ -15,12 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from judge.answer_store import STORE_FILE, AnswerStore, StoredAnswer, answer_key, generation_settings
-from judge.answers import Answer
-from judge.runner import Judge, judge_all
-from judge.store import JudgmentStore
-from scripts.cli import build_parser, main
-from scripts.preflight import CHECK_PROMPT, check_tasks, drop_empty_keys, task_names
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.generation.answer_store import (
+    STORE_FILE,
+    AnswerStore,
+    StoredAnswer,
+    answer_key,
+    generation_settings,
+)
+from oab_bench.judge.generation.preflight import CHECK_PROMPT, check_tasks, drop_empty_keys, task_names
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import Judge, judge_all
+from oab_bench.scripts.cli import build_parser, main
 from tests.conftest import REPO, SECRET, oab
 from tests.test_judge_parsing import made_up_row
 from tests.test_judge_server import settings
@@ -304,7 +310,7 @@ def test_answer_store_lines_are_json(tmp_path):
 
 
 def test_the_lighteval_child_gets_the_stores_and_fresh_answers(tmp_path, monkeypatch):
-    from scripts import run as run_mod
+    from oab_bench.judge.generation import run as run_mod
 
     monkeypatch.chdir(tmp_path)
     argv = ["run", "--model", "openai/x", "--output-dir", "o", "--answer-cache", "ac", "--judge-cache", "jc"]

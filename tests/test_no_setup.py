@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from dataset_builder import prepared
+from oab_bench.dataset_builder import prepared
 from tests import synthetic as syn
 from tests.conftest import REPO
 
@@ -31,7 +31,7 @@ def raw_folder(upstream_v1, tmp_path_factory):
 
 
 def test_raw_folder_is_built_once_then_cached(raw_folder, built_rows, builds, capsys):
-    from judge.dataset import load_rows
+    from oab_bench.judge.dataset import load_rows
 
     first = prepared.prepare_dataset(str(raw_folder))
     assert not first.cached and first.path.startswith(str(builds))
@@ -61,7 +61,7 @@ def test_a_changed_raw_folder_gets_a_new_build(tmp_path, builds):
 def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
     """`oab-bench run --dataset RAW`: the preflight's prompts come from the on-the-fly build (the
     lighteval child gets the folder in OAB_BENCH_DATASET; the e2e test below runs lighteval on one)."""
-    from scripts.run import candidate_prompts
+    from oab_bench.judge.generation.run import candidate_prompts
 
     monkeypatch.setenv("OAB_BENCH_DATASET", str(raw_folder))
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
@@ -81,7 +81,7 @@ def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
     monkeypatch.delenv("OAB_BENCH_DATASET", raising=False)
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
     import oab_bench_task
-    from scripts.cli import build_parser
+    from oab_bench.scripts.cli import build_parser
 
     assert oab_bench_task.DEFAULT_DATASET == "maritaca-ai/oab-bench"
     # importing the task (offline here) fetched nothing: hf_repo is resolved when lighteval reads it

@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from dataset_builder.build import build_rows
-from dataset_builder.errors import SourceError
-from dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, write_dataset
-from judge.aggregate import QuestionResult, task_figures
-from judge.answer_limit import count_tokens, excess
-from judge.answers import load_answers
-from judge.command import pair_answers
-from judge.report import render
-from judge.report import tables as lb
-from judge.report.inputs import read_inputs, recorded_dataset
-from judge.settings import add_arguments, settings_from
-from judge.store import JudgmentStore
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, write_dataset
+from oab_bench.judge.aggregate import QuestionResult, task_figures
+from oab_bench.judge.answers import load_answers
+from oab_bench.judge.grading.answer_limit import count_tokens, excess
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.leaderboard import render
+from oab_bench.judge.leaderboard import tables as lb
+from oab_bench.judge.leaderboard.inputs import read_inputs, recorded_dataset
+from oab_bench.judge.settings import add_arguments, settings_from
+from oab_bench.scripts.cmd_judge import pair_answers
 from tests import synthetic as syn
 from tests.conftest import oab
 from tests.test_hardening import judged, write_jsonl
@@ -324,7 +324,7 @@ def test_judge_writes_the_same_file_whatever_the_order_of_the_answer_files(
 ):
     """`oab-bench judge --answers b a` wrote model b's judgments first: the output followed the order
     in which the models first appeared in the inputs."""
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     ds, rows = dataset
     server = stub(policy="max")
@@ -347,7 +347,7 @@ def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dataset_builder.publish import push_dataset
+    from oab_bench.dataset_builder.publish import push_dataset
 
     calls = []
 

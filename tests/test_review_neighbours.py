@@ -7,16 +7,16 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from dataset_builder.build import build_rows
-from dataset_builder.errors import SourceError
-from dataset_builder.publish import write_dataset
-from judge.estimate.core import estimate
-from judge.runner import Judge, run_judge_all
-from judge.settings import settings_from
-from judge.store import JudgmentStore
-from judge.validity.sources import load_human
-from judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
-from scripts.cli import main
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.publish import write_dataset
+from oab_bench.judge.grading.estimate.core import estimate
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import Judge, run_judge_all
+from oab_bench.judge.settings import settings_from
+from oab_bench.judge.validity.sources import load_human
+from oab_bench.judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
+from oab_bench.scripts.cli import main
 from tests import synthetic as syn
 from tests.test_judge_cost import _pairs
 from tests.test_judge_server import settings
@@ -141,7 +141,7 @@ def test_settings_error_names_the_run_flag(monkeypatch):
     monkeypatch.delenv("OAB_JUDGE_REPEATS", raising=False)
     import argparse
 
-    from judge.settings import add_arguments
+    from oab_bench.judge.settings import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p, prefix="judge-")
@@ -163,9 +163,9 @@ def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, j
 def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_at_once(stub, monkeypatch):
     """A pasted key ending in a newline failed every call as a retried 'server error' (no HTTP
     header may hold one); now it is trimmed, and a control character inside fails once, saying why."""
-    from judge.client import call_judge
-    from judge.loop import run
-    from judge.settings import JudgeSettings
+    from oab_bench.judge.grading.client import call_judge
+    from oab_bench.judge.grading.loop import run
+    from oab_bench.judge.settings import JudgeSettings
 
     server = stub()
     settings = JudgeSettings(
@@ -185,8 +185,8 @@ def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_
 def test_blank_keys_are_missing_keys_before_anything_runs(monkeypatch):
     """`OPENAI_API_KEY=' '` or a blank OAB_JUDGE_API_KEY passed the run's key check and then failed
     every call; blank is missing, as empty is."""
-    from judge.settings import JudgeSettings
-    from scripts.preflight import PreflightError, check_credentials
+    from oab_bench.judge.generation.preflight import PreflightError, check_credentials
+    from oab_bench.judge.settings import JudgeSettings
 
     for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
@@ -207,8 +207,8 @@ def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
     import logging
     from argparse import Namespace
 
-    from judge.command import command_judge
-    from judge.store import StoreError
+    from oab_bench.judge.grading.judgment_store import StoreError
+    from oab_bench.scripts.cmd_judge import command_judge
     from tests.test_judge_server import _answers_file
 
     upstream = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
@@ -218,7 +218,10 @@ def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
     before = store.read_bytes()
     s = settings_from(None, {"OAB_JUDGE_MODEL": "openai/x"})
     for no_cache in (False, True):
-        with caplog.at_level(logging.WARNING, logger="judge.store"), pytest.raises(StoreError) as e:
+        with (
+            caplog.at_level(logging.WARNING, logger="oab_bench.judge.grading.judgment_store"),
+            pytest.raises(StoreError) as e,
+        ):
             command_judge(Namespace(cache=str(store.parent), no_cache=no_cache), s)
         assert str(e.value).startswith(f"--cache {store}: not an oab-bench judgment store (36 line(s)")
     assert store.read_bytes() == before and not caplog.records
@@ -240,7 +243,7 @@ def test_an_output_that_cannot_be_written_fails_before_any_call(
 ):
     """`--output` an existing folder: exit 2 naming the flag before the judge is called (not after
     paying for every judgment), and no temporary file left; the same for probe's and run's folders."""
-    from judge.output import write_atomic
+    from oab_bench.judge.output import write_atomic
     from tests.test_judge_server import _answers_file
 
     server = stub()
@@ -295,7 +298,7 @@ def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path
 def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_dataset, capsys, monkeypatch):
     """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
     before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
-    import scripts.run as run_mod
+    import oab_bench.judge.generation.run as run_mod
 
     server = stub()
     started = []
@@ -336,7 +339,7 @@ def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
     """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
     candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
     judge's own key was trimmed, the provider variables the candidate uses were not."""
-    import scripts.run as run_mod
+    import oab_bench.judge.generation.run as run_mod
 
     server = stub()
     monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
@@ -392,14 +395,14 @@ def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig
     import signal
     import time
 
-    import judge.command
+    import oab_bench.scripts.cmd_judge
 
     def slow_start(args):
         os.kill(os.getpid(), getattr(signal, sig))
         time.sleep(5)  # a handler raises before this ends
         return 0
 
-    monkeypatch.setattr(judge.command, "run_judge_command", slow_start)
+    monkeypatch.setattr(oab_bench.scripts.cmd_judge, "run_judge_command", slow_start)
     argv = ["judge", "--dataset", "d", "--answers", "a.jsonl", "--judge-model", "openai/j", "--output", "o"]
     started = time.monotonic()
     assert main(argv) == code
@@ -412,7 +415,7 @@ def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig
 def test_a_credential_inside_a_url_is_masked_wherever_we_print():
     """An --api-base given as https://user:pass@host, or a provider URL with ?key=, holds a secret that
     is in no environment variable: redact masks it too (errors, logs, the probe's and estimate's lines)."""
-    from judge.redact import redact
+    from oab_bench.judge.redact import redact
 
     assert (
         redact("api_base=http://user:s3cr3t@host:8000/v1 failed", {})

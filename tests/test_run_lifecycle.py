@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from judge.answer_store import AnswerStore
+from oab_bench.judge.generation.answer_store import AnswerStore
 from tests.conftest import REPO
 from tests.test_e2e import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 
 def command(model, candidate_url, judge_url, dataset, tmp_path, *extra) -> list[str]:
-    cmd = [sys.executable, "-m", "scripts.cli", "run", "--model", model, "--dataset", str(dataset)]
+    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "run", "--model", model, "--dataset", str(dataset)]
     if candidate_url:
         cmd += ["--api-base", candidate_url]
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]

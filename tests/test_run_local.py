@@ -7,9 +7,9 @@ from typing import ClassVar
 
 import pytest
 
-from scripts import run as run_mod
-from scripts.cli import build_parser
-from scripts.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.judge.generation import run as run_mod
+from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.scripts.cli import build_parser
 
 
 class FakeServer:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from dataset_builder.ids import AREAS
-from dataset_builder.schema import PASS_MARK, QuestionRow
-
-from ..report.inputs import Record, facts_of_rows, unjudged
-from ..report.render import points
-from ..report.tables import Table, build_tables
-from .collect import Inputs, trail_key
+from oab_bench.dataset_builder.ids import AREAS
+from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
+from oab_bench.judge.audit.collect import Inputs, trail_key
+from oab_bench.judge.leaderboard.inputs import Record, facts_of_rows, unjudged
+from oab_bench.judge.leaderboard.render import points
+from oab_bench.judge.leaderboard.tables import Table, build_tables
 
 PROBE_PREFIX = "probe:"
 TOP_DISAGREEMENTS = 100

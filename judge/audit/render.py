@@ -6,14 +6,14 @@ import base64
 
 import jinja2
 
-from ..report.tables import Table
+from oab_bench.judge.leaderboard.tables import Table
 
 REPORT_FILE = "report.html"
 
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("judge.audit", "templates"),
+        loader=jinja2.PackageLoader("oab_bench.judge.audit", "templates"),
         autoescape=True,  # every text from the inputs is untrusted: answers, analyses, model names
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -28,7 +28,7 @@ def plot_png(tables: list[Table]) -> str | None:
     """The leaderboard's picture as a data: URL (base64 PNG), None when there is nothing to draw."""
     if not any(r.mean_exam_score is not None for t in tables for r in t.rows):
         return None
-    from ..report.plot import plot_png_bytes
+    from oab_bench.judge.leaderboard.plot import plot_png_bytes
 
     return "data:image/png;base64," + base64.b64encode(plot_png_bytes(tables)).decode()
 

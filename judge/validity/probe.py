@@ -14,17 +14,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..redact import redact
-from ..report.inputs import JUDGMENTS_FILE
-from ..report.inputs import PROBE_REPORT as REPORT_FILE
-from .command import whole
-from .probes import DEFAULT_SEED, PROBE_KINDS
+from oab_bench.judge.leaderboard.inputs import JUDGMENTS_FILE
+from oab_bench.judge.leaderboard.inputs import PROBE_REPORT as REPORT_FILE
+from oab_bench.judge.redact import redact
+from oab_bench.judge.validity.probes import DEFAULT_SEED, PROBE_KINDS
+from oab_bench.scripts.cmd_agreement import whole
 
 ANSWERS_DIR = "answers"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from judge import settings as judge_settings
+    from oab_bench.judge import settings as judge_settings
 
     p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
@@ -68,14 +68,14 @@ def default_output(judge_model: str) -> Path:
 
 
 def run_probe_command(args: argparse.Namespace) -> int:
-    from ..answers import load_answers
-    from ..command import command_judge, pair_answers, print_outcome
-    from ..dataset import load_rows, select_rows
-    from ..output import check_output, write_atomic
-    from ..runner import dump_jsonl, run_judge_all
-    from ..settings import settings_from
-    from .probe_report import build_report, render_json, render_text
-    from .probes import build_probes, write_answer_files
+    from oab_bench.judge.answers import load_answers
+    from oab_bench.judge.dataset import load_rows, select_rows
+    from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
+    from oab_bench.judge.output import check_output, write_atomic
+    from oab_bench.judge.settings import settings_from
+    from oab_bench.judge.validity.probe_report import build_report, render_json, render_text
+    from oab_bench.judge.validity.probes import build_probes, write_answer_files
+    from oab_bench.scripts.cmd_judge import command_judge, pair_answers, print_outcome
 
     settings = settings_from(args, os.environ)
     kinds = parse_kinds(args.probes)
@@ -106,7 +106,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.estimate:
-        from ..estimate.core import estimate, print_estimate
+        from oab_bench.judge.grading.estimate.core import estimate, print_estimate
 
         return print_estimate(estimate(judge, pairs), args.format)
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)

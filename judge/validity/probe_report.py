@@ -18,11 +18,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
-
-from ..records import Judgment
-from ..report.tables import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
-from .probes import PROBE_KINDS, model_name
+from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
+from oab_bench.judge.leaderboard.tables import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
+from oab_bench.judge.records import Judgment
+from oab_bench.judge.validity.probes import PROBE_KINDS, model_name
 
 Verdict = Literal["discriminates", "does not discriminate"]
 

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from dataset_builder.schema import PASS_MARK
+from oab_bench.dataset_builder.schema import PASS_MARK
 
 Columns = dict[str, np.ndarray]
 Stat = Callable[[Columns], float]
