@@ -6,8 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from oab_bench.scripts.arguments import whole
 
-def run_agreement(args: argparse.Namespace) -> int:
+HELP = "is the judge right? agreement between judges, repeats, humans"
+
+
+def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.validity.agreement import compare_all
     from oab_bench.judge.validity.render import render_json, render_text
     from oab_bench.judge.validity.sources import load_source, source_names
@@ -52,21 +56,6 @@ def _write(args: argparse.Namespace, text: str) -> None:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-
-
-def whole(least: int):
-    """An argparse type: a whole number >= `least` (`--resamples 0` is no interval, not a traceback)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
-        return value
-
-    return parse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -18,12 +18,12 @@ from oab_bench.dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, wr
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.answers import load_answers
 from oab_bench.judge.grading.answer_limit import count_tokens, excess
+from oab_bench.judge.grading.judge_answers import pair_answers
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.leaderboard import render
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import read_inputs, recorded_dataset
 from oab_bench.judge.settings import add_arguments, settings_from
-from oab_bench.scripts.cmd_judge import pair_answers
 from tests import synthetic as syn
 from tests.conftest import oab
 from tests.test_hardening import judged, write_jsonl

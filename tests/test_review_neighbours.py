@@ -207,8 +207,8 @@ def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
     import logging
     from argparse import Namespace
 
+    from oab_bench.judge.grading.judge_answers import command_judge
     from oab_bench.judge.grading.judgment_store import StoreError
-    from oab_bench.scripts.cmd_judge import command_judge
     from tests.test_judge_server import _answers_file
 
     upstream = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
@@ -395,14 +395,14 @@ def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig
     import signal
     import time
 
-    import oab_bench.scripts.cmd_judge
+    import oab_bench.judge.grading.judge_answers
 
     def slow_start(args):
         os.kill(os.getpid(), getattr(signal, sig))
         time.sleep(5)  # a handler raises before this ends
         return 0
 
-    monkeypatch.setattr(oab_bench.scripts.cmd_judge, "run_judge_command", slow_start)
+    monkeypatch.setattr(oab_bench.judge.grading.judge_answers, "run_judge_command", slow_start)
     argv = ["judge", "--dataset", "d", "--answers", "a.jsonl", "--judge-model", "openai/j", "--output", "o"]
     started = time.monotonic()
     assert main(argv) == code

@@ -458,3 +458,13 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
     return Inputs(  # notes sorted: the output never depends on the order of the inputs
         records=records, expected=set(loaded[dataset]) if dataset else None, truth=truth, notes=sorted(notes)
     )
+
+
+def read_for_command(command: str, inputs: list[str], dataset: str | None):
+    """Every input's records with the facts to check them against; notes (skipped inputs...) on stderr."""
+    import sys
+
+    got = read_inputs(inputs, dataset)
+    for note in got.notes:
+        print(f"oab-bench {command}: note: {note}", file=sys.stderr)
+    return got
