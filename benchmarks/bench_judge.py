@@ -91,8 +91,9 @@ def bodies(settings, pairs) -> list[dict]:
 def run_client(client: str, args: argparse.Namespace) -> dict:
     """One contender in this process: (wall, CPU seconds, calls ok) for the whole workload."""
     os.environ.setdefault("OAB_JUDGE_API_KEY", "sk-bench")
+    from oab_bench.judge.grading.grader import Judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
-    from oab_bench.judge.grading.runner import Judge, run_judge_all
+    from oab_bench.judge.grading.runner import run_judge_all
     from oab_bench.judge.settings import JudgeSettings
 
     settings = JudgeSettings(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
+
 
 def whole(least: int):
     """An argparse type: a whole number >= `least` (`--resamples 0` is no interval, not a traceback)."""
@@ -46,5 +48,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         "--dataset",
         help="dataset folder or Hub id: the questions expected (default: those seen in the inputs)",
     )
-    p.add_argument("--resamples", type=whole(1), default=10_000, help="bootstrap resamples of whole exams")
+    p.add_argument(
+        "--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help="bootstrap resamples of whole exams"
+    )
     p.add_argument("--seed", type=whole(0), default=0)

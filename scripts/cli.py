@@ -16,7 +16,9 @@ COMMANDS = ("build", "push", "run", "judge", "probe", "leaderboard", "compare", 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="oab-bench", description="build and publish the dataset, judge answers, run lighteval, report")
+    parser = argparse.ArgumentParser(
+        prog="oab-bench", description="build and publish the dataset, judge answers, run lighteval, report"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         module = importlib.import_module(f"oab_bench.scripts.cmd_{name}")

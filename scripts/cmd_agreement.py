@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from oab_bench.judge.intervals import AGREEMENT_RESAMPLES
 from oab_bench.scripts.arguments import whole
 
 HELP = "is the judge right? agreement between judges, repeats, humans"
@@ -13,7 +14,7 @@ HELP = "is the judge right? agreement between judges, repeats, humans"
 
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.validity.agreement import compare_all
-    from oab_bench.judge.validity.render import render_json, render_text
+    from oab_bench.judge.validity.agreement_text import render_json, render_text
     from oab_bench.judge.validity.sources import load_source, source_names
 
     if args.repeats:
@@ -38,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _repeats(args: argparse.Namespace) -> int:
-    from oab_bench.judge.validity.render import render_json
+    from oab_bench.judge.validity.agreement_text import render_json
     from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 
     if args.sources:
@@ -68,7 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="dataset folder or Hub id: exams' questions and items' score grids")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--output", help="write the report here instead of stdout")
-    p.add_argument("--resamples", type=whole(1), default=2000, help="bootstrap resamples of whole exams")
+    p.add_argument(
+        "--resamples", type=whole(1), default=AGREEMENT_RESAMPLES, help="bootstrap resamples of whole exams"
+    )
     p.add_argument("--seed", type=whole(0), default=0)
     p.add_argument(
         "--repeats",

@@ -11,7 +11,7 @@ HELP = "paired comparison of two models over the exams both completed"
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.leaderboard import render
+    from oab_bench.judge.leaderboard import formats as render
     from oab_bench.judge.leaderboard import tables as lb
     from oab_bench.judge.leaderboard.inputs import read_for_command
 

@@ -12,8 +12,9 @@ HELP = "grade answers against each question's rubric"
 
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.judge_answers import run_judge_command
+    from oab_bench.judge.validity.jury_report import jury_lines
 
-    return run_judge_command(args)
+    return run_judge_command(args, jury_lines)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ HELP = "exam scores, pass rates, intervals, per area and edition, per judge"
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.leaderboard import render
+    from oab_bench.judge.leaderboard import formats as render
     from oab_bench.judge.leaderboard import tables as lb
     from oab_bench.judge.leaderboard.inputs import read_for_command
     from oab_bench.judge.output import check_output, write_atomic

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from oab_bench.judge import settings as judge_settings
+from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
 from oab_bench.judge.validity.probes import DEFAULT_SEED, PROBE_KINDS
 from oab_bench.scripts.arguments import whole
 
@@ -43,5 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed", type=whole(0), default=DEFAULT_SEED, help="choice of swapped answers and bootstrap"
     )
-    p.add_argument("--resamples", type=whole(1), default=10_000, help="bootstrap resamples of whole exams")
+    p.add_argument(
+        "--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help="bootstrap resamples of whole exams"
+    )
     judge_settings.add_arguments(p)

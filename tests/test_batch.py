@@ -12,13 +12,13 @@ import pytest
 
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.batch.lines import split
-from oab_bench.judge.grading.batch.run import BatchPending
 from oab_bench.judge.grading.batch.state import BatchLog
+from oab_bench.judge.grading.batch.submit import BatchPending
+from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
-from oab_bench.judge.grading.runner import Judge, run_judge_all
+from oab_bench.judge.grading.runner import run_judge_all
 from tests.conftest import SECRET
-from tests.test_judge_parsing import made_up_row
-from tests.test_judge_server import _answers_file, _cli, _judge_args, settings
+from tests.helpers import _answers_file, _cli, _judge_args, made_up_row, settings
 
 PRICES = {"price_input": 1.0, "price_cached_input": 1.0, "price_output": 2.0}
 
@@ -213,7 +213,7 @@ def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1
 @pytest.mark.e2e
 def test_oab_bench_run_judge_batch(stub, built_rows, built_dataset, tmp_path):
     """`oab-bench run --judge-batch`: the lighteval task judges through one batch (OAB_JUDGE_BATCH)."""
-    from tests.test_e2e import TASK, alternate_score, results_json, run_bench
+    from tests.helpers import TASK, alternate_score, results_json, run_bench
 
     rows, _ = built_rows
     server = stub(policy="alternate", max_model_len=1_000_000, served=("cand-e2e",), batch_hold=True)

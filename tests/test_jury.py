@@ -9,13 +9,14 @@ import re
 import pytest
 
 from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.jury import Jury, combine, make_judge, round_down
-from oab_bench.judge.grading.runner import Judge, run_judge_all
+from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.records import ItemScore, Judgment
 from oab_bench.judge.settings import JudgeSettings
 from tests.conftest import oab
-from tests.test_judge_parsing import made_up_row
+from tests.helpers import made_up_row
 
 ROW = made_up_row(annulled=True)  # A1 grid [0, 0.55, 0.65], B1 [0, 0.3], B2 annulled (0.3)
 
@@ -199,7 +200,7 @@ def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
 def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
     """`oab-bench run` with two judges: the lighteval task grades with the jury, run prints its members."""
     from oab_bench.judge.generation.run import JUDGMENTS_FILE
-    from tests.test_e2e import is_check_call, run_bench
+    from tests.helpers import is_check_call, run_bench
 
     candidate, judges = stub(), stub(policy="alternate")
     extra = ("--judge-model", "openai/judge-e2e-b")  # after run_bench's own --judge-model openai/judge-e2e

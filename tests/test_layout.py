@@ -12,7 +12,11 @@ import pytest
 from tests.helpers import REPO
 
 # repository folder -> its name in the namespace (pyproject.toml's package-dir)
-MAPPED = {"oab_bench": "oab_bench", "dataset_builder": "oab_bench.dataset_builder", "judge": "oab_bench.judge"}
+MAPPED = {
+    "oab_bench": "oab_bench",
+    "dataset_builder": "oab_bench.dataset_builder",
+    "judge": "oab_bench.judge",
+}
 MAPPED["scripts"] = "oab_bench.scripts"
 
 # Who may import whom: a module may import its own layer or any layer listed before it.
@@ -27,6 +31,7 @@ LAYERS = [
     "oab_bench.judge.generation",
     "oab_bench_task",
     "oab_bench.scripts",
+    "oab_bench.__main__",  # the entry point: `python -m oab_bench`
 ]
 
 
@@ -46,13 +51,25 @@ def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
     """Every module of ours `path` imports, at the top or inside a function (both make a circle)."""
     got = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    typing_only = {  # `if TYPE_CHECKING:` imports are types, not imports at run time
+        id(n)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for stmt in block.body
+        for n in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             got |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                ).strip(".")
             got.add(base)
             got |= {f"{base}.{a.name}" for a in node.names}
     return {m for m in got if m in known and m != name}
@@ -78,7 +95,7 @@ def test_no_import_circles():
             if nxt.startswith(node + ".") or node.startswith(nxt + "."):
                 continue  # a package and its own modules
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt) :] + [nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, [*stack, nxt])
         state[node] = 2
@@ -113,7 +130,7 @@ def test_no_private_name_crosses_a_package():
 
 
 def test_every_package_says_what_it_holds():
-    for name, path in modules().items():
+    for _name, path in modules().items():
         if path.name == "__init__.py":
             doc = ast.get_docstring(ast.parse(path.read_text()))
             assert doc and len(doc) > 40, f"{path.relative_to(REPO)}: say what the package holds"
@@ -145,7 +162,11 @@ def test_no_module_reads_the_old_top_level_names():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                wrong += [f"{name}: {n}" for n in names if n.split(".")[0] in ("judge", "scripts", "dataset_builder")]
+                wrong += [
+                    f"{name}: {n}"
+                    for n in names
+                    if n.split(".")[0] in ("judge", "scripts", "dataset_builder")
+                ]
     assert not wrong, "\n".join(wrong)
 
 

@@ -8,10 +8,11 @@ import json
 import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.intervals import repeats_ci
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import load_records
-from oab_bench.judge.validity.render import render_json
-from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_ci, repeats_report
+from oab_bench.judge.validity.agreement_text import render_json
+from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 from tests.conftest import oab
 
 EXAMS = ["90_direito_civil", "90_direito_penal", "91_direito_civil", "91_direito_penal"]

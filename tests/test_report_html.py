@@ -16,9 +16,10 @@ import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.answers import Answer, load_fastchat_answers
-from oab_bench.judge.grading.runner import Judge, run_judge_all
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.runner import run_judge_all
 from tests.conftest import REPO
-from tests.test_judge_server import settings
+from tests.helpers import settings
 
 EXAM = "39_direito_penal"
 XSS = "<script>alert(1)</script>"
@@ -173,7 +174,7 @@ def test_report_in_headless_chromium(report, tmp_path):
 @pytest.fixture(scope="module")
 def made_up_report(tmp_path_factory):
     from oab_bench.judge.audit.write import report_html
-    from tests.test_leaderboard import exam_records
+    from tests.helpers import exam_records
 
     tmp = tmp_path_factory.mktemp("made_up")
     recs = exam_records("<b>bold</b>-model", "judge-a", "90_direito_civil", 4.0, 1.0, failed=(2,))
@@ -247,7 +248,7 @@ def _answers_file(path: Path, model: str, texts: dict[str, str]) -> Path:
 
 def test_the_report_is_the_same_file_whatever_the_order_and_shows_the_judgment_that_counts(tmp_path):
     from oab_bench.judge.audit.write import report_html
-    from tests.test_leaderboard import exam_records
+    from tests.helpers import exam_records
 
     exam = "90_direito_civil"
     failed = exam_records("model-r", "judge-a", exam, 4.0, 1.0, failed=(1,))

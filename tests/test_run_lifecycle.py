@@ -1,4 +1,4 @@
-"""Issue 15, end to end: a rerun pays nothing, a killed run resumes paying only what is missing,
+"""The run's life end to end: a rerun pays nothing, a killed run resumes paying only what is missing,
 a permanent candidate error stops the run in seconds, and no signal leaves a process behind."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from oab_bench.judge.generation.answer_store import AnswerStore
 from tests.conftest import REPO
-from tests.test_e2e import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
+from tests.helpers import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
 
 pytestmark = pytest.mark.e2e
 

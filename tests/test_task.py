@@ -9,16 +9,6 @@ import pytest
 from tests.conftest import REPO
 
 
-@pytest.fixture(scope="module")
-def task_module(built_dataset):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OAB_BENCH_DATASET", str(built_dataset))
-        mp.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
-        import oab_bench_task
-
-        yield oab_bench_task
-
-
 def test_exact_task_name_is_one_task_and_subtasks_exist(task_module):
     from lighteval.tasks.registry import Registry
 

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.grading.trust import problem
 from oab_bench.judge.grading.upstream_prompts import V1_MULTI, V1_SINGLE, grade_upstream
 from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.records import Outcome, Usage
-from oab_bench.judge.trust import problem
-from tests.test_judge_parsing import made_up_row
+from tests.helpers import made_up_row
 
 QID = "90_direito_civil_questao_1"
 

@@ -106,7 +106,7 @@ def _trails_jsonl(path: Path) -> dict:
 def _trails_lighteval(path: Path) -> dict:
     import pandas as pd
 
-    from oab_bench.judge.details import details_files
+    from oab_bench.judge.answers import details_files
 
     out = {}
     for file in details_files(path):

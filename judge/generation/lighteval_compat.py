@@ -1,4 +1,4 @@
-"""Every workaround for lighteval 0.13 in one place (../shared/notes/lighteval-0.13.md).
+"""Every workaround for lighteval 0.13 in one place (docs/lighteval-and-vllm.md).
 
 - `ensure_offline_safe`: lighteval's registry imports all built-in tasks on each run, and
   `tiny_benchmarks` downloads a pickle at import time when its file is missing (crashing

@@ -1,6 +1,6 @@
 """`oab-bench run`: generate with lighteval's litellm backend, judge, score, print the leaderboard row.
 
-lighteval 0.13 has sharp edges (../shared/notes/lighteval-0.13.md): its response cache
+lighteval 0.13 has sharp edges (docs/lighteval-and-vllm.md): its response cache
 is keyed by model and task only and replays failed calls as empty answers, and a run
 whose calls all failed still exits 0. So each run gets a fresh lighteval cache, and this
 command exits non-zero, naming the questions, when an answer is empty or a judgment failed.
@@ -222,8 +222,8 @@ def read_judgments(path: Path) -> list[dict]:
 
 def leaderboard(out: Path) -> str:
     """The run's row, as `oab-bench leaderboard` prints it (with its 95% interval)."""
+    from oab_bench.judge.leaderboard.formats import render_markdown
     from oab_bench.judge.leaderboard.inputs import load_records
-    from oab_bench.judge.leaderboard.render import render_markdown
     from oab_bench.judge.leaderboard.tables import build_tables
 
     tables, notes = build_tables(load_records(out / JUDGMENTS_FILE))
@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
-        from oab_bench.judge.grading.estimate.core import estimate_run
+        from oab_bench.judge.generation.run_estimate import estimate_run
 
         return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
     out = Path(args.output_dir).resolve()
@@ -338,8 +338,8 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     from oab_bench.judge.answers import Answer, strip_reasoning
     from oab_bench.judge.generation.answer_store import AnswerStore, answer_key, generation_settings
     from oab_bench.judge.generation.task_prompt import candidate_messages
+    from oab_bench.judge.grading.grader import Judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
-    from oab_bench.judge.grading.runner import Judge
 
     try:
         rows = selected_rows(args.dataset, args.tasks)

@@ -161,7 +161,7 @@ class Breaker:
             self.failures = 0
         elif connection_failed(exc):
             self.failures += 1
-            self.last = _describe(exc)
+            self.last = describe_error(exc)
 
     def why(self) -> str:
         return (
@@ -185,7 +185,7 @@ def retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """An error message for records; scrubbed of every key, since providers may echo one."""
     text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if missing_credentials(exc):
@@ -195,7 +195,7 @@ def _describe(exc: BaseException) -> str:
     return redact(text)[:500]
 
 
-def _usage(resp: Any) -> Usage:
+def usage_of(resp: Any) -> Usage:
     u = getattr(resp, "usage", None)
     if u is None:
         return Usage()
@@ -346,15 +346,15 @@ async def call_judge(
             break
         except litellm.ContentPolicyViolationError as e:
             breaker.record(e)
-            return CallResult("refused", "", Usage(), None, _describe(e), attempts)
+            return CallResult("refused", "", Usage(), None, describe_error(e), attempts)
         except Exception as e:
             breaker.record(e)
             if attempts >= settings.max_attempts or not transient(e) or breaker.open:
-                error = breaker.why() if breaker.open else _describe(e)
+                error = breaker.why() if breaker.open else describe_error(e)
                 return CallResult("api_error", "", Usage(), None, error, attempts)
             await asyncio.sleep(backoff(settings, attempts, e))
 
-    usage = _usage(resp)
+    usage = usage_of(resp)
     return classify(resp, usage, cost(settings, usage, resp), attempts)
 
 

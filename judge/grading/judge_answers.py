@@ -6,14 +6,16 @@ import argparse
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from oab_bench.judge.answers import Answer, load_answers, one_per_question
 from oab_bench.judge.dataset import load_rows
-from oab_bench.judge.grading.batch.run import BatchPending
+from oab_bench.judge.grading.batch.submit import BatchPending
+from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
 from oab_bench.judge.grading.jury import Jury, make_judge
-from oab_bench.judge.grading.runner import Judge, dump_jsonl, run_judge_all, summarise
+from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all, summarise
 from oab_bench.judge.output import check_output, write_atomic
 from oab_bench.judge.settings import settings_from
 
@@ -35,7 +37,9 @@ def pair_answers(rows, answers: list[Answer]):
     return pairs, missing, unknown
 
 
-def run_judge_command(args: argparse.Namespace) -> int:
+def run_judge_command(
+    args: argparse.Namespace, jury_lines: Callable[[list[dict]], list[str]] | None = None
+) -> int:
     settings = settings_from(args, os.environ)
     if not args.estimate:  # --estimate writes nothing
         check_output(Path(args.output))
@@ -68,7 +72,7 @@ def run_judge_command(args: argparse.Namespace) -> int:
         for row, model in missing
     ]
     write_atomic(Path(args.output), dump_jsonl(judgments))
-    failed = print_outcome(judgments)
+    failed = print_outcome(judgments, jury_lines)
     print(f"wrote {args.output}", file=sys.stderr)
     return 1 if failed else 0
 
@@ -82,12 +86,12 @@ def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
     return make_judge(settings, store)
 
 
-def print_outcome(judgments) -> list:
-    """Totals and the first failures on stderr; returns the judgments that are not ok."""
-    print(summarise(judgments).line(), file=sys.stderr)
-    if any(j.members for j in judgments):  # a jury: its members' costs and agreement
-        from oab_bench.judge.validity.jury_report import jury_lines
+def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
+    """Totals and the first failures on stderr; returns the judgments that are not ok.
 
+    `jury_lines`: a jury's members' costs and agreement (validity computes those; the caller passes it)."""
+    print(summarise(judgments).line(), file=sys.stderr)
+    if jury_lines is not None and any(j.members for j in judgments):
         for line in jury_lines([j.record() for j in judgments]):
             print(line, file=sys.stderr)
     failed = [j for j in judgments if j.status != "ok"]

@@ -13,8 +13,8 @@ import asyncio
 
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
-from oab_bench.judge.grading.runner import Judge
 from oab_bench.judge.records import Judgment, MemberScore, Usage, total_cost
 from oab_bench.judge.settings import JudgeSettings
 

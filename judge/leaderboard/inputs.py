@@ -21,8 +21,8 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.grading.trust import problem
 from oab_bench.judge.scoring import annulled_part
-from oab_bench.judge.trust import problem
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
 UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
@@ -311,7 +311,7 @@ def _turn_value(row: QuestionRow | None, qid: str, turn: int) -> float:
 def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
     import pandas as pd
 
-    from oab_bench.judge.details import details_files, model_of
+    from oab_bench.judge.answers import details_files, model_of
 
     out: dict[tuple[str, str], Record] = {}
     for file in details_files(path):  # sorted: a later run's timestamped folder comes later

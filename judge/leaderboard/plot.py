@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from oab_bench.dataset_builder.schema import PASS_MARK
-from oab_bench.judge.leaderboard.render import area_name, ordered_areas, points
+from oab_bench.judge.leaderboard.formats import area_name, ordered_areas, points
 from oab_bench.judge.leaderboard.tables import Table
 
 

@@ -14,16 +14,12 @@ from collections.abc import Iterable
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 from oab_bench.judge.aggregate import QuestionResult, exam_totals
+from oab_bench.judge.intervals import DEFAULT_SEED, LEADERBOARD_RESAMPLES, bootstrap_ci, repeats_ci
 from oab_bench.judge.leaderboard.inputs import Facts, Record, facts_of_id
-from oab_bench.judge.validity.repeatability import repeat_totals, repeats_ci
-
-DEFAULT_RESAMPLES = 10_000
-DEFAULT_SEED = 0
 
 _FAMILIES = {
     "openai": r"\b(gpt|o1|o3|o4|chatgpt|davinci)\b|^o\d",
@@ -62,26 +58,6 @@ class Row(BaseModel):
     complete: bool  # coverage 1.0: every expected question judged ok
     same_family_as_judge: bool
     exam_totals: dict[str, float]  # exam id -> total, complete exams only
-
-
-def bootstrap_ci(
-    values: list[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
-) -> tuple[float | None, float | None]:
-    """95% percentile interval of the mean, resampling the values (whole exams). None below 2 values."""
-    if len(values) < 2:
-        return None, None
-    data = np.asarray(values, dtype=float)
-    if np.all(data == data[0]):
-        return float(data[0]), float(data[0])
-    res = stats.bootstrap(
-        (data,),
-        np.mean,
-        n_resamples=resamples,
-        confidence_level=0.95,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def _mean(xs: Iterable[float]) -> float | None:
@@ -232,7 +208,7 @@ def _checked(r: Record, facts: Facts, unresolved: bool) -> Record:
     return r.model_copy(update=update)
 
 
-def _one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
+def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
     """One record per (judge, model, question), chosen whatever the order of the inputs.
 
     Copies with the same result are one; an `ok` beats failures (a judgment made again); two
@@ -277,7 +253,7 @@ def build_tables(
     *,
     expected_ids: set[str] | None = None,
     truth: dict[str, Facts] | None = None,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = LEADERBOARD_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[list[Table], list[str]]:
     """One ranked table per judge, and notes (conflicts, duplicates, several judges) to show the reader.
@@ -287,7 +263,7 @@ def build_tables(
     """
     facts, unresolved, notes = settle_facts(records, truth or {})
     checked = [_checked(r, facts[r.question_id], r.question_id in unresolved) for r in records]
-    by_judge, more = _one_each(checked)
+    by_judge, more = one_each(checked)
     notes += more
     if len(by_judge) > 1:
         notes.append(
@@ -349,7 +325,7 @@ def compare(
     model_a: str,
     model_b: str,
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = LEADERBOARD_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> list[Comparison]:
     out = []
@@ -374,4 +350,28 @@ def compare(
                 b_passed_a_failed=sum(b[e] >= PASS_MARK > a[e] for e in both),
             )
         )
+    return out
+
+
+def repeat_totals(mine: dict, expected: dict) -> dict[str, list[float]] | None:
+    """Exam -> its total in each repeat (exams complete in every repeat); None when not a repeated run.
+
+    `mine`, `expected`: question id -> leaderboard Record (judge.leaderboard.inputs).
+    """
+    if not any(r.repeat_scores for r in mine.values()):
+        return None
+    by_exam: dict[str, list[str]] = defaultdict(list)
+    for qid, ref in expected.items():
+        by_exam[ref.exam_id].append(qid)
+    out = {}
+    for exam, qids in by_exam.items():
+        if abs(money(sum(expected[q].max_score for q in qids)) - EXAM_MAX) > 1e-6:
+            continue
+        rows = [mine.get(q) for q in qids]
+        if any(r is None or not r.repeat_scores or r.status == "mismatch" for r in rows):
+            continue
+        k = min(len(r.repeat_scores) for r in rows)
+        totals = [[r.repeat_scores[i] for r in rows] for i in range(k)]
+        if k and all(s is not None for t in totals for s in t):
+            out[exam] = [money(sum(t)) for t in totals]
     return out

@@ -12,8 +12,8 @@ from pathlib import Path
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.judge.leaderboard.inputs import Record
 from oab_bench.judge.validity.agreement import alpha_over, compare_two
+from oab_bench.judge.validity.agreement_text import _fig
 from oab_bench.judge.validity.nested import read_nested
-from oab_bench.judge.validity.render import _fig
 from oab_bench.judge.validity.sources import Graded, Source, source_names
 
 

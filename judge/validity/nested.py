@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.grading.trust import problem
 from oab_bench.judge.leaderboard.inputs import OURS_KEYS
 from oab_bench.judge.records import MemberScore
-from oab_bench.judge.trust import problem
 
 
 def _grading(m: dict, at: dict, field: str) -> dict:

@@ -41,6 +41,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.settings import settings_from
+    from oab_bench.judge.validity.jury_report import jury_lines
     from oab_bench.judge.validity.probe_report import build_report, render_json, render_text
     from oab_bench.judge.validity.probes import build_probes, write_answer_files
 
@@ -79,7 +80,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     judgments += [judge.unanswered(row, model, "no probe answer") for row, model in missing]
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
-    print_outcome(judgments)
+    print_outcome(judgments, jury_lines)
 
     name = getattr(judge, "name", settings.judge_model)  # a jury's own name, as in its records
     label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it

@@ -19,7 +19,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
-from oab_bench.judge.leaderboard.tables import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
+from oab_bench.judge.intervals import DEFAULT_SEED, bootstrap_ci
+from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES as DEFAULT_RESAMPLES
 from oab_bench.judge.records import Judgment
 from oab_bench.judge.validity.probes import PROBE_KINDS, model_name
 

@@ -18,8 +18,8 @@ from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 from oab_bench.judge.leaderboard.inputs import JUDGMENTS_FILE
 from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.agreement import alpha_over
+from oab_bench.judge.validity.agreement_text import _fig
 from oab_bench.judge.validity.nested import read_nested
-from oab_bench.judge.validity.render import _fig
 from oab_bench.judge.validity.sources import Graded, Source
 
 
@@ -172,47 +172,3 @@ def render_repeats(report: dict) -> str:
 
 def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
-
-
-# --- the leaderboard's view of a repeated run ------------------------------------------------
-
-
-def repeat_totals(mine: dict, expected: dict) -> dict[str, list[float]] | None:
-    """Exam -> its total in each repeat (exams complete in every repeat); None when not a repeated run.
-
-    `mine`, `expected`: question id -> leaderboard Record (judge.leaderboard.inputs).
-    """
-    if not any(r.repeat_scores for r in mine.values()):
-        return None
-    by_exam: dict[str, list[str]] = defaultdict(list)
-    for qid, ref in expected.items():
-        by_exam[ref.exam_id].append(qid)
-    out = {}
-    for exam, qids in by_exam.items():
-        if abs(money(sum(expected[q].max_score for q in qids)) - EXAM_MAX) > 1e-6:
-            continue
-        rows = [mine.get(q) for q in qids]
-        if any(r is None or not r.repeat_scores or r.status == "mismatch" for r in rows):
-            continue
-        k = min(len(r.repeat_scores) for r in rows)
-        totals = [[r.repeat_scores[i] for r in rows] for i in range(k)]
-        if k and all(s is not None for t in totals for s in t):
-            out[exam] = [money(sum(t)) for t in totals]
-    return out
-
-
-def repeats_ci(
-    by_exam: dict[str, list[float]], *, resamples: int, seed: int
-) -> tuple[float | None, float | None]:
-    """95% interval of the mean exam score resampling exams, then one repeat within each drawn exam."""
-    if len(by_exam) < 2:
-        return None, None
-    k = min(len(v) for v in by_exam.values())
-    table = np.asarray([v[:k] for v in by_exam.values()], dtype=float)
-    rng = np.random.default_rng(seed)
-    n = table.shape[0]
-    picks = rng.integers(0, n, (resamples, n))
-    reps = rng.integers(0, k, (resamples, n))
-    means = table[picks, reps].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)

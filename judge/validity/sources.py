@@ -22,6 +22,7 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.leaderboard.inputs import Record, load_records
+from oab_bench.judge.leaderboard.tables import one_each
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -90,10 +91,6 @@ def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
 def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
     """One judge's judgments; one per (model, question) chosen as the leaderboard chooses (copies
     are one, an `ok` one is used over failures, two different scores stop naming both lines)."""
-    from oab_bench.judge.leaderboard.tables import (
-        _one_each as one_each,  # here: report.tables imports validity
-    )
-
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:

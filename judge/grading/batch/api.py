@@ -8,7 +8,7 @@ import litellm
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from oab_bench.judge.grading.batch.lines import ENDPOINT, provider
-from oab_bench.judge.grading.client import _describe, call_key, transient
+from oab_bench.judge.grading.client import call_key, describe_error, transient
 from oab_bench.judge.settings import JudgeSettings
 
 
@@ -37,7 +37,7 @@ async def _call(settings: JudgeSettings, what: str, fn, **kwargs) -> Any:
             with attempt:
                 return await fn(**kwargs, **_credentials(settings))
     except Exception as e:
-        raise BatchAPIError(f"Batch API, {what}: {_describe(e)}") from None
+        raise BatchAPIError(f"Batch API, {what}: {describe_error(e)}") from None
 
 
 async def upload(settings: JudgeSettings, name: str, data: bytes) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -19,8 +20,10 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.client import prices
-from oab_bench.judge.grading.runner import Judge
 from oab_bench.judge.redact import redact
+
+if TYPE_CHECKING:  # Judge calls expected_cost: a type here, not an import
+    from oab_bench.judge.grading.grader import Judge
 
 # Expected completion tokens of one judgment with no history in the cache (a non-reasoning judge
 # writing one analysis per rubric item; a reasoning judge at high effort writes several times this).
@@ -225,21 +228,3 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) 
     for line in [header, *lines]:
         print("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)), file=out)
     return 0
-
-
-def estimate_run(args, settings, question_ids: list[str]) -> int:
-    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, with answers of
-    DEFAULT_ANSWER_TOKENS (they are not generated yet) and the run's judge cache."""
-    from pathlib import Path
-
-    from oab_bench.judge.dataset import load_rows
-    from oab_bench.judge.grading.judgment_store import JudgmentStore, default_cache_dir
-
-    wanted = set(question_ids)
-    rows = [r for r in load_rows(args.dataset) if r.question_id in wanted]
-    where = args.judge_cache
-    off = where is not None and where.lower() == "off"
-    store = JudgmentStore(None if off else Path(where) if where else default_cache_dir())
-    judge = Judge(settings, store)
-    note = f"Answers not generated yet: assumed {DEFAULT_ANSWER_TOKENS} tokens per answer."
-    return print_estimate(estimate(judge, placeholder_pairs(rows, args.model, judge)), args.format, note)

@@ -1,6 +1,4 @@
-"""The lean judge loop (issue 16, part 4): only the call holds a concurrency slot, a stopped run
-starts no new call, the store's line is written at once and fsynced behind, and litellm's
-request setup runs inline only where it is marked so."""
+"""The judge loop: concurrency, a stop that keeps what was paid, the store's writes, the cost cap, signals."""
 
 from __future__ import annotations
 
@@ -17,31 +15,42 @@ import time
 
 import pytest
 
-from oab_bench.judge.grading import loop, runner
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading import grader, loop
 from oab_bench.judge.grading.client import _setup_is_pure
+from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import STORE_FILE, JudgmentStore, synced
-from oab_bench.judge.grading.runner import Judge, judge_all, run_judge_all
+from oab_bench.judge.grading.runner import judge_all, run_judge_all
 from tests.conftest import REPO
-from tests.test_judge_cost import _pairs
-from tests.test_judge_server import settings
+from tests.helpers import (
+    _answers_file,
+    _cli,
+    _count_in_flight,
+    _judge_args,
+    _ok,
+    _pairs,
+    made_up_row,
+    settings,
+)
 
 
-def _count_in_flight(monkeypatch) -> dict:
-    """Wrap the judge call: how many run at once, at most, and how many started."""
-    seen = {"now": 0, "max": 0, "started": 0}
-    call = runner.call_judge
+def test_judgments_in_flight_at_ctrl_c_are_stored(stub, judge_key, tmp_path):
+    server = stub(policy="max", latency=1.0)
+    row = made_up_row()
+    pairs = [(row, Answer(model="m", question_id=row.question_id, turns=[f"resposta {n}"])) for n in range(6)]
+    judge = Judge(settings(server, concurrency=2), JudgmentStore(tmp_path))
 
-    async def counted(*args, **kwargs):
-        seen["now"] += 1
-        seen["started"] += 1
-        seen["max"] = max(seen["max"], seen["now"])
-        try:
-            return await call(*args, **kwargs)
-        finally:
-            seen["now"] -= 1
+    async def interrupted() -> None:
+        task = asyncio.ensure_future(judge_all(judge, pairs, progress=False))
+        while server.count < 2:
+            await asyncio.sleep(0.05)
+        task.cancel()  # what asyncio.run does on Ctrl-C
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
-    monkeypatch.setattr(runner, "call_judge", counted)
-    return seen
+    asyncio.run(interrupted())
+    assert server.count == 2  # nothing new was started after Ctrl-C
+    assert len(JudgmentStore(tmp_path)) == 2  # both calls already paid for were kept
 
 
 def test_concurrency_bounds_calls_and_all_are_judged(stub, judge_key, tmp_path, monkeypatch):
@@ -84,7 +93,7 @@ def test_a_stopped_run_starts_no_new_call_and_keeps_the_paid_ones(stub, judge_ke
 
 def test_append_writes_at_once_and_fsyncs_behind(tmp_path, monkeypatch):
     """append returns while its fsync is still blocked in the background; synced() waits for it."""
-    from tests.test_judge_parsing import made_up_row
+    from tests.helpers import made_up_row
 
     row = made_up_row()
     release, fsyncs = threading.Event(), []
@@ -113,24 +122,6 @@ def test_append_writes_at_once_and_fsyncs_behind(tmp_path, monkeypatch):
     assert lines == [1, 2, 3, 4, 5] and fsynced_before == 0
     assert 1 <= len(fsyncs) <= 2  # grouped: one fsync covers what was written meanwhile
     assert len(JudgmentStore(tmp_path)) == 5
-
-
-def _ok(row, key: str):
-    from oab_bench.judge.records import Judgment
-
-    return Judgment(
-        question_id=row.question_id,
-        exam_id=row.exam_id,
-        model="m",
-        judge_model="openai/judge-test",
-        prompt_version="v",
-        mode="structured",
-        max_score=row.max_score,
-        cache_key=key,
-        status="ok",
-        score=0.0,
-        cost_usd=0.0,
-    )
 
 
 def test_inline_setup_only_where_marked():
@@ -195,7 +186,7 @@ def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub,
 
 
 def test_a_failed_background_fsync_is_raised_not_lost(tmp_path, monkeypatch):
-    from tests.test_judge_parsing import made_up_row
+    from tests.helpers import made_up_row
 
     store = JudgmentStore(tmp_path)
 
@@ -236,7 +227,7 @@ def test_a_stopped_run_keeps_judgments_with_more_than_one_call(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        return runner._STOPPING.get()
+        return grader._STOPPING.get()
 
     assert loop.run(main()) is None  # the stop flag is the run's own, not left in the caller's context
     stored = len(JudgmentStore(tmp_path))
@@ -281,7 +272,6 @@ def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
     """`oab-bench judge` used to die at once on SIGTERM/SIGHUP, losing the calls in flight:
     now they finish and are stored, no new call starts, and it exits 128+signal, saying so in
     one line (Ctrl-C printed a traceback, and every signal an unretrieved-future one)."""
-    from tests.test_judge_server import _answers_file, _cli, _judge_args
 
     server = stub(latency=1.0)
     answers, _ = _answers_file(tmp_path, upstream_v1, 20)

@@ -97,7 +97,7 @@ def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
 @pytest.mark.e2e
 def test_plain_lighteval_on_a_raw_folder_twice(stub, built_rows, raw_folder, tmp_path):
     """No `oab-bench build`: OAB_BENCH_DATASET is upstream's Hub layout on disk; the second start reuses the build."""
-    from tests.test_e2e import TASK, check_candidate_requests, env_for, expected_figures, results_json
+    from tests.helpers import TASK, check_candidate_requests, env_for, expected_figures, results_json
 
     rows, _ = built_rows
     server = stub(policy="alternate")

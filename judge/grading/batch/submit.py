@@ -22,8 +22,8 @@ from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.batch import api
 from oab_bench.judge.grading.batch.lines import batch_body, request_line, split
 from oab_bench.judge.grading.batch.state import BatchLog, Chunk, Request
-from oab_bench.judge.grading.client import CallResult, _usage, classify, cost
-from oab_bench.judge.grading.runner import Judge, judged_text
+from oab_bench.judge.grading.client import CallResult, classify, cost, usage_of
+from oab_bench.judge.grading.grader import Judge, judged_text
 from oab_bench.judge.records import Judgment, Usage
 from oab_bench.judge.settings import JudgeSettings
 
@@ -66,7 +66,7 @@ def answered(output: bytes) -> dict[str, dict]:
 def reply(settings: JudgeSettings, body: dict) -> CallResult:
     """One batch reply as a call's result, priced at the batch rate."""
     resp = litellm.ModelResponse(**body)
-    usage = _usage(resp)
+    usage = usage_of(resp)
     return classify(resp, usage, batch_price(settings, usage, resp), 1)
 
 
