@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from oab_bench.judge.generation.run import RUN_MARKER
+from oab_bench.conventions import RUN_MARKER
 from tests.conftest import REPO
 from tests.helpers import (
     TASK,

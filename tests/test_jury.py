@@ -199,7 +199,7 @@ def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
 @pytest.mark.e2e
 def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
     """`oab-bench run` with two judges: the lighteval task grades with the jury, run prints its members."""
-    from oab_bench.judge.generation.run import JUDGMENTS_FILE
+    from oab_bench.conventions import JUDGMENTS_FILE
     from tests.helpers import is_check_call, run_bench
 
     candidate, judges = stub(), stub(policy="alternate")

@@ -8,8 +8,6 @@ import jinja2
 
 from oab_bench.judge.leaderboard.tables import Table
 
-REPORT_FILE = "report.html"
-
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(

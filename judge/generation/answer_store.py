@@ -26,8 +26,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from oab_bench.conventions import ANSWERS_FILE as STORE_FILE
+
 logger = logging.getLogger(__name__)
-STORE_FILE = "answers.jsonl"
 CACHE_ENV = "OAB_ANSWER_CACHE"  # folder; unset or "off": no store (the plain lighteval CLI)
 FRESH_ENV = "OAB_FRESH_ANSWERS"  # "1": generate again, still storing what comes back
 

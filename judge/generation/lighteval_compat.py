@@ -31,10 +31,11 @@ import time
 import warnings
 from pathlib import Path
 
+from oab_bench.conventions import CHILD_STOP_GRACE_S as STOP_GRACE_S
+
 TESTED_VERSION = "0.13.0"
 PERMANENT_EXIT = 75  # the child's exit code after a permanent candidate error (its message on stderr)
 PERMANENT_PREFIX = "oab_bench: candidate error (permanent): "
-STOP_GRACE_S = 15.0  # after SIGTERM: calls in flight may finish (and be stored) this long, then exit
 STOPPING = threading.Event()
 
 

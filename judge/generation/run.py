@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from oab_bench.conventions import JUDGMENTS_FILE, RUN_MARKER, SUMMARY_FILE
 from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
@@ -69,9 +70,6 @@ from oab_bench.judge.output import check_output
 from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings, env_var, member_settings, settings_env, settings_from
 
-JUDGMENTS_FILE = "judgments.jsonl"
-SUMMARY_FILE = "oab_bench_summary.json"
-RUN_MARKER = ".oab-bench-run"  # written in every output folder a run makes or fills
 DEFAULT_JUDGE = "openai/gpt-5.2"
 
 

@@ -38,7 +38,6 @@ _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar
 # One judgment's calls so far (set by Judge.grade): a judgment that has paid for a call finishes
 # its other calls (upstream mode's second call, a parse retry) even when the run is stopping.
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
-STOP_GRACE_S = 10.0  # on Ctrl-C, judge calls in flight may finish (and be stored) this long
 
 
 def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:

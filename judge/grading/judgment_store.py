@@ -29,10 +29,10 @@ import os
 import threading
 from pathlib import Path
 
+from oab_bench.conventions import JUDGMENTS_FILE as STORE_FILE
 from oab_bench.judge.records import Judgment
 
 logger = logging.getLogger(__name__)
-STORE_FILE = "judgments.jsonl"
 _SYNCING: set[asyncio.Task] = set()  # every store's background fsync in flight
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from oab_bench.conventions import JUDGMENTS_FILE, SUMMARY_FILE
+from oab_bench.conventions import PROBE_REPORT_FILE as PROBE_REPORT
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
@@ -369,11 +371,6 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
         if isinstance(e, SourceError):
             raise
         raise SourceError(str(e).splitlines()[0], file=str(path)) from None
-
-
-SUMMARY_FILE = "oab_bench_summary.json"  # written by `oab-bench run` (scripts/run.py)
-JUDGMENTS_FILE = "judgments.jsonl"  # written by `oab-bench run` and `oab-bench probe`
-PROBE_REPORT = "report.json"  # `oab-bench probe`: with its judgments.jsonl, a folder the leaderboard reads
 
 
 def recorded_dataset(path: Path) -> str | None:

@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from oab_bench.judge.leaderboard.inputs import JUDGMENTS_FILE
-from oab_bench.judge.leaderboard.inputs import PROBE_REPORT as REPORT_FILE
+from oab_bench.conventions import JUDGMENTS_FILE
+from oab_bench.conventions import PROBE_REPORT_FILE as REPORT_FILE
 from oab_bench.judge.redact import redact
 from oab_bench.judge.validity.probes import PROBE_KINDS
 

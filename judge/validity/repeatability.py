@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from oab_bench.conventions import JUDGMENTS_FILE
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
-from oab_bench.judge.leaderboard.inputs import JUDGMENTS_FILE
 from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.agreement import alpha_over
 from oab_bench.judge.validity.agreement_text import _fig

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from oab_bench.conventions import BATCH_FILE
+
 logger = logging.getLogger(__name__)
-BATCH_FILE = "batches.jsonl"
 
 
 class Request(BaseModel):
