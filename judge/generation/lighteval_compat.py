@@ -31,7 +31,7 @@ import time
 import warnings
 from pathlib import Path
 
-from oab_bench.conventions import CHILD_STOP_GRACE_S as STOP_GRACE_S
+from oab_bench.conventions import CHILD_STOP_GRACE_S
 
 TESTED_VERSION = "0.13.0"
 PERMANENT_EXIT = 75  # the child's exit code after a permanent candidate error (its message on stderr)
@@ -242,7 +242,7 @@ def _response(texts: list[str], reasonings: list, finish_reasons: list):
 def _stop_gracefully_on_sigterm() -> None:
     """SIGTERM (what `oab-bench run` sends on Ctrl-C, SIGTERM, SIGHUP): start no new candidate
     call, let those in flight finish and be stored, then interrupt like Ctrl-C (the judge awaits
-    its calls in flight, runner.judge_all); whatever still runs after STOP_GRACE_S is ended.
+    its calls in flight, runner.judge_all); whatever still runs after CHILD_STOP_GRACE_S is ended.
 
     The handler takes no lock: SIGTERM can come again while it runs (when `oab-bench` is
     SIGKILLed, the kernel sends its parent-death signal once per parent thread that ends), and a
@@ -266,7 +266,7 @@ def _stop_gracefully_on_sigterm() -> None:
         # Ctrl-C in the main thread (asyncio's, or KeyboardInterrupt): sent to that thread, so a
         # wait it is blocked in is interrupted
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-        time.sleep(STOP_GRACE_S)
+        time.sleep(CHILD_STOP_GRACE_S)
         os._exit(128 + signal.SIGTERM)
 
     threading.Thread(target=stop, name="oab-bench-sigterm", daemon=True).start()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from oab_bench.conventions import JUDGMENTS_FILE, RUN_MARKER, SUMMARY_FILE
+from oab_bench.conventions import CHILD_STOP_GRACE_S, JUDGMENTS_FILE, RUN_MARKER, SUMMARY_FILE
 from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
@@ -41,7 +41,6 @@ from oab_bench.judge.generation.defaults import API_CONCURRENCY, DEFAULT_MAX_MOD
 from oab_bench.judge.generation.lighteval_compat import (
     PERMANENT_EXIT,
     PERMANENT_PREFIX,
-    STOP_GRACE_S,
     ensure_offline_safe,
 )
 from oab_bench.judge.generation.preflight import (
@@ -163,7 +162,7 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         start_new_session=True,
         preexec_fn=die_with_parent(ctrl_c=True),
     )
-    reaper = reap_if_orphaned(proc, grace=STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
+    reaper = reap_if_orphaned(proc, grace=CHILD_STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
     quiet = threading.Event()
     refused: list[str] = []
 
@@ -189,7 +188,7 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
             time.sleep(0.2)
     except BaseException:
         quiet.set()
-        stop_group(proc, grace=STOP_GRACE_S + 5)
+        stop_group(proc, grace=CHILD_STOP_GRACE_S + 5)
         raise
     finally:
         kill_group(proc)  # anything the child left in its group

@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 from tqdm import tqdm
 
+from oab_bench.conventions import JUDGE_STOP_GRACE_S
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch
-from oab_bench.judge.grading.grader import _STOPPING, STOP_GRACE_S, Judge
+from oab_bench.judge.grading.grader import _STOPPING, Judge
 from oab_bench.judge.grading.judgment_store import synced
 from oab_bench.judge.grading.loop import run as run_own_loop
 from oab_bench.judge.records import Judgment, Usage
@@ -106,7 +107,7 @@ async def judge_all(
             if t not in calling:
                 t.cancel()
         if tasks:
-            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+            await asyncio.wait(tasks, timeout=JUDGE_STOP_GRACE_S)
         for t in tasks:
             t.cancel()
         await asyncio.shield(synced())
