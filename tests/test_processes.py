@@ -98,7 +98,7 @@ class SecondSigtermWhileHeld(threading.Event):
             self._cond.notify_all()
 
 compat.STOPPING = SecondSigtermWhileHeld()
-compat.STOP_GRACE_S = 1.0
+compat.CHILD_STOP_GRACE_S = 1.0
 compat._stop_gracefully_on_sigterm()
 try:
     print("ready", flush=True)
