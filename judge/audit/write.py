@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from oab_bench.conventions import HTML_REPORT_FILE as REPORT_FILE
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.audit.collect import read_inputs
-from oab_bench.judge.audit.page import REPORT_FILE, plot_png, render_html
+from oab_bench.judge.audit.page import plot_png, render_html
 from oab_bench.judge.audit.view import build_view
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact

@@ -57,7 +57,7 @@ def check_version() -> str:
     if version != TESTED_VERSION:
         warnings.warn(
             f"oab_bench patches lighteval internals tested with {TESTED_VERSION}, found {version}: "
-            "check the system prompt, task expansion and litellm cache workarounds in judge/lighteval_compat.py",
+            "check the system prompt, task expansion and litellm cache workarounds in judge/generation/lighteval_compat.py",
             stacklevel=2,
         )
     return version

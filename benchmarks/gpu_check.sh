@@ -17,9 +17,9 @@ fi
 MODEL=${MODEL:-}
 if [ -z "$MODEL" ]; then
     MODEL=/tmp/tiny-qwen3
-    "$PY" -m scripts.tiny_model "$MODEL" >/dev/null
+    "$PY" -m benchmarks.tiny_model "$MODEL" >/dev/null
 fi
-timeout 540 "$PY" -m scripts.bench_generation --vllm "$MODEL" \
+timeout 540 "$PY" -m benchmarks.bench_generation --vllm "$MODEL" \
     --vllm-args "--max-model-len 8192 --gpu-memory-utilization 0.85" \
     --concurrency 1 8 32 128 --requests 128 --max-tokens 256 --output "$OUT/throughput.json" \
     2>&1 | tee "$OUT/log.txt"
