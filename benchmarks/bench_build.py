@@ -1,6 +1,6 @@
 """Benchmark: build time of the dataset from an upstream folder (target: well under 2 s after imports).
 
-python -m benchmarks.bench_build [--source ../shared/data/oab_bench_v1] [--repeat 5]
+python -m benchmarks.bench_build [--source DIR] [--repeat 5]
 """
 
 from __future__ import annotations

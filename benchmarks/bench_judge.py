@@ -1,7 +1,7 @@
 """Benchmark: the same N judge requests against one local stub server (latency L, concurrency C),
 sent by our judge and by two bare clients, each in its own process; one table.
 The contenders take turns, round after round (`--rounds`, default 3), and each figure is the
-median of its rounds: a shared 2-CPU machine drifts by ~1 s between runs of 10 s.
+median of its rounds: a shared machine drifts between runs (docs/performance.md).
 
 Rows: ours (litellm, cache, validation), an upstream-style loop (a thread pool of C calling the
 OpenAI SDK, as upstream's judge does), the bare OpenAI async client (a semaphore of C), our

@@ -1,6 +1,6 @@
 """Parse one reference turn: the commented answer, then the markdown score table.
 
-The tables are messy (docs/data.md): padded cells, an optional
+The tables are messy (docs/dataset.md): padded cells, an optional
 heading, `nan` section rows, labels `1.`/`A.`/`a)`/`5.1`/none, score cells written
 `0,00/0,55/0,65`, `0,0/...`, with spaces instead of slashes, `/ `, a dot decimal.
 This module reads them as they are; corrections happen in errata, never here.

@@ -49,7 +49,7 @@ class ItemScore(BaseModel):
 
 
 class MemberScore(BaseModel):
-    """A jury member's own grading of the question (judge/jury.py), or one repeat's (judge/repeats.py)."""
+    """A jury member's own grading of the question (judge/grading/jury.py), or one repeat's (judge/grading/repeats.py)."""
 
     judge_model: str
     repeat: int | None = None  # --repeats: which grading of the answer (0 is the one a single run makes)

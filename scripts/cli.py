@@ -52,7 +52,7 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 
 
-JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (judge/runner.py)
+JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (judge/grading/runner.py)
 
 
 def main(argv: list[str] | None = None) -> int:

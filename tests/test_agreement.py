@@ -343,11 +343,11 @@ def test_upstream_o3_against_our_judge_through_the_stub(
     assert "Pass/fail (>= 6.00)" in text.stdout
 
 
-def test_the_readme_csv_example_reads(tmp_path):
+def test_the_documented_csv_example_reads(tmp_path):
     from tests.conftest import REPO
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Is the judge right?") :]
+    text = (REPO / "docs" / "judge-validity.md").read_text(encoding="utf-8")
+    section = text[text.index("## Human grades") :]
     start = section.index("```csv\n") + 7
     csv_text = section[start : section.index("```", start)]
     (tmp_path / "human.csv").write_text(csv_text)

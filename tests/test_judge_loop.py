@@ -297,7 +297,7 @@ def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
 
 
 def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
-    """`benchmarks.bench_judge` end to end at a tiny size (figures are for the README, not asserted):
+    """`benchmarks.bench_judge` end to end at a tiny size (figures are for docs/performance.md, not asserted):
     each contender answers every request, in its own process, against the stub it starts."""
     cmd = [sys.executable, "-m", "benchmarks.bench_judge", "--n", "12", "--concurrency", "4"]
     cmd += ["--latency", "0.01", "--rounds", "1", "--source", str(upstream_v1)]

@@ -190,7 +190,7 @@ def test_cli_writes_every_judgment_and_no_key(stub, judge_key, tmp_path, upstrea
     documented = (
         "question_id exam_id model judge_model prompt_version status score max_score items usage cost_usd"
     )
-    assert set(documented.split()) | {"judge_text"} <= RECORD_FIELDS  # README's contract
+    assert set(documented.split()) | {"judge_text"} <= RECORD_FIELDS  # the contract docs/judge.md states
     assert rows[0]["model"] == "o3-2025-04-16" and rows[0]["items"][0]["item_id"] == "P1"
     for path in [out, *cache.rglob("*")]:
         if path.is_file():

@@ -5,7 +5,7 @@ seed, max new tokens, stop sequences, samples) and the prompt's messages; never 
 address (a `vllm:` model gets a new port each run) nor the key. Only non-empty answers are
 kept: an empty or failed generation is asked again next time.
 
-The same crash-safe design as the judgment store (store.py): one JSON line per answer, one
+The same crash-safe design as the judgment store (judge/grading/judgment_store.py): one JSON line per answer, one
 append, fsynced under a file lock, so a run killed mid-way loses at most the answers in
 flight; a torn or unreadable line is skipped with a warning. Concurrent runs share it:
 `claim(key)` holds the key (a thread lock, and a byte-range lock in `answers.lock` across

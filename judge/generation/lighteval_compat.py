@@ -78,7 +78,7 @@ def install(*, task: str, system_key: str) -> None:
 
 
 def _in_lighteval_cli() -> bool:
-    """`lighteval ...`, `python -m lighteval ...`, or scripts/lighteval_endpoint.py (what `oab-bench run`
+    """`lighteval ...`, `python -m lighteval ...`, or lighteval_endpoint.py (what `oab-bench run`
     starts: lighteval's endpoint command without its other backends)."""
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
     return script.name.startswith("lighteval") or script.parent.name == "lighteval"
@@ -242,7 +242,7 @@ def _response(texts: list[str], reasonings: list, finish_reasons: list):
 def _stop_gracefully_on_sigterm() -> None:
     """SIGTERM (what `oab-bench run` sends on Ctrl-C, SIGTERM, SIGHUP): start no new candidate
     call, let those in flight finish and be stored, then interrupt like Ctrl-C (the judge awaits
-    its calls in flight, runner.judge_all); whatever still runs after CHILD_STOP_GRACE_S is ended.
+    its calls in flight, judge/grading/runner.py); whatever still runs after CHILD_STOP_GRACE_S is ended.
 
     The handler takes no lock: SIGTERM can come again while it runs (when `oab-bench` is
     SIGKILLed, the kernel sends its parent-death signal once per parent thread that ends), and a

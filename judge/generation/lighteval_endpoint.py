@@ -1,8 +1,8 @@
 """`lighteval endpoint ...` as `oab-bench run` starts it, without lighteval's other backends.
 
 `python -m lighteval` imports every backend's module before it parses its arguments (inspect_ai,
-nanotron, sglang, vllm, custom): ~2.5 s of each run's start, measured here, for an endpoint
-evaluation that uses none of them. This is lighteval's own `endpoint` sub-app, under a root app
+nanotron, sglang, vllm, custom), a cost at every run's start (docs/performance.md) for an
+endpoint evaluation that uses none of them. This is lighteval's own `endpoint` sub-app, under a root app
 with the plain CLI's settings (no locals in tracebacks) and logging, so the child behaves, logs
 and fails as `lighteval endpoint ...` does.
 """

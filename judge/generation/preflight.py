@@ -1,6 +1,6 @@
 """Checks `oab-bench run` makes before generating, so a doomed run fails in seconds, saying why.
 
-Without them a missing key surfaces after lighteval's retries (~36 minutes) as "empty answers",
+Without them a missing key surfaces only after all of lighteval's retries, as "empty answers",
 a dead server after 6 attempts per judgment, and a prompt longer than a local model's context
 after 8 instant retries of a 400 whose text is lost. An empty key variable (`OPENAI_API_KEY=`)
 is no key: litellm would count it as present.

@@ -5,11 +5,11 @@ is keyed by model and task only and replays failed calls as empty answers, and a
 whose calls all failed still exits 0. So each run gets a fresh lighteval cache, and this
 command exits non-zero, naming the questions, when an answer is empty or a judgment failed.
 
-Never pay twice: good answers are kept in the answer store (judge/answer_store.py; served
-inside lighteval by judge/lighteval_compat.py) and judgments in the judgment cache, so a rerun
+Never pay twice: good answers are kept in the answer store (answer_store.py; served
+inside lighteval by lighteval_compat.py) and judgments in the judgment cache, so a rerun
 or a resume pays only for what is missing. Never wait on a dead end: tasks, keys and one
 minimal real call per remote model are checked before any vLLM server starts. Nothing
-outlives the run (scripts/processes.py): however it ends, the lighteval child and the vLLM
+outlives the run (processes.py): however it ends, the lighteval child and the vLLM
 servers are stopped, and an interrupted run says what it kept and how to resume.
 """
 
@@ -149,7 +149,7 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
     The child has its own process group and dies with us. If a server in `watch` dies meanwhile,
     stop `cmd` at once: lighteval would retry a dead server for many minutes and then report
     empty answers. On Ctrl-C, SIGTERM or SIGHUP the child gets SIGTERM (it finishes and keeps
-    its calls in flight, judge/lighteval_compat.py) and SIGKILL after the grace period; its
+    its calls in flight, lighteval_compat.py) and SIGKILL after the grace period; its
     output (a traceback) is no longer shown. A permanent candidate error becomes CandidateRefused.
     """
     proc = subprocess.Popen(
@@ -515,7 +515,7 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
     config = out / "model_config.yaml"
     config.write_text(yaml.safe_dump(model_config(args, cache_dir), sort_keys=False), encoding="utf-8")
-    # lighteval's own `endpoint` command, started without its other backends (scripts/lighteval_endpoint.py)
+    # lighteval's own `endpoint` command, started without its other backends (lighteval_endpoint.py)
     cmd = [
         sys.executable,
         "-m",

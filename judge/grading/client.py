@@ -7,7 +7,7 @@ litellm and nowhere else.
 
 Lean per call: we price every call from its usage (prices looked up once per model), so for
 our calls litellm skips its own cost calculation and its success logging (`no-log`, and its
-internal-call signal); together ~1 ms of CPU per call, which is wall time with a fast judge.
+internal-call signal): with a fast judge, CPU per call is wall time (docs/performance.md).
 The retry loop is a plain loop for the same reason.
 """
 
@@ -271,7 +271,7 @@ def backoff(settings: JudgeSettings, attempt: int, exc: BaseException) -> float:
 
 
 # Providers whose litellm request setup is parameter mapping only (no credential files, no token
-# fetches): on our own loops it runs inline instead of in a worker thread (judge/loop.py).
+# fetches): on our own loops it runs inline instead of in a worker thread (loop.py).
 _PURE_SETUP = frozenset({"openai", "hosted_vllm"})
 
 

@@ -9,12 +9,11 @@ Processes sharing a store do not pay twice for one judgment: `claim(key)` holds 
 that key (a byte-range lock in `judgments.lock`) while it is judged, and a process that
 waited for it reads the other's judgment instead of calling the judge.
 
-Lean on the event loop: `append` writes its line at once (one `write` to the page cache, a few
-µs: from then on other processes read it, and a killed process keeps it) and leaves the fsync
-to one background thread that syncs whatever was written meanwhile (group commit). A judgment
-no longer waits for a thread to be woken for its fsync (measured: ~10 ms per judgment at 64
-in flight, 4% of a 0.25 s call). `synced()` awaits every fsync in flight (a run's end); the
-lines this process wrote are not read back. A key lock is a ~2 µs syscall.
+Lean on the event loop: `append` writes its line at once (one `write` to the page cache: from
+then on other processes read it, and a killed process keeps it) and leaves the fsync to one
+background thread that syncs whatever was written meanwhile (group commit), so no judgment waits
+for a thread to be woken for its own fsync (figures: docs/performance.md). `synced()` awaits
+every fsync in flight (a run's end); the lines this process wrote are not read back.
 """
 
 from __future__ import annotations

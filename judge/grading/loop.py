@@ -4,12 +4,12 @@ Why: at 64 calls in flight the one loop thread is the judge's bottleneck (its CP
 the wall time once the judge answers fast). `litellm.acompletion` hands its synchronous setup
 (parameter mapping; no I/O for OpenAI-style providers) to a worker thread on every call and
 waits for it: a thread wake-up and a GIL hand-off per call. For calls marked INLINE_SETUP the
-loop's default executor runs that setup on the loop thread instead (measured ~0.3 ms less CPU
-per call). Anything else given to the executor (blocking I/O, `asyncio.to_thread`) still goes
-to a thread. Only loops this module creates are changed; a caller's own loop is left alone.
+loop's default executor runs that setup on the loop thread instead. Anything else given to the
+executor (blocking I/O, `asyncio.to_thread`) still goes to a thread. Only loops this module
+creates are changed; a caller's own loop is left alone.
 
-Tried and left out: uvloop. It cut CPU per call by ~0.3 ms but made the benchmark's wall time
-worse (12.1-12.9 s against 11.0-11.2 s with asyncio's loop, N=2520, C=64, L=0.25 s, 2 CPUs).
+uvloop is not used: it costs less CPU per call but made the judge benchmark's wall time worse
+(docs/performance.md has the figures, and the other alternatives tried).
 """
 
 from __future__ import annotations

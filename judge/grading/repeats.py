@@ -4,7 +4,7 @@ Repeat 0 uses the ordinary cache key (it is what a single run would grade, and a
 still serves it); repeats 1..K-1 add their index to the key, so each is its own cache entry and
 its own call at the judge's own temperature. The judgment record is repeat 0's, with every
 repeat's grading under `repeats`; the leaderboard averages the repeats and widens its interval
-with them (judge/validity/repeats.py).
+with them (judge/intervals.py).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ async def judge_all(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
 ) -> list[Judgment]:
     """Grade every pair, at most `concurrency` calls at a time; results in input order."""
-    if judge.settings.batch:  # through the provider's Batch API (judge/batch)
+    if judge.settings.batch:  # through the provider's Batch API (batch/)
         done = await judge_batch(judge, pairs, progress=progress)
         await synced()
         return done
@@ -121,9 +121,9 @@ async def judge_all(
 def fewer_collections(active: bool = True):
     """A run makes many short-lived objects per call while it holds many long-lived ones (rows,
     answers, judgments, litellm's modules), so Python's collector rescans the same survivors again
-    and again: freeze what exists and collect the young generation less often, for the run only.
-    Measured: ~0.35 ms less CPU per call at 64 in flight. No collection first: it cost 0.2 s of
-    wall per run (litellm's modules are large), to free at most what exists at the start."""
+    and again: freeze what exists and collect the young generation less often, for the run only
+    (docs/performance.md). No collection first: litellm's modules are large, so it would cost
+    wall time on every run to free at most what exists at the start."""
     if not active:
         yield
         return
@@ -140,7 +140,7 @@ def fewer_collections(active: bool = True):
 def run_judge_all(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
 ) -> list[Judgment]:
-    """Sync wrapper, on a loop of its own (judge/loop.py); also safe when called from inside a
+    """Sync wrapper, on a loop of its own (loop.py); also safe when called from inside a
     running event loop (a notebook, lighteval): then that loop's thread is left alone."""
     try:
         asyncio.get_running_loop()
