@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Generation throughput through vLLM's server on a GPU machine, at a few concurrencies.
-# Prepared for the device tool (<= 10 min): `bash scripts/gpu_check.sh`; figures go to $OUT.
+# Prepared for the device tool (<= 10 min): `bash benchmarks/gpu_check.sh`; figures go to $OUT.
 # Needs vLLM in the Python it runs with (VLLM_PYTHON, default python3): the device image has
 # none and cannot download, so carry wheels or use a machine that has it. MODEL: an HF id in
 # the local HF cache or a folder; default a small random Qwen3-style model built here.
