@@ -15,19 +15,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
-from judge.folders import BUILD_MARKER, Writer, check_folder, entries, summarize
-
-from .build import BuildReport
-from .card import render_card
-from .hub_guard import PushPlan, front_matter, guarded_push, mark_card
-from .schema import QuestionRow
+from oab_bench.conventions import BUILD_MARKER as MARKER
+from oab_bench.dataset_builder.build import BuildReport
+from oab_bench.dataset_builder.card import render_card
+from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.folders import Writer, check_folder, entries, summarize
+from oab_bench.hub_guard import PushPlan, front_matter, guarded_push, mark_card
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
-MARKER = BUILD_MARKER  # says a folder is ours and lists what we wrote, so --overwrite may replace it
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
-BUILD = Writer(
-    "oab-bench build", MARKER, head=MARKER_HEAD
-)  # the folder guard every command shares (judge/folders.py)
+BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)  # the guard every command shares
 
 
 def _marker_text(folder: Path) -> str:
@@ -87,7 +84,7 @@ def is_our_build(folder: Path) -> bool:
 
 def check_replaceable(output: Path, *, built: Path | None = None, flag: str = "--output") -> None:
     """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths):
-    a folder without our marker as every command refuses one (judge/folders.py), then what
+    a folder without our marker as every command refuses one (oab_bench/folders.py), then what
     --overwrite would remove that the build did not write."""
     check_folder(output, BUILD, flag, output)
     foreign = foreign_paths(output, built=built)

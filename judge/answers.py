@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dataset_builder.errors import SourceError
-from dataset_builder.source import SourceAnswer, read_jsonl
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import SourceAnswer, read_jsonl
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -68,8 +68,6 @@ def load_answers(path: Path) -> list[Answer]:
     """Detect the format: a lighteval details parquet/folder, or a FastChat JSONL file."""
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
-        from .details import load_lighteval_answers
-
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)
 
@@ -87,5 +85,63 @@ def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
                 "pass one of them",
                 file=first.source,
                 line=first.line or None,
+            )
+    return out
+
+
+# --- lighteval details files of the oab_bench task (`DIR/details/<model>/<time>/*.parquet`) ---
+
+
+def details_files(path: Path) -> list[Path]:
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("details_*.parquet") if "oab_bench" in p.name)
+    if not files:
+        raise SourceError(
+            "no oab_bench details parquet found (run lighteval with --save-details)", file=str(path)
+        )
+    return files
+
+
+def model_of(file: Path) -> str:
+    """lighteval writes details under details/<model name, may contain '/'>/<timestamp>/."""
+    parts = file.parts
+    if "details" in parts:
+        i = len(parts) - 1 - parts[::-1].index("details")
+        name = "/".join(parts[i + 1 : -2])
+        if name:
+            return name
+    return file.parent.parent.name
+
+
+def load_lighteval_answers(path: Path) -> list[Answer]:
+    """Every answer in the folder's details files, each with its file and row. Two runs of one
+    model in one folder are both returned: one_per_question keeps identical copies as one and
+    stops on two different answers, naming both, so no run wins by being later."""
+    import pandas as pd
+
+    out: list[Answer] = []
+    for file in details_files(path):
+        df = pd.read_parquet(file, columns=["doc", "model_response"])
+        model = model_of(file)
+        for n, (doc, response) in enumerate(zip(df["doc"], df["model_response"], strict=True)):
+            specific = doc.get("specific") or {}
+            qid = specific.get("question_id")
+            if not qid:
+                raise SourceError(
+                    "row has no doc.specific.question_id: not an oab_bench details file",
+                    file=str(file),
+                    line=n + 1,
+                )
+            texts = list(response.get("text_post_processed") or response.get("text") or [])
+            out.append(
+                Answer(
+                    model=model,
+                    question_id=qid,
+                    turns=[texts[0] if texts else ""],
+                    source=str(file),
+                    line=n + 1,
+                )
             )
     return out

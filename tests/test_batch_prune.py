@@ -10,14 +10,15 @@ import time
 
 import pytest
 
-import tests.synthetic as syn
-from dataset_builder.build import build_rows
-from judge.answers import Answer
-from judge.batch.run import BatchPending
-from judge.batch.state import BatchLog
-from judge.runner import Judge, run_judge_all
-from judge.settings import JudgeSettings
-from judge.store import JudgmentStore
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.batch.state import BatchLog
+from oab_bench.judge.grading.batch.submit import BatchPending
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import run_judge_all
+from oab_bench.judge.settings import JudgeSettings
+from tests import synthetic as syn
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.answers import load_answers, one_per_question
-from judge.report.inputs import load_records
-from judge.report.tables import build_tables
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.answers import load_answers, one_per_question
+from oab_bench.judge.leaderboard.inputs import load_records
+from oab_bench.judge.leaderboard.tables import build_tables
 
 QID = "90_direito_civil_questao_1"
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-import tests.synthetic as syn
-from dataset_builder.build import build_rows
-from dataset_builder.hub_guard import HubRefusal, front_matter, mark_card, marker_of
-from dataset_builder.publish import DATA_FILE, push_dataset, write_dataset
-from scripts.cli import main
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.publish import DATA_FILE, push_dataset, write_dataset
+from oab_bench.hub_guard import HubRefusal, front_matter, mark_card, marker_of
+from oab_bench.scripts.cli import main
+from tests import synthetic as syn
 from tests.fake_hub import NO_TOKEN, FakeHub
 
 REPO = "me/oab-bench"
@@ -241,7 +241,7 @@ def test_a_branch_is_checked_as_well_as_the_repo(built, hub, capsys):
 
 
 def test_the_pushed_card_keeps_its_metadata_and_the_marker_survives_a_round_trip(built, tmp_path):
-    from dataset_builder.publish import stage_for_hub
+    from oab_bench.dataset_builder.publish import stage_for_hub
 
     card = (stage_for_hub(built, tmp_path / "hub", REPO) / "README.md").read_text()
     meta, body = front_matter(card)
@@ -252,7 +252,7 @@ def test_the_pushed_card_keeps_its_metadata_and_the_marker_survives_a_round_trip
 
 
 def test_a_local_folder_without_our_card_marker_never_reaches_the_hub(tmp_path):
-    from dataset_builder.hub_guard import guarded_push
+    from oab_bench.hub_guard import guarded_push
 
     (tmp_path / "README.md").write_text("---\nlicense: mit\n---\n")
     hub = FakeHub()

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import json
 
-import tests.synthetic as syn
-from dataset_builder.build import build_rows
-from judge.answers import Answer
-from judge.jury import make_judge
-from judge.jury_name import canonical_judge
-from judge.report.inputs import load_records
-from judge.report.tables import build_tables
-from judge.runner import run_judge_all
-from judge.settings import JudgeSettings
-from judge.store import JudgmentStore
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.jury import make_judge
+from oab_bench.judge.grading.runner import run_judge_all
+from oab_bench.judge.jury_name import canonical_judge
+from oab_bench.judge.leaderboard.inputs import load_records
+from oab_bench.judge.leaderboard.tables import build_tables
+from oab_bench.judge.settings import JudgeSettings
+from tests import synthetic as syn
 
 
 def test_the_order_members_are_named_in_does_not_change_the_jury():

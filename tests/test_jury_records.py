@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from scripts.cli import main
+from oab_bench.scripts.cli import main
 
 QID = "90_direito_civil_questao_1"
 

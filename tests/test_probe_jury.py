@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-import tests.synthetic as syn
-from dataset_builder.build import build_rows
-from dataset_builder.publish import write_dataset
-from judge.records import Judgment, MemberScore
-from judge.validity.probe_members import failed_members
-from scripts.cli import main
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.publish import write_dataset
+from oab_bench.judge.records import Judgment, MemberScore
+from oab_bench.judge.validity.probe_members import failed_members
+from oab_bench.scripts.cli import main
+from tests import synthetic as syn
 
 
 @pytest.fixture

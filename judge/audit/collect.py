@@ -13,11 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from dataset_builder.errors import SourceError
-from dataset_builder.source import read_objects
-
-from ..answers import Answer, load_answers, one_per_question
-from ..report.inputs import NoResults, Record, load_records
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.answers import Answer, load_answers, one_per_question
+from oab_bench.judge.leaderboard.inputs import NoResults, Record, load_records
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
 
@@ -107,7 +106,7 @@ def _trails_jsonl(path: Path) -> dict:
 def _trails_lighteval(path: Path) -> dict:
     import pandas as pd
 
-    from ..details import details_files
+    from oab_bench.judge.answers import details_files
 
     out = {}
     for file in details_files(path):

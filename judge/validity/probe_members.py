@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ..records import Judgment
-from .probe_report import ProbeReport
+from oab_bench.judge.records import Judgment
+from oab_bench.judge.validity.probe_report import ProbeReport
 
 
 def failed_members(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
