@@ -153,7 +153,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.sweep.cost import per_model
     from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
     from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure
-    from oab_bench.judge.sweep.text import render_text
+    from oab_bench.judge.sweep.sweep_table import render_text
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
 
