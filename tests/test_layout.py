@@ -27,6 +27,7 @@ LAYERS = [
     "oab_bench.judge.grading",
     "oab_bench.judge.leaderboard",
     "oab_bench.judge.validity",
+    "oab_bench.judge.sweep",  # which judge: composes validity's probe and agreement
     "oab_bench.judge.audit",
     "oab_bench.judge.generation",
     "oab_bench_task",
@@ -149,7 +150,7 @@ def test_every_subcommand_is_one_module_in_scripts():
     from oab_bench.scripts.cli import COMMANDS
 
     for name in COMMANDS:
-        path = REPO / "scripts" / f"cmd_{name}.py"
+        path = REPO / "scripts" / f"cmd_{name.replace('-', '_')}.py"
         assert path.exists(), path
         source = path.read_text()
         assert "def add_arguments(" in source and "def main(" in source and "HELP = " in source
