@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from dataset_builder.errors import SourceError
-from dataset_builder.source import SourceAnswer, read_jsonl
+from dataset_builder.source import GenerationUsage, SourceAnswer, read_jsonl
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -21,6 +21,7 @@ class Answer(BaseModel):
     turns: list[str]  # one text, or one per item (upstream's two-turn conversations)
     source: str = ""
     line: int = 0  # in `source`: a JSONL line or a details row (1-based); 0 when unknown
+    usage: GenerationUsage | None = None  # what generating it cost, when its file says (newer release)
 
     @property
     def text(self) -> str:
@@ -59,6 +60,7 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
                 turns=a.turns,
                 source=str(path),
                 line=lineno,
+                usage=a.usage,
             )
         )
     return out
