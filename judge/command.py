@@ -51,23 +51,43 @@ def run_judge_command(args: argparse.Namespace) -> int:
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+    panel, panel_pairs = None, []
+    if getattr(args, "panel", None):  # published answers beside the candidates (judge/panel)
+        from .panel.judging import panel_pairs as pairs_of
+        from .panel.judging import print_notes
+        from .panel.source import resolve_panel
+
+        panel = resolve_panel(args.panel)
+        panel_pairs, notes = pairs_of(panel, rows, {a.model for a in answers})
+        print_notes(notes, "judge")
 
     judge = command_judge(args, settings)
     if args.estimate:
         from .estimate.core import estimate, print_estimate
 
+        if panel is not None:
+            from .panel.estimate import print_with_panel
+
+            return print_with_panel(estimate(judge, pairs), estimate(judge, panel_pairs), panel, args.format)
         return print_estimate(estimate(judge, pairs), args.format)
-    try:
-        judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    try:  # the candidates first: a --max-cost-usd cap reaches them before the panel
+        judgments = run_judge_all(judge, pairs + panel_pairs, progress=not args.no_progress)
     except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
         print(f"oab-bench judge: {e}", file=sys.stderr)
         print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
         return 3
+    judgments, of_panel = judgments[: len(pairs)], judgments[len(pairs) :]
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing
     ]
-    write_atomic(Path(args.output), dump_jsonl(judgments))
+    text = dump_jsonl(judgments)
+    if panel is not None:
+        from .panel.judging import dump_records, panel_records
+
+        text += dump_records(panel_records(of_panel, panel))
+        judgments += of_panel
+    write_atomic(Path(args.output), text)
     failed = print_outcome(judgments)
     print(f"wrote {args.output}", file=sys.stderr)
     return 1 if failed else 0

@@ -154,6 +154,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from judge import settings as judge_settings
     from judge.estimate.flags import add_estimate_arguments
+    from judge.panel.flags import add_panel_argument
 
     parser = argparse.ArgumentParser(prog="oab-bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     judge_settings.add_arguments(p)
     add_estimate_arguments(p)
+    add_panel_argument(p)
     p.set_defaults(func=_judge)
 
     from judge.validity import probe
@@ -249,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset")  # what a command reads
+INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
 
 
 OUTPUT_ARGS = ("output", "plot")  # what a command writes

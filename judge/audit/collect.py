@@ -17,6 +17,8 @@ from dataset_builder.errors import SourceError
 from dataset_builder.source import read_objects
 
 from ..answers import Answer, load_answers, one_per_question
+from ..panel.judging import PANEL_JUDGMENTS_FILE, recorded_panel_files
+from ..panel.source import answer_files as files_in
 from ..report.inputs import NoResults, Record, load_records
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
@@ -35,6 +37,7 @@ class Inputs(BaseModel):
     records: list[Record]
     trails: dict[tuple[str, int], Trail]  # (source, line) of a record -> its trail
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
+    generation: dict[tuple[str, str], dict] = Field(default_factory=dict)  # what generating it cost, if known
     notes: list[str]
 
 
@@ -150,15 +153,24 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         if _is_run_folder(path):
             trails.update(_trails_lighteval(path))
             answers += load_answers(path)
+            if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():  # `run --panel`: judged beside it
+                trails.update(_trails_jsonl(path / PANEL_JUDGMENTS_FILE))
+                files, gone = recorded_panel_files(path)
+                notes += gone
+                for file in files:
+                    for f in files_in(file):
+                        answers += load_answers(f)
         else:
             trails.update(_trails_jsonl(path))
     for path in map(Path, answer_files):
         answers += load_answers(path)
     if not records:
         raise ValueError("no judged results in any input")
+    chosen = sorted(one_per_question(answers).items())
     return Inputs(
         records=records,
         trails=trails,
-        answers={key: a.text for key, a in sorted(one_per_question(answers).items())},
+        answers={key: a.text for key, a in chosen},
+        generation={key: a.usage.model_dump() for key, a in chosen if a.usage is not None},
         notes=sorted(notes),  # whatever the order of the inputs
     )

@@ -229,7 +229,13 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) 
 
 
 def estimate_run(args, settings, question_ids: list[str]) -> int:
-    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, with answers of
+    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, printed."""
+    _, est, note = run_estimate(args, settings, question_ids)
+    return print_estimate(est, args.format, note)
+
+
+def run_estimate(args, settings, question_ids: list[str]) -> tuple[Judge, Estimate, str]:
+    """(the judge, its estimate, a note) for `oab-bench run --estimate`: answers of
     DEFAULT_ANSWER_TOKENS (they are not generated yet) and the run's judge cache."""
     from pathlib import Path
 
@@ -243,4 +249,4 @@ def estimate_run(args, settings, question_ids: list[str]) -> int:
     store = JudgmentStore(None if off else Path(where) if where else default_cache_dir())
     judge = Judge(settings, store)
     note = f"Answers not generated yet: assumed {DEFAULT_ANSWER_TOKENS} tokens per answer."
-    return print_estimate(estimate(judge, placeholder_pairs(rows, args.model, judge)), args.format, note)
+    return judge, estimate(judge, placeholder_pairs(rows, args.model, judge)), note

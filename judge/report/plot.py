@@ -15,7 +15,7 @@ import numpy as np
 
 from dataset_builder.schema import PASS_MARK
 
-from .render import area_name, ordered_areas, points
+from .render import PANEL_MARK, area_name, ordered_areas, points
 from .tables import Table
 
 
@@ -37,7 +37,11 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
         y = np.arange(len(rows))
         means = np.array([r.mean_exam_score for r in rows])
         colors = ["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means]
-        bars.barh(y, means, color=colors, alpha=0.85, height=0.6)
+        drawn = bars.barh(y, means, color=colors, alpha=0.85, height=0.6)
+        for bar, r in zip(drawn, rows, strict=True):
+            if r.panel:  # published answers (--panel): lighter and hatched, the candidate stands out
+                bar.set_alpha(0.45)
+                bar.set_hatch("//")
         lows = np.array([r.ci_low if r.ci_low is not None else r.mean_exam_score for r in rows])
         highs = np.array([r.ci_high if r.ci_high is not None else r.mean_exam_score for r in rows])
         # clipped: a mean of equal totals may land a float's width outside its interval (0.1 * 3 / 3)
@@ -54,7 +58,8 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
             va="bottom",
         )
         labels = [
-            f"{r.model}{' *' if not r.complete else ''}{' †' if r.same_family_as_judge else ''} ({r.passed}/{r.exams})"
+            f"{r.model}{' *' if not r.complete else ''}{' †' if r.same_family_as_judge else ''}"
+            f"{' ' + PANEL_MARK if r.panel else ''} ({r.passed}/{r.exams})"
             for r in rows
         ]
         bars.set_yticks(y, labels, fontsize=9)
@@ -78,7 +83,11 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
             heat.set_xticks(
                 range(len(areas)), [area_name(a) for a in areas], rotation=30, ha="right", fontsize=9
             )
-            heat.set_yticks(range(len(models)), [r.model for r in models], fontsize=9)
+            heat.set_yticks(
+                range(len(models)),
+                [r.model + (f" {PANEL_MARK}" if r.panel else "") for r in models],
+                fontsize=9,
+            )
             for i in range(grid.shape[0]):
                 for j in range(grid.shape[1]):
                     if not np.isnan(grid[i, j]):
