@@ -109,6 +109,12 @@ def test_a_wrong_byte_or_a_cut_connection_is_refused_and_nothing_is_cached(files
     with pytest.raises(upstream.PanelUnavailable) as e:
         upstream.upstream_files()
     assert name in str(e.value) and "\n" not in str(e.value)
+    if fault == "cut":  # the two files before it (sorted) are cached; it and the three after are not
+        assert "4 of the 6 published answer files are not cached" in str(e.value)
+        assert cached(tmp_path) == [
+            "Qwen2.5-72B-Instruct-deepinfra.jsonl",
+            "claude-3-5-sonnet-20240620.jsonl",
+        ]
     assert name not in cached(tmp_path)  # neither the file nor a leftover part of it
     assert not any(n.endswith(".part") for n in cached(tmp_path))
     files()  # the next try, from a good server, completes the cache
@@ -148,6 +154,7 @@ def test_an_unreachable_mirror_is_the_same_one_line(monkeypatch, tmp_path):
     with pytest.raises(upstream.PanelUnavailable, match="could not be read") as e:
         upstream.upstream_files()
     assert "\n" not in str(e.value) and not cached(tmp_path)
+    assert "6 of the 6 published answer files are not cached" in str(e.value)
 
 
 def test_the_cache_honours_xdg_cache_home(monkeypatch, tmp_path):

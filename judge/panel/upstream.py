@@ -48,6 +48,10 @@ class PanelUnavailable(ValueError):
     """The published answers are neither cached nor downloadable (offline, refused, cut)."""
 
 
+class Unreachable(PanelUnavailable):
+    """A file could not be read from the server (HTTP error, connection refused or cut)."""
+
+
 def cache_dir() -> Path:
     where = os.environ.get(CACHE_ENV)
     if where:
@@ -87,8 +91,11 @@ def upstream_files() -> list[Path]:
     base = os.environ.get(URL_ENV) or DEFAULT_URL
     if base == DEFAULT_URL and _offline():
         raise unavailable(folder, missing, "HF_HUB_OFFLINE is set (offline)")
-    for name in missing:
-        fetch(f"{base.rstrip('/')}/{name}", folder / name)
+    for i, name in enumerate(missing):
+        try:
+            fetch(f"{base.rstrip('/')}/{name}", folder / name)
+        except Unreachable as e:  # the files fetched so far stay: a later try fetches only the rest
+            raise unavailable(folder, missing[i:], str(e)) from None
     return [folder / name for name in sorted(FILES)]
 
 
@@ -115,7 +122,7 @@ def fetch(url: str, dest: Path) -> Path:
             httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp,
         ):
             if resp.status_code != 200:
-                raise unavailable(dest.parent, [dest.name], f"{url} answered HTTP {resp.status_code}")
+                raise Unreachable(f"{url} answered HTTP {resp.status_code}")
             for chunk in resp.iter_bytes():
                 got += len(chunk)
                 if got > size:
@@ -131,9 +138,7 @@ def fetch(url: str, dest: Path) -> Path:
             )
         os.replace(tmp, dest)
     except httpx.HTTPError as e:
-        raise unavailable(
-            dest.parent, [dest.name], f"{url} could not be read ({type(e).__name__}: {e})"
-        ) from None
+        raise Unreachable(f"{url} could not be read ({type(e).__name__}: {e})") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
