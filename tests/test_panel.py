@@ -164,16 +164,27 @@ def test_estimate_prints_the_panel_apart_and_calls_nothing(stub, built_dataset, 
     assert "cand " in before and "o3-2025-04-16" not in before and "o3-2025-04-16" in after
 
 
-@pytest.mark.parametrize("name", ["o3-2025-04-16", "O3-2025-04-16"])
+def in_process(args: list, capsys) -> tuple[int, str]:
+    """`oab-bench ARGS` in this process (no start-up cost): exit code and stderr."""
+    from scripts.cli import main
+
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
 def test_a_candidate_named_as_a_panel_model_is_an_error_naming_both(
-    stub, built_dataset, tmp_path, upstream_v1, name
+    stub, built_dataset, tmp_path, upstream_v1, monkeypatch, capsys
 ):
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test")
     server = stub()
     folder = upstream_v1 / "model_answer"
-    cand = candidate_file(tmp_path / "cand.jsonl", folder / "gpt-4o-2024-08-06.jsonl", name)
-    proc = oab(*judge_args(built_dataset, [cand], server, tmp_path, "o.jsonl", "--panel", folder), env=env())
-    assert proc.returncode == 2 and server.count == 0 and not (tmp_path / "o.jsonl").exists()
-    assert f"the candidate '{name}' has the name of the panel's model 'o3-2025-04-16'" in proc.stderr
+    for name in ("o3-2025-04-16", "O3-2025-04-16"):  # the same name, or one only its case tells apart
+        cand = candidate_file(tmp_path / "cand.jsonl", folder / "gpt-4o-2024-08-06.jsonl", name)
+        code, err = in_process(
+            judge_args(built_dataset, [cand], server, tmp_path, "o.jsonl", "--panel", folder), capsys
+        )
+        assert code == 2 and server.count == 0 and not (tmp_path / "o.jsonl").exists()
+        assert f"the candidate '{name}' has the name of the panel's model 'o3-2025-04-16'" in err
 
 
 def test_a_panel_of_newer_release_files_and_extra_questions(stub, built_dataset, tmp_path, upstream_v1):
@@ -250,25 +261,26 @@ def test_judge_batch_with_a_panel(stub, built_dataset, tmp_path, upstream_v1):
 
 
 def test_run_refuses_a_candidate_named_as_a_panel_model_before_any_call(
-    stub, built_dataset, tmp_path, upstream_v1
+    stub, built_dataset, tmp_path, upstream_v1, monkeypatch, capsys
 ):
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     server = stub()
-    mine = candidate_file(
-        tmp_path / "mine.jsonl", upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl", "openai/cand"
-    )
+    source = upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl"
+    mine = candidate_file(tmp_path / "mine.jsonl", source, "openai/cand")
     args = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", built_dataset]
     args += ["--judge-model", "openai/j", "--judge-api-base", server.url, "--output-dir", tmp_path / "run"]
-    proc = oab(*args, "--panel", mine, env=clean_env(OAB_JUDGE_API_KEY="sk-test", OPENAI_API_KEY="sk-test"))
-    assert proc.returncode == 2 and server.count == 0 and not (tmp_path / "run").exists()
-    assert "the candidate 'openai/cand' has the name of the panel's model 'openai/cand'" in proc.stderr
+    code, err = in_process([*args, "--panel", mine], capsys)
+    assert code == 2 and server.count == 0 and not (tmp_path / "run").exists()
+    assert "the candidate 'openai/cand' has the name of the panel's model 'openai/cand'" in err
 
 
-def test_an_output_over_a_panel_file_is_refused(stub, built_dataset, tmp_path, upstream_v1):
+def test_an_output_over_a_panel_file_is_refused(stub, built_dataset, tmp_path, upstream_v1, capsys):
     server = stub()
     panel = candidate_file(tmp_path / "p.jsonl", upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl", "p")
     cand = candidate_file(tmp_path / "c.jsonl", upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl", "c")
     before = panel.read_bytes()
-    proc = oab(*judge_args(built_dataset, [cand], server, tmp_path, "p.jsonl", "--panel", panel), env=env())
-    assert (
-        proc.returncode == 2 and "would overwrite the input" in proc.stderr and panel.read_bytes() == before
+    code, err = in_process(
+        judge_args(built_dataset, [cand], server, tmp_path, "p.jsonl", "--panel", panel), capsys
     )
+    assert code == 2 and "would overwrite the input" in err and panel.read_bytes() == before

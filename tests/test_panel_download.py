@@ -12,8 +12,6 @@ import pytest
 
 from judge.panel import upstream
 from judge.panel.source import resolve_panel
-from tests.conftest import oab
-from tests.test_hardening import clean_env
 
 
 class FileServer:
@@ -163,20 +161,26 @@ def test_the_cache_honours_xdg_cache_home(monkeypatch, tmp_path):
     assert upstream.cache_dir() == tmp_path / "xdg" / "oab-bench" / "panel" / upstream.COMMIT
 
 
-def test_judge_and_run_offline_say_so_in_one_line_before_any_call(stub, built_dataset, tmp_path, upstream_v1):
+def test_judge_and_run_offline_say_so_in_one_line_before_any_call(
+    stub, built_dataset, tmp_path, upstream_v1, monkeypatch, capsys
+):
+    from scripts.cli import main
+
     server = stub()
-    env = clean_env(
-        OAB_JUDGE_API_KEY="sk-test", OPENAI_API_KEY="sk-test", OAB_PANEL_CACHE=str(tmp_path / "p")
-    )
-    env.pop(upstream.URL_ENV, None)
+    for var, value in (("OAB_JUDGE_API_KEY", "sk-test"), ("OPENAI_API_KEY", "sk-test")):
+        monkeypatch.setenv(var, value)
+    monkeypatch.setenv(upstream.CACHE_ENV, str(tmp_path / "p"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv(upstream.URL_ENV, raising=False)
     answers = upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl"
     judge = ["judge", "--dataset", built_dataset, "--answers", answers, "--judge-model", "openai/j"]
     judge += ["--api-base", server.url, "--cache", tmp_path / "jc", "--output", tmp_path / "o.jsonl"]
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", built_dataset]
     run += ["--judge-model", "openai/j", "--judge-api-base", server.url, "--output-dir", tmp_path / "run"]
     for args in (judge, run):
-        proc = oab(*args, "--panel", "upstream", env=env, timeout=120)
-        lines = [x for x in proc.stderr.splitlines() if "error" in x]
-        assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+        code = main([str(a) for a in [*args, "--panel", "upstream"]])
+        lines = [x for x in capsys.readouterr().err.splitlines() if "error" in x]  # (datasets' progress bars)
+        assert code == 2 and len(lines) == 1, lines
         assert "--panel upstream:" in lines[0] and "pass --panel with the answer files" in lines[0]
     assert server.count == 0 and not (tmp_path / "o.jsonl").exists() and not (tmp_path / "p").exists()
+    assert not (tmp_path / "run").exists()
