@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dataset_builder.errors import SourceError
-from dataset_builder.source import GenerationUsage, SourceAnswer, read_jsonl
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, read_jsonl
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -70,10 +70,21 @@ def load_answers(path: Path) -> list[Answer]:
     """Detect the format: a lighteval details parquet/folder, or a FastChat JSONL file."""
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
-        from .details import load_lighteval_answers
-
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)
+
+
+def answer_files_in(path: Path) -> list[Path]:
+    """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its
+    details), or a folder of FastChat answer files (upstream's `model_answer/`)."""
+    if not path.exists():
+        raise SourceError("not found", file=str(path))
+    if not path.is_dir() or any(path.rglob("details_*.parquet")):
+        return [path]
+    files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    if not files:
+        raise SourceError("no answer files in this folder (*.jsonl, or lighteval details)", file=str(path))
+    return files
 
 
 def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
@@ -91,3 +102,52 @@ def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
                 line=first.line or None,
             )
     return out
+
+
+# --- lighteval details files of the oab_bench task (`DIR/details/<model>/<time>/*.parquet`) ---
+
+
+def details_files(path: Path) -> list[Path]:
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("details_*.parquet") if "oab_bench" in p.name)
+    if not files:
+        raise SourceError(
+            "no oab_bench details parquet found (run lighteval with --save-details)", file=str(path)
+        )
+    return files
+
+
+def model_of(file: Path) -> str:
+    """lighteval writes details under details/<model name, may contain '/'>/<timestamp>/."""
+    parts = file.parts
+    if "details" in parts:
+        i = len(parts) - 1 - parts[::-1].index("details")
+        name = "/".join(parts[i + 1 : -2])
+        if name:
+            return name
+    return file.parent.parent.name
+
+
+def load_lighteval_answers(path: Path) -> list[Answer]:
+    import pandas as pd
+
+    out: dict[tuple[str, str], Answer] = {}
+    for file in details_files(path):
+        df = pd.read_parquet(file, columns=["doc", "model_response"])
+        model = model_of(file)
+        for n, (doc, response) in enumerate(zip(df["doc"], df["model_response"], strict=True)):
+            specific = doc.get("specific") or {}
+            qid = specific.get("question_id")
+            if not qid:
+                raise SourceError(
+                    "row has no doc.specific.question_id: not an oab_bench details file",
+                    file=str(file),
+                    line=n + 1,
+                )
+            texts = list(response.get("text_post_processed") or response.get("text") or [])
+            out[(model, qid)] = Answer(
+                model=model, question_id=qid, turns=[texts[0] if texts else ""], source=str(file), line=n + 1
+            )
+    return list(out.values())

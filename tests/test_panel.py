@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.answers import load_answers
-from judge.jury import make_judge
-from judge.panel.judging import charge
-from judge.settings import JudgeSettings
+from oab_bench.judge.answers import load_answers
+from oab_bench.judge.grading.jury import make_judge
+from oab_bench.judge.panel.judging import charge
+from oab_bench.judge.settings import JudgeSettings
 from tests.conftest import oab
-from tests.test_hardening import clean_env
+from tests.helpers import clean_env
 
 EXAM = "39_direito_penal"  # one exam: 5 questions, 35 judgments with the panel
 PANEL_MODELS = {
@@ -166,7 +166,7 @@ def test_estimate_prints_the_panel_apart_and_calls_nothing(stub, built_dataset, 
 
 def in_process(args: list, capsys) -> tuple[int, str]:
     """`oab-bench ARGS` in this process (no start-up cost): exit code and stderr."""
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     code = main([str(a) for a in args])
     return code, capsys.readouterr().err
@@ -218,7 +218,7 @@ def test_a_panel_of_newer_release_files_and_extra_questions(stub, built_dataset,
 
 
 def test_the_same_panel_file_twice_or_in_a_folder_given_too_is_read_once(tmp_path, upstream_v1):
-    from judge.panel.source import resolve_panel
+    from oab_bench.judge.panel.published import resolve_panel
 
     folder = upstream_v1 / "model_answer"
     panel = resolve_panel([str(folder), str(folder / "o3-2025-04-16.jsonl"), str(folder)])
@@ -226,8 +226,8 @@ def test_the_same_panel_file_twice_or_in_a_folder_given_too_is_read_once(tmp_pat
 
 
 def test_a_panel_folder_with_no_answer_files_is_refused(tmp_path):
-    from dataset_builder.errors import SourceError
-    from judge.panel.source import resolve_panel
+    from oab_bench.dataset_builder.errors import SourceError
+    from oab_bench.judge.panel.published import resolve_panel
 
     (tmp_path / "empty").mkdir()
     with pytest.raises(SourceError, match="no answer files in this folder"):
@@ -284,3 +284,24 @@ def test_an_output_over_a_panel_file_is_refused(stub, built_dataset, tmp_path, u
         judge_args(built_dataset, [cand], server, tmp_path, "p.jsonl", "--panel", panel), capsys
     )
     assert code == 2 and "would overwrite the input" in err and panel.read_bytes() == before
+
+
+def test_run_checks_the_judge_when_only_the_panel_is_left_to_judge(stub, judge_key, tmp_path):
+    """`run`'s preflight calls the judge once when anything is to be judged: a candidate fully
+    cached with a panel not yet judged still needs it; a panel fully cached does not."""
+    from oab_bench.judge.answers import Answer
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+    from oab_bench.judge.grading.runner import run_judge_all
+    from oab_bench.judge.panel.runs import pending_in
+    from tests.helpers import made_up_row, settings
+
+    server = stub()
+    row = made_up_row()
+    pairs = [(row, Answer(model=m, question_id=row.question_id, turns=[f"{m} responde."])) for m in "pq"]
+    chosen = settings(server)
+    assert pending_in(chosen, tmp_path / "jc", pairs) and server.count == 0  # asking calls nothing
+    run_judge_all(make_judge(chosen, JudgmentStore(tmp_path / "jc")), pairs[:1], progress=False)
+    assert pending_in(chosen, tmp_path / "jc", pairs)  # one of the two still to judge
+    run_judge_all(make_judge(chosen, JudgmentStore(tmp_path / "jc")), pairs, progress=False)
+    assert not pending_in(chosen, tmp_path / "jc", pairs)
+    assert pending_in(chosen, None, pairs)  # no cache: everything is to judge

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.panel import upstream
-from judge.panel.source import resolve_panel
+from oab_bench.judge.panel import upstream
+from oab_bench.judge.panel.published import resolve_panel
 
 
 class FileServer:
@@ -164,7 +164,7 @@ def test_the_cache_honours_xdg_cache_home(monkeypatch, tmp_path):
 def test_judge_and_run_offline_say_so_in_one_line_before_any_call(
     stub, built_dataset, tmp_path, upstream_v1, monkeypatch, capsys
 ):
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     server = stub()
     for var, value in (("OAB_JUDGE_API_KEY", "sk-test"), ("OPENAI_API_KEY", "sk-test")):

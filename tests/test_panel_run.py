@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.conftest import REPO, oab
-from tests.test_e2e import env_for, judge_calls
+from tests.helpers import env_for, judge_calls
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +23,16 @@ def test_run_with_a_panel_ranks_the_candidate_among_seven_and_judges_the_panel_o
     panel = upstream_v1 / "model_answer"
 
     def run(model: str, out: str, *extra: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "scripts.cli", "run", "--model", model, "--api-base", server.url]
+        cmd = [
+            sys.executable,
+            "-m",
+            "oab_bench.scripts.cli",
+            "run",
+            "--model",
+            model,
+            "--api-base",
+            server.url,
+        ]
         cmd += ["--dataset", str(built_dataset), "--judge-model", "openai/judge-panel"]
         cmd += ["--judge-api-base", server.url, "--judge-cache", str(tmp_path / "jc")]
         cmd += ["--answer-cache", str(tmp_path / "ac"), "--output-dir", str(tmp_path / out)]

@@ -13,13 +13,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from dataset_builder.errors import SourceError
-from dataset_builder.source import read_objects
-
-from ..answers import Answer, load_answers, one_per_question
-from ..panel.judging import PANEL_JUDGMENTS_FILE, recorded_panel_files
-from ..panel.source import answer_files as files_in
-from ..report.inputs import NoResults, Record, load_records
+from oab_bench.conventions import PANEL_JUDGMENTS_FILE, SUMMARY_FILE
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
+from oab_bench.judge.leaderboard.inputs import NoResults, Record, load_records
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
 
@@ -110,7 +108,7 @@ def _trails_jsonl(path: Path) -> dict:
 def _trails_lighteval(path: Path) -> dict:
     import pandas as pd
 
-    from ..details import details_files
+    from oab_bench.judge.answers import details_files
 
     out = {}
     for file in details_files(path):
@@ -130,6 +128,25 @@ def _first_keys(path: Path) -> set[str]:
 
 def _is_run_folder(path: Path) -> bool:
     return path.is_dir() or path.suffix == ".parquet"
+
+
+def _panel_answer_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The panel answer files a run folder's summary names (`run --panel`: for their texts), and a
+    note for each that is gone since."""
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        files = summary["panel"]["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return [], []
+    if not isinstance(files, list):
+        return [], []
+    named = [Path(f) for f in files if isinstance(f, str)]
+    gone = [
+        f"{folder}: the panel's answers {f} are gone: their texts are not shown"
+        for f in named
+        if not f.exists()
+    ]
+    return [f for f in named if f.exists()], gone
 
 
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
@@ -155,10 +172,10 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
             answers += load_answers(path)
             if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():  # `run --panel`: judged beside it
                 trails.update(_trails_jsonl(path / PANEL_JUDGMENTS_FILE))
-                files, gone = recorded_panel_files(path)
+                files, gone = _panel_answer_files(path)
                 notes += gone
                 for file in files:
-                    for f in files_in(file):
+                    for f in answer_files_in(file):
                         answers += load_answers(f)
         else:
             trails.update(_trails_jsonl(path))

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import sys
 
-from ..estimate.core import Estimate, _added, print_estimate
-from .source import Panel
+from oab_bench.judge.grading.estimate.core import Estimate, added, print_estimate
+from oab_bench.judge.panel.published import Panel
 
 
 def print_with_panel(candidate: Estimate, panel_est: Estimate, panel: Panel, fmt: str, note: str = "") -> int:
-    both = _added([candidate, panel_est], candidate.judge_model).total
+    both = added([candidate, panel_est], candidate.judge_model).total
     if fmt == "json":
         doc = candidate.model_dump(mode="json") | {
             "panel": panel_est.model_dump(mode="json") | {"source": panel.label()},

@@ -1,7 +1,7 @@
 """The panel's share of a judging command: which of its answers are judged, how their judgments
 are marked, and where the candidate stands among them.
 
-The panel goes through the normal path (judge/runner.py): the same judge, cache, dedup, budget
+The panel goes through the normal path (judge/grading/runner.py): the same judge, cache, dedup, budget
 and batch as the candidate's answers. Only questions being judged for the candidate are judged
 for the panel; the rest of its answers are counted in one line, never judged.
 """
@@ -10,25 +10,20 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Callable, Iterable
 
-from dataset_builder.schema import QuestionRow
+from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.judge_answers import Beside, pair_answers
+from oab_bench.judge.panel.published import Panel, check_names, resolve_panel
+from oab_bench.judge.records import Judgment
 
-from ..answers import Answer
-from ..records import Judgment
-from .source import Panel, check_names
-
-PANEL_JUDGMENTS_FILE = "panel_judgments.jsonl"  # beside a run's judgments.jsonl
-SUMMARY_FILE = "oab_bench_summary.json"  # a run's summary: its `panel` block names the answer files
 Pairs = list[tuple[QuestionRow, Answer]]
 
 
 def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str]) -> tuple[Pairs, list[str]]:
     """(every (row, answer) of the panel to judge, lines saying what is not judged). A candidate
     named as a panel model is an error naming both."""
-    from ..command import pair_answers
-
     check_names(candidates, panel)
     pairs, missing, _ = pair_answers(rows, panel.answers)
     ids = {r.question_id for r in rows}
@@ -85,20 +80,20 @@ def pending(judge, pairs: Pairs) -> bool:
     return any(m.to_call(row, answer)[2] is not None for m in members for row, answer in pairs)
 
 
-def recorded_panel_files(folder: Path) -> tuple[list[Path], list[str]]:
-    """The panel answer files a run folder's summary names (for the report's answer texts), and a
-    note for each that is gone since."""
-    try:
-        summary = json.loads((Path(folder) / SUMMARY_FILE).read_text(encoding="utf-8"))
-        files = summary["panel"]["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return [], []
-    if not isinstance(files, list):
-        return [], []
-    found = [Path(f) for f in files if isinstance(f, str) and Path(f).exists()]
-    gone = [
-        f"{folder}: the panel's answers {f} are gone: their texts are not shown"
-        for f in files
-        if isinstance(f, str) and not Path(f).exists()
-    ]
-    return found, gone
+def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[Answer]], Beside]:
+    """`oab-bench judge --panel`: what `run_judge_command` judges beside the candidates' answers
+    (read once their rows and answers are known, before any call)."""
+
+    def beside(rows: list[QuestionRow], answers: list[Answer]) -> Beside:
+        from oab_bench.judge.panel.estimate import print_with_panel
+
+        panel = resolve_panel(specs)
+        pairs, notes = panel_pairs(panel, rows, {a.model for a in answers})
+        print_notes(notes, "judge")
+        return Beside(
+            pairs=pairs,
+            print_estimate=lambda candidates, extra, fmt: print_with_panel(candidates, extra, panel, fmt),
+            dump=lambda judgments: dump_records(panel_records(judgments, panel)),
+        )
+
+    return beside

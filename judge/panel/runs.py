@@ -12,24 +12,24 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dataset_builder.schema import QuestionRow
-
-from ..jury import make_judge
-from ..output import write_atomic
-from ..runner import run_judge_all
-from ..settings import JudgeSettings
-from ..store import JudgmentStore
-from .judging import (
-    PANEL_JUDGMENTS_FILE,
+from oab_bench.conventions import PANEL_JUDGMENTS_FILE
+from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.jury import make_judge
+from oab_bench.judge.grading.runner import run_judge_all
+from oab_bench.judge.output import write_atomic
+from oab_bench.judge.panel.judging import (
     Pairs,
     charge,
     dump_records,
     panel_pairs,
     panel_records,
+    pending,
     print_notes,
     spent_on,
 )
-from .source import Panel, resolve_panel
+from oab_bench.judge.panel.published import Panel, resolve_panel
+from oab_bench.judge.settings import JudgeSettings
 
 
 def prepare(specs: list[str], rows: list[QuestionRow], names: set[str]) -> tuple[Panel, Pairs]:
@@ -38,6 +38,11 @@ def prepare(specs: list[str], rows: list[QuestionRow], names: set[str]) -> tuple
     pairs, notes = panel_pairs(panel, rows, names)
     print_notes(notes, "run")
     return panel, pairs
+
+
+def pending_in(settings: JudgeSettings, cache: Path | None, pairs: Pairs) -> bool:
+    """Would judging the panel call the judge (a judgment not in the run's judgment cache)?"""
+    return pending(make_judge(settings, JudgmentStore(cache)), pairs)
 
 
 def judge_beside(

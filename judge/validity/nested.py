@@ -13,13 +13,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dataset_builder.errors import SourceError
-from dataset_builder.ids import parse_question_id
-from dataset_builder.source import read_objects
-
-from ..records import MemberScore
-from ..report.inputs import OURS_KEYS
-from ..trust import problem
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.grading.trust import problem
+from oab_bench.judge.leaderboard.inputs import OURS_KEYS
+from oab_bench.judge.records import MemberScore
 
 
 def _grading(m: dict, at: dict, field: str) -> dict:

@@ -1,7 +1,7 @@
 """Judgment sources to compare: anything the leaderboard reads, plus human grading CSVs.
 
 A source is one judge's (or one group of graders') scores per (model, question), with item
-scores where the source has them. Machine sources are read by judge.report.inputs (same checks,
+scores where the source has them. Machine sources are read by judge.leaderboard.inputs (same checks,
 same statuses); item scores come from the same files. A human CSV
 (`exam_id,question_id,item_id,score,grader`, optional `model`) gives item grades (summed into
 the question's score) or question grades (`item_id` empty); several graders are averaged into
@@ -17,12 +17,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dataset_builder.errors import SourceError
-from dataset_builder.ids import parse_question_id
-from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
-from dataset_builder.source import read_objects
-
-from ..report.inputs import Record, load_records
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.leaderboard.inputs import Record, load_records
+from oab_bench.judge.leaderboard.tables import one_each
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -91,8 +91,6 @@ def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
 def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
     """One judge's judgments; one per (model, question) chosen as the leaderboard chooses (copies
     are one, an `ok` one is used over failures, two different scores stop naming both lines)."""
-    from ..report.tables import _one_each as one_each  # here: report.tables imports validity
-
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:
