@@ -12,7 +12,18 @@ import signal
 import sys
 from pathlib import Path
 
-COMMANDS = ("build", "push", "run", "judge", "probe", "leaderboard", "compare", "report", "agreement")
+COMMANDS = (
+    "build",
+    "push",
+    "run",
+    "judge",
+    "probe",
+    "leaderboard",
+    "compare",
+    "report",
+    "agreement",
+    "judge-sweep",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f"oab_bench.scripts.cmd_{name}")
+        module = importlib.import_module(f"oab_bench.scripts.cmd_{name.replace('-', '_')}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(func=module.main)
@@ -52,7 +63,12 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 
 
-JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (judge/grading/runner.py)
+JUDGING_COMMANDS = {
+    "judge",
+    "run",
+    "probe",
+    "judge-sweep",
+}  # a stop keeps what they judged (judge/grading/runner.py)
 
 
 def main(argv: list[str] | None = None) -> int:
