@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import SourceAnswer, read_jsonl
+from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, read_jsonl
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -21,6 +21,7 @@ class Answer(BaseModel):
     turns: list[str]  # one text, or one per item (upstream's two-turn conversations)
     source: str = ""
     line: int = 0  # in `source`: a JSONL line or a details row (1-based); 0 when unknown
+    usage: GenerationUsage | None = None  # what generating it cost, when its file says (newer release)
 
     @property
     def text(self) -> str:
@@ -59,6 +60,7 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
                 turns=a.turns,
                 source=str(path),
                 line=lineno,
+                usage=a.usage,
             )
         )
     return out
@@ -70,6 +72,19 @@ def load_answers(path: Path) -> list[Answer]:
     if path.is_dir() or path.suffix == ".parquet":
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)
+
+
+def answer_files_in(path: Path) -> list[Path]:
+    """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its
+    details), or a folder of FastChat answer files (upstream's `model_answer/`)."""
+    if not path.exists():
+        raise SourceError("not found", file=str(path))
+    if not path.is_dir() or any(path.rglob("details_*.parquet")):
+        return [path]
+    files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    if not files:
+        raise SourceError("no answer files in this folder (*.jsonl, or lighteval details)", file=str(path))
+    return files
 
 
 def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:

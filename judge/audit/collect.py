@@ -13,9 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from oab_bench.conventions import PANEL_JUDGMENTS_FILE, SUMMARY_FILE
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.answers import Answer, load_answers, one_per_question
+from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, load_records
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
@@ -34,6 +35,7 @@ class Inputs(BaseModel):
     records: list[Record]
     trails: dict[tuple[str, int], Trail]  # (source, line) of a record -> its trail
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
+    generation: dict[tuple[str, str], dict] = Field(default_factory=dict)  # what generating it cost, if known
     notes: list[str]
 
 
@@ -128,6 +130,25 @@ def _is_run_folder(path: Path) -> bool:
     return path.is_dir() or path.suffix == ".parquet"
 
 
+def _panel_answer_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The panel answer files a run folder's summary names (`run --panel`: for their texts), and a
+    note for each that is gone since."""
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        files = summary["panel"]["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return [], []
+    if not isinstance(files, list):
+        return [], []
+    named = [Path(f) for f in files if isinstance(f, str)]
+    gone = [
+        f"{folder}: the panel's answers {f} are gone: their texts are not shown"
+        for f in named
+        if not f.exists()
+    ]
+    return [f for f in named if f.exists()], gone
+
+
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
     """Everything the report shows. A folder with nothing judged is skipped with a note, as the
     leaderboard does; any other bad input stops the report naming its file and line."""
@@ -149,15 +170,24 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         if _is_run_folder(path):
             trails.update(_trails_lighteval(path))
             answers += load_answers(path)
+            if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():  # `run --panel`: judged beside it
+                trails.update(_trails_jsonl(path / PANEL_JUDGMENTS_FILE))
+                files, gone = _panel_answer_files(path)
+                notes += gone
+                for file in files:
+                    for f in answer_files_in(file):
+                        answers += load_answers(f)
         else:
             trails.update(_trails_jsonl(path))
     for path in map(Path, answer_files):
         answers += load_answers(path)
     if not records:
         raise ValueError("no judged results in any input")
+    chosen = sorted(one_per_question(answers).items())
     return Inputs(
         records=records,
         trails=trails,
-        answers={key: a.text for key, a in sorted(one_per_question(answers).items())},
+        answers={key: a.text for key, a in chosen},
+        generation={key: a.usage.model_dump() for key, a in chosen if a.usage is not None},
         notes=sorted(notes),  # whatever the order of the inputs
     )
