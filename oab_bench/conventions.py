@@ -17,6 +17,7 @@ HTML_REPORT_FILE = "report.html"  # the audit report a run leaves in its output 
 RUN_MARKER = ".oab-bench-run"  # every output folder `run` makes or fills
 BUILD_MARKER = ".oab-bench-build"  # a dataset folder `build` wrote; lists what it wrote
 PROBE_MARKER = ".oab-bench-probe"  # every output folder `probe` makes or fills
+SWEEP_MARKER = ".oab-bench-judge-sweep"  # every output folder `judge-sweep` makes or fills
 TINY_MODEL_MARKER = ".oab-bench-tiny-model"  # the test model benchmarks/tiny_model.py writes
 
 # Grace periods after a stop (Ctrl-C, SIGTERM, SIGHUP).

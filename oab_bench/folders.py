@@ -1,5 +1,5 @@
 """One guard for every command that writes a folder: `run --output-dir`, `probe --output`,
-`build --output`, and the test model of benchmarks/tiny_model.py.
+`judge-sweep --output`, `build --output`, and the test model of benchmarks/tiny_model.py.
 
 A command writes only into a new or empty folder, or one it marked as its own (a marker file
 in it), so a mistyped path never replaces someone's files. A folder we wrote before markers

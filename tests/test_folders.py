@@ -13,11 +13,13 @@ from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import BUILD, DATA_FILE, MARKER, MARKER_HEAD, write_dataset
 from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, is_marked
 from oab_bench.judge.generation.run import RUN
+from oab_bench.judge.sweep.sweep import SWEEP
 from oab_bench.judge.validity.probe import PROBE
 from oab_bench.scripts.cli import main
 from tests import synthetic as syn
 from tests.helpers import (
     _answers_file,
+    answers_file,
     cli_build,
     snapshot,
 )
@@ -257,18 +259,18 @@ def notes(tmp_path) -> Path:
 
 
 @pytest.fixture
-def two_exams(tmp_path) -> Path:
+def probe_dataset(tmp_path) -> Path:
     src = syn.write_source(tmp_path / "src", syn.exam(90) + syn.exam(91, "penal"))  # probes swap across exams
     rows, report = build_rows(src, src / "errata.yaml")
     return write_dataset(rows, report, tmp_path / "ds")
 
 
 def test_probe_output_into_a_folder_it_did_not_write_is_refused_untouched(
-    stub, two_exams, notes, tmp_path, capsys
+    stub, probe_dataset, notes, tmp_path, capsys
 ):
     server = stub(policy="max")
     before = snapshot(notes)
-    args = ["probe", "--dataset", str(two_exams), "--judge-model", "openai/j", "--api-base", server.url]
+    args = ["probe", "--dataset", str(probe_dataset), "--judge-model", "openai/j", "--api-base", server.url]
     args += ["--cache", str(tmp_path / "cache"), "--no-progress", "--resamples", "50"]
     assert main([*args, "--output", str(notes)]) == 2
     (line,) = [
@@ -287,6 +289,37 @@ def test_probe_output_into_a_folder_it_did_not_write_is_refused_untouched(
     assert main([*args, "--output", str(fresh)]) == 0  # ours now: a rerun writes there again
 
 
+def test_judge_sweep_output_into_a_folder_it_did_not_write_is_refused_untouched(
+    stub, probe_dataset, notes, tmp_path, capsys
+):
+    """judge-sweep wrote answers/probe_*.jsonl and sweep.json into any --output: now only its own."""
+    from oab_bench.judge.dataset import load_rows
+
+    server = stub(policy="max")
+    ids = [r.question_id for r in load_rows(str(probe_dataset))]
+    answers = [answers_file(tmp_path / f"{m}.jsonl", m, dict.fromkeys(ids, "Resposta.")) for m in ("a", "b")]
+    args = ["judge-sweep", "--dataset", str(probe_dataset), "--answers", *map(str, answers)]
+    args += [
+        "--reference-judge",
+        f"openai/ref,api_base={server.url}",
+        "--candidate",
+        f"openai/c,api_base={server.url}",
+    ]
+    args += ["--cache", str(tmp_path / "cache"), "--no-progress", "--resamples", "50"]
+    before = snapshot(notes)
+    capsys.readouterr()
+    assert main([*args, "--output", str(notes)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"oab-bench judge-sweep: error: --output {notes}: not a folder written by `oab-bench judge-sweep`"
+        in err
+    )
+    assert snapshot(notes) == before and server.count == 0  # untouched, nothing paid
+    fresh = tmp_path / "fresh"
+    assert main([*args, "--output", str(fresh)]) == 0 and (fresh / ".oab-bench-judge-sweep").is_file()
+    assert main([*args, "--output", str(fresh)]) == 0  # ours now: a rerun writes there again
+
+
 def test_a_probe_folder_from_before_the_marker_is_still_ours(tmp_path):
     older = tmp_path / "runs" / "probe_j"
     older.mkdir(parents=True)
@@ -297,7 +330,19 @@ def test_a_probe_folder_from_before_the_marker_is_still_ours(tmp_path):
         check_folder(older, PROBE, "--output")
 
 
-@pytest.mark.parametrize("writer", [RUN, PROBE, BUILD], ids=lambda w: w.command)
+def test_a_sweep_folder_from_before_the_marker_is_still_ours(tmp_path):
+    older = tmp_path / "runs" / "judge_sweep"
+    older.mkdir(parents=True)
+    (older / "sweep.json").write_text(
+        json.dumps({"reference": "r", "judges": [], "recommended": None, "rule": "x"})
+    )
+    check_folder(older, SWEEP, "--output")
+    (older / "sweep.json").write_text(json.dumps({"reference": "r"}))  # not a sweep report's shape
+    with pytest.raises(NotOurFolder):
+        check_folder(older, SWEEP, "--output")
+
+
+@pytest.mark.parametrize("writer", [RUN, PROBE, SWEEP, BUILD], ids=lambda w: w.command)
 def test_every_writer_refuses_in_the_same_words(writer, notes):
     with pytest.raises(NotOurFolder) as e:
         check_folder(notes, writer, "--out", "NOTES")
