@@ -19,10 +19,12 @@ from oab_bench.conventions import BUILD_MARKER as MARKER
 from oab_bench.dataset_builder.build import BuildReport
 from oab_bench.dataset_builder.card import render_card
 from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.folders import Writer, check_folder, entries, summarize
+from oab_bench.hub_guard import PushPlan, front_matter, guarded_push, mark_card
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
-_SHOWN = 10  # foreign paths named in a refusal
+BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)  # the guard every command shares
 
 
 def _marker_text(folder: Path) -> str:
@@ -31,16 +33,6 @@ def _marker_text(folder: Path) -> str:
     for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MARKER):
         lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(folder).as_posix()}")
     return "\n".join(lines) + "\n"
-
-
-def _entries(folder: Path) -> list[str]:
-    """Every path under `folder`, relative, folders ending in `/`; links are not followed."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        rel = Path(dirpath).relative_to(folder)
-        out += [(rel / d).as_posix() + "/" for d in dirnames]
-        out += [(rel / f).as_posix() for f in filenames]
-    return sorted(out)
 
 
 def _listed(folder: Path) -> dict[str, str] | None:
@@ -68,7 +60,7 @@ def foreign_paths(folder: Path, *, built: Path | None = None) -> list[str] | Non
     ours[MARKER] = None
     dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
     foreign = []
-    for entry in _entries(folder):
+    for entry in entries(folder):
         path = folder / entry
         if entry in dirs and path.is_dir() and not path.is_symlink():
             continue
@@ -90,40 +82,23 @@ def is_our_build(folder: Path) -> bool:
     return foreign_paths(folder) == []
 
 
-def _summary(paths: list[str]) -> str:
-    """A foreign top folder of many files is one name (`.git/ (42 files)`); at most _SHOWN names."""
-    names = []
-    for top in sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in paths}):
-        files = (
-            [p for p in paths if p.startswith(top) and not p.endswith("/")] if top.endswith("/") else [top]
-        )
-        if top in paths and len(files) > 3:
-            names.append(f"{top} ({len(files)} files)")
-        else:
-            names += files or [top]
-    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
-    return ", ".join(names[:_SHOWN]) + more
-
-
-def check_replaceable(output: Path, *, built: Path | None = None) -> None:
-    """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths)."""
+def check_replaceable(output: Path, *, built: Path | None = None, flag: str = "--output") -> None:
+    """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths):
+    a folder without our marker as every command refuses one (oab_bench/folders.py), then what
+    --overwrite would remove that the build did not write."""
+    check_folder(output, BUILD, flag, output)
     foreign = foreign_paths(output, built=built)
-    if foreign is None:
-        raise FileExistsError(
-            f"{output} is not a folder written by `oab-bench build` (no {MARKER} marker): refusing to "
-            f"replace it; --overwrite would have removed: {_summary(_entries(output)) or 'an empty folder'}"
-        )
     if foreign and _listed(output) == {}:
         raise FileExistsError(
             f"{output} was written by an older `oab-bench build` whose {MARKER} lists no file hashes, and "
             f"it differs from this build, so edits there cannot be told from ours: refusing to replace it "
-            f"({_summary(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
+            f"({summarize(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
             "then build again"
         )
     if foreign:
         raise FileExistsError(
             f"{output} holds what `oab-bench build` did not write: refusing to replace it; --overwrite "
-            f"would have removed: {_summary(foreign)}"
+            f"would have removed: {summarize(foreign)}"
         )
 
 
@@ -135,8 +110,7 @@ def write_dataset(
     A failure at any point leaves `output` as it was.
     """
     output = output.resolve()
-    if output.is_file():
-        raise FileExistsError(f"{output} is a file, not a dataset folder")
+    check_folder(output, BUILD, "--output", output)  # a file, or a folder the build did not write
     empty = output.is_dir() and not output.is_symlink() and not any(output.iterdir())
     old_marker = False  # a head-only marker: the files are checked against the new build, once written
     if output.exists() and not empty:  # an empty folder holds nothing to lose: the swap fills it
@@ -205,6 +179,7 @@ def _swap_in(new: Path, output: Path) -> None:
 
 
 EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
+HUB_KIND = "dataset"  # the marker's kind on the Hub (hub_guard.KINDS)
 
 
 def hub_configs(editions: list[int]) -> list[dict]:
@@ -221,15 +196,12 @@ def hub_configs(editions: list[int]) -> list[dict]:
 
 def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
     """The built card with `configs:` added (a local folder's card has none: `datasets` 5.2 caches a
-    local folder with configs by its name alone) and the repository named in its example."""
-    head, _, rest = card.partition("---\n")
-    front, sep, body = rest.partition("---\n")
-    try:
-        meta = yaml.safe_load(front) if not head and sep else None
-    except yaml.YAMLError:
-        meta = None
-    if not isinstance(meta, dict):
+    local folder with configs by its name alone), the repository named in its example, and the
+    marker that says `oab-bench push` made the repo (hub_guard)."""
+    found = front_matter(card)
+    if found is None:
         raise ValueError("README.md: no YAML front matter (--- ... ---) to add the configs to")
+    meta, body = found
     meta["configs"] = hub_configs(editions)
     names = ", ".join(f"`edition_{e}`" for e in editions)
     body = body.replace(
@@ -241,7 +213,8 @@ def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
         f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n\nEvaluate a model with lighteval',
         1,
     )
-    return f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n{body}"
+    text = f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n{body}"
+    return mark_card(text, HUB_KIND)
 
 
 def stage_for_hub(folder: Path, staging: Path, repo_id: str) -> Path:
@@ -277,26 +250,35 @@ def check_pushable(folder: Path) -> None:
         raise ValueError(f"{folder / DATA_FILE}: changed since the build: build again, then push")
 
 
-def push_dataset(folder: Path, repo_id: str, *, private: bool = False, revision: str | None = None) -> str:
-    """Upload a folder made by write_dataset, in the pushed layout; the token comes from HF_TOKEN or
-    `hf auth login`."""
-    from huggingface_hub import HfApi
-
+def push_dataset(
+    folder: Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    revision: str | None = None,
+    replace_foreign: str | None = None,
+    dry_run: bool = False,
+    api=None,
+) -> PushPlan:
+    """Upload a folder made by write_dataset, in the pushed layout, to a repo `oab-bench push` made
+    or makes (hub_guard); the token comes from HF_TOKEN or `hf auth login`."""
     folder = Path(folder)
     check_pushable(folder)
-    api = HfApi()
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
     with tempfile.TemporaryDirectory(prefix="oab-bench-push-") as tmp:
         staging = stage_for_hub(folder, Path(tmp) / "hub", repo_id)
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        if revision:
-            api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
-        info = api.upload_folder(
-            folder_path=str(staging),
-            repo_id=repo_id,
-            repo_type="dataset",
-            revision=revision,
+        return guarded_push(
+            api,
+            repo_id,
+            staging,
+            kind=HUB_KIND,
             commit_message="Update OAB-Bench dataset (oab-bench build)",
-            allow_patterns=["README.md", "data/*.parquet", "editions/*/*.parquet"],
             delete_patterns=["data/*.parquet", "editions/**"],  # an edition no longer built goes too
+            private=private,
+            revision=revision,
+            replace_foreign=replace_foreign,
+            dry_run=dry_run,
         )
-    return str(getattr(info, "commit_url", info))

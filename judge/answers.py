@@ -131,9 +131,12 @@ def model_of(file: Path) -> str:
 
 
 def load_lighteval_answers(path: Path) -> list[Answer]:
+    """Every answer in the folder's details files, each with its file and row. Two runs of one
+    model in one folder are both returned: one_per_question keeps identical copies as one and
+    stops on two different answers, naming both, so no run wins by being later."""
     import pandas as pd
 
-    out: dict[tuple[str, str], Answer] = {}
+    out: list[Answer] = []
     for file in details_files(path):
         df = pd.read_parquet(file, columns=["doc", "model_response"])
         model = model_of(file)
@@ -147,7 +150,13 @@ def load_lighteval_answers(path: Path) -> list[Answer]:
                     line=n + 1,
                 )
             texts = list(response.get("text_post_processed") or response.get("text") or [])
-            out[(model, qid)] = Answer(
-                model=model, question_id=qid, turns=[texts[0] if texts else ""], source=str(file), line=n + 1
+            out.append(
+                Answer(
+                    model=model,
+                    question_id=qid,
+                    turns=[texts[0] if texts else ""],
+                    source=str(file),
+                    line=n + 1,
+                )
             )
-    return list(out.values())
+    return out

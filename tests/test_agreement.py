@@ -101,7 +101,11 @@ def test_identical_sources(tmp_path):
     assert e["ccc"]["value"] == pytest.approx(1.0) and e["pearson"]["value"] == pytest.approx(1.0)
     assert e["kappa_pass"]["value"] == pytest.approx(1.0)
     assert e["flips"] == 0 and e["confusion"]["pass_fail"] == e["confusion"]["fail_pass"] == 0
-    assert r["ranking_tau"]["value"] == pytest.approx(1.0)
+    assert r["ranking_tau"]["value"] is None  # two models: no ranking to speak of
+    assert any(
+        n.startswith("ranking_tau: null: 2 model(s) with complete exams: a ranking of fewer than 3")
+        for n in r["notes"]
+    )
     m1 = next(m for m in r["models"] if m["model"] == "m1")
     assert m1["mean_a"] == m1["mean_b"] == pytest.approx(36 / 6) and m1["passed_a"] == m1["passed_b"] == 3
     # the contract's keys
@@ -182,6 +186,17 @@ def test_one_exam_only_has_no_intervals(tmp_path):
     assert r["exam"]["mae"]["value"] == 0.0 and r["exam"]["mae"]["ci_low"] is None
     assert any("one exam only: no interval" in n for n in r["notes"])
     assert r["exam"]["pearson"]["value"] == pytest.approx(1.0)  # two models: two exam results
+
+
+def test_ranking_tau_needs_three_models(tmp_path):
+    recs = []
+    for e, p, q in zip(EXAMS, PECAS, QUESTAO, strict=True):
+        for n, model in enumerate(("m1", "m2", "m3")):
+            recs += exam(model, e, max(0.0, p - n), q)
+    a = write(tmp_path / "three.jsonl", recs)
+    r = report_of(a, a)
+    assert r["ranking_tau"]["value"] == pytest.approx(1.0)
+    assert not any(n.startswith("ranking_tau") for n in r["notes"])
 
 
 def test_constant_input_is_null_with_a_reason(tmp_path):

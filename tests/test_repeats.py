@@ -212,3 +212,33 @@ def test_a_run_folder_with_several_judgments_files_is_not_guessed(run, tmp_path)
         read_repeated(folder)
     _write(folder / "judgments.jsonl", recs)
     assert len(read_repeated(folder)) == len(recs)
+
+
+def test_agreement_repeats_honours_the_dataset(run, tmp_path, capsys):
+    """`--dataset`: only its questions count, checked against it; its exams say what is complete."""
+    from oab_bench.dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.publish import write_dataset
+    from oab_bench.scripts.cli import main
+    from tests import synthetic as syn
+
+    def agreement(*extra) -> dict:
+        capsys.readouterr()
+        assert main([*map(str, base), *map(str, extra)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    path, recs = run
+    src = syn.write_source(tmp_path / "src", syn.exam(90, "civil") + syn.exam(91, "civil"))
+    ds = write_dataset(*build_rows(src, src / "errata.yaml"), tmp_path / "ds")
+    base = ["agreement", "--repeats", path, "--format", "json", "--resamples", "50"]
+    assert agreement()["n_exam_results"] == 4
+    r = agreement("--dataset", ds)
+    assert (r["n_questions"], r["n_exam_results"]) == (10, 2)  # the penal exams are not in the dataset
+    assert any(n.startswith("10 (model, question)s not in --dataset") for n in r["notes"])
+
+    recs = json.loads(json.dumps(recs))
+    recs[1]["max_score"] = recs[1]["score"] = 2.0  # 90_direito_civil_questao_1, worth 1.25 in the dataset
+    for m in recs[1]["repeats"]:
+        m["score"] = 2.0
+    path.write_text("".join(json.dumps(x) + "\n" for x in recs))
+    r = agreement("--dataset", ds)
+    assert r["n_exam_results"] == 1 and any(n.startswith("11 (model, question)s") for n in r["notes"])

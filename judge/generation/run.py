@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from oab_bench import folders
 from oab_bench.conventions import (
     CHILD_STOP_GRACE_S,
     JUDGMENTS_FILE,
@@ -252,17 +253,15 @@ def run(args: argparse.Namespace) -> int:
             args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)], panel
         )
     out = Path(args.output_dir).resolve()
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
-    check_ours(out, args.output_dir)  # a run replaces files in it: never in someone else's folder
+    # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
+    folders.check_folder(out, RUN, "--output-dir", args.output_dir)
     check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
     if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
         try:
             check_folder(judges)
         except StoreError as e:
             raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RUN_MARKER).touch()
+    folders.claim(out, RUN)
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
@@ -289,28 +288,13 @@ def run_panel(args: argparse.Namespace):
     )
 
 
-def check_ours(out: Path, given: str) -> None:
-    """A run deletes and rewrites judgments.jsonl, model_config.yaml, the summary and the report in
-    its folder: only in a new or empty folder, or one an earlier run marked as its own."""
-    if not out.is_dir() or (out / RUN_MARKER).is_file() or _summary_of_an_older_run(out):
-        return
-    found = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
-    if found:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        raise ValueError(
-            f"--output-dir {given}: not a folder written by `oab-bench run` (no {RUN_MARKER}) and not "
-            f"empty ({shown}): give a new or empty folder"
-        )
-
-
 def _summary_of_an_older_run(out: Path) -> bool:
     """A run folder from before the marker: it holds our summary (model, judge, figures), so a
     rerun there resumes as it always did (and marks it)."""
-    try:
-        summary = json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(summary, dict) and {"model", "judge_model", "results", "figures"} <= summary.keys()
+    return folders.json_with_keys(out / SUMMARY_FILE, {"model", "judge_model", "results", "figures"})
+
+
+RUN = folders.Writer("oab-bench run", RUN_MARKER, older=_summary_of_an_older_run)
 
 
 def answer_cache(args: argparse.Namespace) -> Path | None:

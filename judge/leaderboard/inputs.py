@@ -24,6 +24,7 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.grading.trust import problem
+from oab_bench.judge.jury_name import canonical_judge
 from oab_bench.judge.scoring import annulled_part
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
@@ -90,6 +91,7 @@ def _prompt(record: dict) -> str | None:
 
 
 def _judge_label(model: str, prompt: str | None) -> str:
+    model = canonical_judge(model)  # a jury named `c, a` in an older record is the jury `a, c`
     return f"{model} [{prompt}]" if prompt else model
 
 
@@ -317,8 +319,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
 
     from oab_bench.judge.answers import details_files, model_of
 
-    out: dict[tuple[str, str], Record] = {}
-    for file in details_files(path):  # sorted: a later run's timestamped folder comes later
+    out: list[Record] = []  # two runs of one model: both, chosen between as any two inputs (tables.one_each)
+    for file in details_files(path):
         df = pd.read_parquet(file, columns=["metric"])
         model = model_of(file)
         for n, metric in enumerate(df["metric"], start=1):
@@ -327,9 +329,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            record = _judged(v, model, str(file), n, dataset)
-            out[(model, record.question_id)] = record  # in one folder, the latest run's judgment
-    return list(out.values())
+            out.append(_judged(v, model, str(file), n, dataset))
+    return out
 
 
 class NoResults(SourceError):

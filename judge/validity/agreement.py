@@ -272,8 +272,13 @@ def compare_two(
         },
         "models": models,
         "ranking_tau": fig("ranking_tau", stats.ranking_tau, ec)
-        if len(models) >= 2
-        else _none(notes, "ranking_tau", f"{len(models)} model(s) with complete exams: no ranking"),
+        if len(models) >= stats.MIN_RANKED
+        else _none(
+            notes,
+            "ranking_tau",
+            f"{len(models)} model(s) with complete exams: a ranking of fewer than {stats.MIN_RANKED} is no evidence "
+            "(two models agree or disagree by a coin's chance)",
+        ),
         "disagreements": [
             {
                 "model": q["model"],

@@ -15,10 +15,20 @@ from pydantic import ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.grading.trust import problem
 from oab_bench.judge.leaderboard.inputs import OURS_KEYS
 from oab_bench.judge.records import MemberScore
+
+
+def agreeing_row(r: dict, rows: dict[str, QuestionRow]) -> QuestionRow | None:
+    """The dataset's row of the record's question, when the record agrees with it on exam and value."""
+    row = rows.get(r.get("question_id"))
+    same_max = row is not None and isinstance(r.get("max_score"), int | float)
+    if same_max and r.get("exam_id") == row.exam_id and abs(r["max_score"] - row.max_score) < 1e-6:
+        return row
+    return None
 
 
 def _grading(m: dict, at: dict, field: str) -> dict:
@@ -33,7 +43,7 @@ def _grading(m: dict, at: dict, field: str) -> dict:
     return got.model_dump(mode="json")
 
 
-def _checked(r: dict, key: str, at: dict) -> dict:
+def _checked(r: dict, key: str, at: dict, row: QuestionRow | None = None) -> dict:
     missing = OURS_KEYS - set(r)
     if missing:
         raise SourceError(f"missing keys {sorted(missing)}", **at)
@@ -41,7 +51,7 @@ def _checked(r: dict, key: str, at: dict) -> dict:
         parse_question_id(r["question_id"])
     except (ValueError, TypeError) as e:
         raise SourceError(str(e), **at, field="question_id") from None
-    bad = problem(r)
+    bad = problem(r, row)
     if bad:
         raise SourceError(bad[1], **at, field=bad[0])
     nested = [_grading(m, at, f"{key}[{n}]") for n, m in enumerate(r[key])]
@@ -52,29 +62,35 @@ def _checked(r: dict, key: str, at: dict) -> dict:
     return {**r, key: nested}
 
 
-def read_nested(path: Path, key: str, *, one_each: bool = True) -> list[dict]:
-    """The records of `path` that carry `key` ("members" or "repeats"), checked, sorted by
-    (model, question); `one_each`: one record per (model, question), as the module docstring says."""
-    found: dict[tuple[str, str], tuple[int, dict]] = {}
+def read_nested_lines(
+    path: Path, key: str, rows: dict[str, QuestionRow] | None = None
+) -> list[tuple[int, dict]]:
+    """Every record of `path` that carries `key`, checked, with its line, in file order.
+    `rows`: the dataset's, by question id: a record that agrees with its row on the exam and the
+    value is checked against its rubric too (one that does not is the caller's to leave out)."""
     out = []
     for lineno, r in read_objects(path):
-        if not r.get(key):
-            continue
-        at = {"file": str(path), "line": lineno}
-        record = _checked(r, key, at)
-        if not one_each:
-            out.append(record)
-            continue
-        slot = (str(r["model"]), str(r["question_id"]))
+        if r.get(key):
+            out.append(
+                (lineno, _checked(r, key, {"file": str(path), "line": lineno}, agreeing_row(r, rows or {})))
+            )
+    return out
+
+
+def read_nested(path: Path, key: str, *, rows: dict[str, QuestionRow] | None = None) -> list[dict]:
+    """The records of `path` that carry `key` ("members" or "repeats"), checked (read_nested_lines),
+    one per (model, question) as the module docstring says, sorted by (model, question)."""
+    found: dict[tuple[str, str], tuple[int, dict]] = {}
+    for lineno, record in read_nested_lines(path, key, rows):
+        slot = (str(record["model"]), str(record["question_id"]))
         if slot in found:
             before, seen = found[slot]
             if seen != record:
                 raise SourceError(
                     f"{slot[0]} on {slot[1]} is graded here and differently on line {before}: keep one of them",
-                    **at,
+                    file=str(path),
+                    line=lineno,
                 )
             continue
         found[slot] = (lineno, record)
-    if one_each:
-        out = [found[k][1] for k in sorted(found)]
-    return out
+    return [found[k][1] for k in sorted(found)]

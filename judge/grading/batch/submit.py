@@ -178,6 +178,15 @@ async def _collect(
     return retried
 
 
+def prune_kept(judge: Judge) -> int:
+    """After a run's judgments are stored and fsynced: drop from the batch log the kept replies
+    whose judgments the store now holds (BatchLog.prune); a failed one stays for a later run."""
+    if judge.store.path is None:
+        return 0
+    log = BatchLog(judge.store.path.parent)
+    return log.prune(lambda key: judge.store.get(key) is not None) if log.path.exists() else 0
+
+
 def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> dict[int, CallResult]:
     """For a direct (not --batch) run over a cache that has batches: the replies kept in the log
     (paid for, graded from there: index -> reply), and a refusal if a batch not yet collected holds
