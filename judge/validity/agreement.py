@@ -322,7 +322,7 @@ def compare_all(
         raise ValueError("agreement needs two sources or more")
     dataset = dataset or {}
     kw = {"resamples": resamples, "seed": seed}
-    report = compare_two(sources[0], sources[1], dataset, **kw)
+    report = _paired(compare_two(sources[0], sources[1], dataset, **kw), sources[0], sources[1])
     report["sources"] = [{"name": s.name, "path": s.path, "judge": s.judge} for s in sources]
     report["notes"] = [f"{s.name}: {n}" for s in sources for n in s.notes] + report["notes"]
     if len(sources) >= 3:
@@ -330,9 +330,7 @@ def compare_all(
             {
                 "a": x.name,
                 "b": y.name,
-                "n_exam_results": (r := compare_two(x, y, dataset, resamples=resamples, seed=seed))["exam"][
-                    "n"
-                ],
+                "n_exam_results": (r := _paired(compare_two(x, y, dataset, **kw), x, y))["exam"]["n"],
                 "mae": r["exam"]["mae"],
                 "ccc": r["exam"]["ccc"],
             }
@@ -347,6 +345,15 @@ def compare_all(
     if baseline:
         report["human_baseline"] = baseline
     return report
+
+
+def _paired(report: dict, a: Source, b: Source) -> dict:
+    """Two sources with no (model, question) both graded ok: every figure would be n/a, in a
+    report that reads like one. Said as an error, with why each pair was left out."""
+    if report["n_pairs"]:
+        return report
+    why = "; ".join(f"{k} {v}" for k, v in report["left_out_reasons"].items()) or "nothing graded"
+    raise ValueError(f"{a.label} and {b.label}: no (model, question) graded ok by both ({why})")
 
 
 def alpha_over(sources: list[Source], dataset, notes: list[str], **kw) -> dict:
