@@ -13,6 +13,9 @@ PANEL_JUDGMENTS_FILE = "panel_judgments.jsonl"  # `run --panel`: the panel's jud
 PROBE_REPORT_FILE = "report.json"  # what `oab-bench probe` concluded
 HTML_REPORT_FILE = "report.html"  # the audit report a run leaves in its output folder
 
+# Names: a model named so is one of `oab-bench probe`'s answers of known worth, never a real model.
+PROBE_PREFIX = "probe:"
+
 # Markers: a folder holding one was written by us, so a later command may write there again.
 RUN_MARKER = ".oab-bench-run"  # every output folder `run` makes or fills
 BUILD_MARKER = ".oab-bench-build"  # a dataset folder `build` wrote; lists what it wrote

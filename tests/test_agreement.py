@@ -13,74 +13,9 @@ from oab_bench.judge.validity.agreement_text import render_json, render_text
 from oab_bench.judge.validity.sources import load_human, load_source
 from oab_bench.judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
 from tests.conftest import oab
-
-JUDGE = "openai/judge-made-up"
-EXAMS = [f"{e}_direito_{a}" for e in (90, 91) for a in ("civil", "penal", "tributario")]
-
-
-def judgment(model, qid, exam, score, max_score, items, status="ok"):
-    return {
-        "question_id": qid,
-        "exam_id": exam,
-        "model": model,
-        "judge_model": JUDGE,
-        "prompt_version": "oab-pt-v1",
-        "mode": "structured",
-        "status": status,
-        "score": score if status == "ok" else None,
-        "max_score": max_score,
-        "items": [{"item_id": k, "score": v, "max_score": max_score} for k, v in items.items()]
-        if status == "ok"
-        else [],
-    }
-
-
-def exam(model, exam_id, peca, questao, skip=()):
-    """Peça `peca` (items P1 + P2), four questões at `questao` each (items A1 + B1)."""
-    out = []
-    if "peca" not in skip:
-        out.append(
-            judgment(
-                model,
-                f"{exam_id}_peca_praticoprofissional",
-                exam_id,
-                peca,
-                5.0,
-                {"P1": min(peca, 2.5), "P2": max(0.0, peca - 2.5)},
-            )
-        )
-    for n in range(1, 5):
-        if n in skip:
-            continue
-        out.append(
-            judgment(
-                model,
-                f"{exam_id}_questao_{n}",
-                exam_id,
-                questao,
-                1.25,
-                {"A1": questao / 2, "B1": questao / 2},
-            )
-        )
-    return out
-
-
-# exam totals of model m1 under source A: 9, 7, 5, 4, 8, 3 (peça + 4 x 1.0)
-PECAS = [5.0, 3.0, 1.0, 0.0, 4.0, 0.0]
-QUESTAO = [1.0, 1.0, 1.0, 1.0, 1.0, 0.75]
-
-
-def write(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-def source_a(tmp_path, name="a.jsonl"):
-    recs = []
-    for e, p, q in zip(EXAMS, PECAS, QUESTAO, strict=True):
-        recs += exam("m1", e, p, q)
-        recs += exam("m2", e, max(0.0, p - 1.0), q)
-    return write(tmp_path / name, recs)
+from tests.helpers import AGREEMENT_EXAMS as EXAMS
+from tests.helpers import PECAS, QUESTAO, exam, source_a
+from tests.helpers import write_jsonl as write
 
 
 def report_of(*paths, resamples=300):

@@ -14,42 +14,9 @@ from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.validity.agreement_text import render_json
 from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 from tests.conftest import oab
+from tests.helpers import repeated
 
 EXAMS = ["90_direito_civil", "90_direito_penal", "91_direito_civil", "91_direito_penal"]
-
-
-def repeated(model, exam, pecas, questao=1.0):
-    """Exam `exam` graded len(pecas) times: the peça's score changes per repeat, the questões' do not."""
-    out = []
-    for n in range(5):
-        qid = f"{exam}_peca_praticoprofissional" if n == 0 else f"{exam}_questao_{n}"
-        scores = pecas if n == 0 else [questao] * len(pecas)
-        out.append(
-            {
-                "question_id": qid,
-                "exam_id": exam,
-                "model": model,
-                "judge_model": "openai/j",
-                "prompt_version": "oab-pt-v1",
-                "mode": "legacy",
-                "status": "ok",
-                "score": scores[0],
-                "max_score": 5.0 if n == 0 else 1.25,
-                "items": [],
-                "repeats": [
-                    {
-                        "judge_model": "openai/j",
-                        "repeat": k,
-                        "status": "ok",
-                        "score": s,
-                        "items": {},
-                        "cached": False,
-                    }
-                    for k, s in enumerate(scores)
-                ],
-            }
-        )
-    return out
 
 
 @pytest.fixture
@@ -156,8 +123,8 @@ def _write(path, recs):
         (float("nan"), r"bad.jsonl:2: field 'repeats\[1\].score': nan is not a score"),
         (7.0, r"bad.jsonl:2: field 'repeats\[1\].score': 7.0 is not a score within 0..1.25"),
         (-1, r"bad.jsonl:2: field 'repeats\[1\].score': -1 is not a score"),
-        ("0.5", r"bad.jsonl:2: field 'repeats\[1\].score': '0.5' is not a score"),
-        (None, r"bad.jsonl:2: field 'repeats\[1\]': is not a grading with a status"),
+        ("0.5", r"bad.jsonl:2: field 'repeats\[1\].score': '0.5' is not a number"),
+        (None, r"bad.jsonl:2: field 'repeats\[1\].status': missing"),
     ],
 )
 def test_a_bad_repeat_stops_naming_file_line_and_field(run, tmp_path, value, message):
@@ -181,7 +148,7 @@ def test_repeats_report_ignores_line_order_and_identical_copies(run, tmp_path):
     report = render_json(repeats_report(read_repeated(path), resamples=200, seed=0))
     assert render_json(repeats_report(read_repeated(again), resamples=200, seed=0)) == report
     other = json.loads(json.dumps(recs[3]))
-    other["repeats"][0]["score"] = 0.5
+    other["repeats"][1]["score"] = 0.5  # a repeat other than 0: the record's own score is repeat 0's
     clash = _write(tmp_path / "clash.jsonl", [*recs, other])
     with pytest.raises(SourceError, match=r"clash.jsonl:21: .*differently on line 4"):
         read_repeated(clash)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from oab_bench.conventions import PANEL_JUDGMENTS_FILE, SUMMARY_FILE
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import read_objects
+from oab_bench.dataset_builder.source import plain, read_objects
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, load_records
 
@@ -42,17 +42,6 @@ class Inputs(BaseModel):
 def trail_key(r: Record) -> tuple[str, int]:
     """Where the record was read: a judgment made again in the same file has its own trail."""
     return (r.source, r.line)
-
-
-def _plain(x):
-    """Parquet gives numpy arrays where JSON had lists: back to plain Python for the page's JSON."""
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
-        return [_plain(v) for v in x]
-    if hasattr(x, "item") and type(x).__module__ == "numpy":
-        return x.item()
-    return x
 
 
 def _members(v: dict) -> list[dict]:
@@ -108,13 +97,13 @@ def _trails_jsonl(path: Path) -> dict:
 def _trails_lighteval(path: Path) -> dict:
     import pandas as pd
 
-    from oab_bench.judge.answers import details_files
+    from oab_bench.judge.answers import one_run
 
     out = {}
-    for file in details_files(path):
+    for file in one_run(path):
         df = pd.read_parquet(file, columns=["metric"])
         for n, metric in enumerate(df["metric"], start=1):  # lines as report/inputs.py counts them
-            v = _plain((metric or {}).get("oab_judgment") or {})
+            v = plain((metric or {}).get("oab_judgment") or {})
             if v:
                 out[(str(file), n)] = _ours(v)
     return out

@@ -63,11 +63,24 @@ def default_cache_dir() -> Path:
     return Path(base) / "oab-bench" / "answers"
 
 
+def check_folder(folder: Path | str) -> None:
+    """What opening a store at `folder` would refuse, checked without writing: for `run` to fail
+    before any work, naming its flag (the store itself opens in lighteval's process)."""
+    folder = Path(folder)
+    first = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if first is not None and not first.is_dir():
+        what = "is a file" if first == folder else f"{first} is a file"
+        raise ValueError(f"{folder}: {what} (an answer cache is a folder holding {STORE_FILE})")
+    if (folder / STORE_FILE).is_dir():
+        raise ValueError(f"{folder / STORE_FILE} is a folder, not our store file")
+
+
 class AnswerStore:
     """State: the answers read so far (and how far the file was read), the lock file, key locks."""
 
     def __init__(self, folder: Path | str, *, read: bool = True):
         self.path = Path(folder) / STORE_FILE
+        check_folder(folder)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._read = read
         self._items: dict[str, StoredAnswer] = {}

@@ -246,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
+    check_cache_folders(args)
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
 
@@ -256,11 +257,6 @@ def run(args: argparse.Namespace) -> int:
     # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
     folders.check_folder(out, RUN, "--output-dir", args.output_dir)
     check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
-    if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
-        try:
-            check_folder(judges)
-        except StoreError as e:
-            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
     folders.claim(out, RUN)
     state = argparse.Namespace(args=args, settings=settings)
     try:
@@ -304,6 +300,23 @@ def answer_cache(args: argparse.Namespace) -> Path | None:
     if where and where.lower() == "off":
         return None
     return Path(where).expanduser().resolve() if where else default_cache_dir()
+
+
+def check_cache_folders(args: argparse.Namespace) -> None:
+    """The task opens both stores: their refusals now, naming the flag, not as lighteval's traceback."""
+    from oab_bench.judge.generation import answer_store
+    from oab_bench.judge.generation.answer_store import CACHE_ENV
+
+    if (judges := judge_cache(args)) is not None:
+        try:
+            check_folder(judges)
+        except StoreError as e:
+            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
+    if (answers := answer_cache(args)) is not None:
+        try:
+            answer_store.check_folder(answers)
+        except ValueError as e:
+            raise ValueError(f"--answer-cache ({CACHE_ENV}): {e}") from None
 
 
 def judge_cache(args: argparse.Namespace) -> Path | None:

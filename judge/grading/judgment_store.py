@@ -29,6 +29,8 @@ import threading
 from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE as STORE_FILE
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.grading.judgment_reader import typed
 from oab_bench.judge.records import Judgment
 
 logger = logging.getLogger(__name__)
@@ -164,10 +166,15 @@ class JudgmentStore:
             self._offset += end
 
     def _add(self, raw: bytes, lineno: int) -> None:
+        """A line the reports would refuse is skipped (and judged again), said in their words."""
         try:
-            j = Judgment.model_validate_json(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
+            text = raw.decode("utf-8")
+            typed(text)  # the shape every reader of judgments checks (judgment_reader.py)
+            j = Judgment.model_validate_json(text)
+        except (SourceError, ValueError) as e:
             why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "not a judgment"
+            if isinstance(e, SourceError):
+                why = f"{e.field}: {e.message}" if e.field else e.message
             logger.warning("%s:%d: unreadable cache line skipped (%s)", self.path, lineno, why)
             return
         self._items[j.cache_key] = j

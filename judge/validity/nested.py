@@ -1,25 +1,20 @@
 """Judgment records carrying nested gradings (a jury's `members`, a repeated run's `repeats`), read
 and checked like any judgment the reports read.
 
-Each record is checked as the leaderboard checks it (keys, question id, numbers: trust.problem,
-which checks the nested gradings' scores too) and each nested grading's shape (MemberScore, strict:
-"0.5" is not a score). A bad one stops with `file:line: field`. One (model, question) on two lines:
-identical copies are one; two different ones stop naming both lines (no line order may win).
+Each record goes through the one judgment reader (judge/grading/judgment_reader.py: its shape, the
+nested gradings' included, its numbers, a repeated run's repeat numbers); a bad one stops with
+`file:line: field`. One (model, question) on two lines: identical copies are one; two different
+ones stop naming both lines (no line order may win).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.grading.trust import problem
-from oab_bench.judge.leaderboard.inputs import OURS_KEYS
-from oab_bench.judge.records import MemberScore
+from oab_bench.judge.grading.judgment_reader import read_judgment
 
 
 def agreeing_row(r: dict, rows: dict[str, QuestionRow]) -> QuestionRow | None:
@@ -31,35 +26,11 @@ def agreeing_row(r: dict, rows: dict[str, QuestionRow]) -> QuestionRow | None:
     return None
 
 
-def _grading(m: dict, at: dict, field: str) -> dict:
-    """One member's (or repeat's) grading, as the record keeps it (its numbers: trust.problem)."""
-    try:
-        got = MemberScore.model_validate(m, strict=True)  # "0.5" is not a score
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in (field, *first["loc"]))
-        got_value = "" if first["type"] == "missing" else f"{first['input']!r}: "
-        raise SourceError(got_value + first["msg"], **at, field=where) from None
-    return got.model_dump(mode="json")
-
-
 def _checked(r: dict, key: str, at: dict, row: QuestionRow | None = None) -> dict:
-    missing = OURS_KEYS - set(r)
-    if missing:
-        raise SourceError(f"missing keys {sorted(missing)}", **at)
-    try:
-        parse_question_id(r["question_id"])
-    except (ValueError, TypeError) as e:
-        raise SourceError(str(e), **at, field="question_id") from None
-    bad = problem(r, row)
-    if bad:
-        raise SourceError(bad[1], **at, field=bad[0])
-    nested = [_grading(m, at, f"{key}[{n}]") for n, m in enumerate(r[key])]
-    if key == "repeats":
-        numbers = [m["repeat"] for m in nested]
-        if None in numbers or len(set(numbers)) != len(numbers):
-            raise SourceError(f"repeat numbers {numbers} are not distinct numbers", **at, field=key)
-    return {**r, key: nested}
+    """The record, its nested gradings as the record keeps them (MemberScore's fields, defaults filled);
+    checked against `row`'s rubric when given."""
+    got = read_judgment(r, **at, rows={row.question_id: row} if row is not None else None)
+    return {**r, key: [m.model_dump(mode="json") for m in getattr(got, key)]}
 
 
 def read_nested_lines(
