@@ -4,6 +4,12 @@ Each child (the lighteval run, a vLLM server) gets its own process group, so sto
 stops its workers too, and asks the kernel to send it SIGTERM if we die first (Linux
 PR_SET_PDEATHSIG: a SIGKILL, a crash, a closed terminal's parent). Ctrl-C, SIGTERM and SIGHUP to
 us become `Stopped`, a KeyboardInterrupt, so one cleanup runs for all of them.
+
+A handler's exception is not always delivered: Python runs signal handlers wherever the main
+thread is, and one raised inside an at-fork callback (every Popen with a preexec_fn runs them) or
+a finalizer is printed ("Exception ignored in ...") and dropped. So a signal is also recorded,
+`raise_if_stopped` raises a recorded one at the run's checkpoints, and a block that ends normally
+after a signal raises it on the way out: no signal is lost, however late or badly placed it lands.
 """
 
 from __future__ import annotations
@@ -39,16 +45,22 @@ def die_with_parent(sig: int = signal.SIGTERM, *, ctrl_c: bool = False):
     return preexec
 
 
+_FIRED: list[list[int]] = []  # the signal each open stop_signals block has taken (innermost last)
+_HELD: list[bool] = []  # open held_stops blocks: record a signal, raise it at the next checkpoint
+
+
 @contextlib.contextmanager
 def stop_signals(signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
     """SIGTERM, SIGHUP and Ctrl-C raise `Stopped` in the main thread while inside this block, once:
-    a second signal must not break off the cleanup the first one started."""
-    fired = []
+    a second signal must not break off the cleanup the first one started. A signal whose `Stopped`
+    was lost is raised again at the next `raise_if_stopped`, or when the block ends."""
+    fired: list[int] = []
 
     def handler(signum, frame):
-        if not fired:
+        if not fired:  # list.append: no lock taken inside a handler
             fired.append(signum)
-            raise Stopped(signum)
+            if not _HELD:
+                raise Stopped(signum)
 
     previous = {}
     for sig in signals:
@@ -56,29 +68,55 @@ def stop_signals(signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
             continue  # Ctrl-C ignored (a background job) or handled by someone else: leave it
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
             previous[sig] = signal.signal(sig, handler)
+    _FIRED.append(fired)
     try:
         yield
+        raise_if_stopped()  # the body ended as if no signal came: its Stopped was lost
     finally:
+        _FIRED.remove(fired)
         for sig, old in previous.items():
             signal.signal(sig, old)
 
 
+def raise_if_stopped() -> None:
+    """A checkpoint for the main thread between steps and in its waiting loops: raise the `Stopped`
+    of a signal taken by an open stop_signals block. Never call it while cleaning up after one."""
+    for fired in _FIRED:
+        if fired:
+            raise Stopped(fired[0])
+
+
+@contextlib.contextmanager
+def held_stops():
+    """Signals in this block are recorded, not raised: raised inside Popen, a `Stopped` leaves a
+    started child that nobody stops, and its at-fork callbacks drop it. Call `raise_if_stopped`
+    once the child is in the caller's hands."""
+    _HELD.append(True)
+    try:
+        yield
+    finally:
+        _HELD.pop()
+
+
 def stop_group(proc: subprocess.Popen, grace: float) -> None:
-    """SIGTERM to the child's group, SIGKILL to what is left after `grace` seconds."""
-    with contextlib.suppress(ProcessLookupError):
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace)
-    kill_group(proc)
+    """SIGTERM to the child's group, SIGKILL to what is left after `grace` seconds. A signal
+    meanwhile waits for the end of it (held_stops): a cleanup is never broken off."""
+    with held_stops():
+        with contextlib.suppress(ProcessLookupError):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        kill_group(proc)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
     """Whatever is left in the child's group (its own children included) ends now."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=30)
+    with held_stops():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
 
 
 def reap_if_orphaned(proc: subprocess.Popen, grace: float) -> subprocess.Popen | None:
@@ -108,8 +146,9 @@ def end_reaper(reaper: subprocess.Popen | None) -> None:
     """The backstop's child has ended (it checks once a second): collect it, never leave it behind."""
     if reaper is None:
         return
-    try:
-        reaper.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        reaper.kill()
-        reaper.wait()
+    with held_stops():
+        try:
+            reaper.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            reaper.wait()
