@@ -121,17 +121,18 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def reap_if_orphaned(proc: subprocess.Popen, grace: float) -> subprocess.Popen | None:
     """A backstop for PR_SET_PDEATHSIG: if we die (SIGKILL) and the child, sent SIGTERM by the
-    kernel, has not ended `grace` seconds later, SIGKILL its group. The child's own stop runs in
-    Python (lighteval_compat.py), and Python can hang: a lighteval child deadlocked in its own
-    SIGTERM handler outlived a killed run for minutes (fixed there; this catches the next such
-    hang, or a vLLM server's). A shell loop outside both
-    processes: it checks once a second and ends with the child (no-op off Linux)."""
+    kernel, has not ended `grace` seconds later, SIGKILL its group: what is left of it, even when
+    the child itself has ended (a worker of its group that ignored the SIGTERM). The child's own
+    stop runs in Python (lighteval_compat.py), and Python can hang: a lighteval child deadlocked in
+    its own SIGTERM handler outlived a killed run for minutes (fixed there; this catches the next
+    such hang, or a vLLM server's). A shell loop outside both processes: it checks once a second,
+    and ends with the child while we live (we stop its group then; no-op off Linux)."""
     if not sys.platform.startswith("linux"):
         return None
     parent, child = os.getpid(), proc.pid
     script = (
         f"while kill -0 {parent} && kill -0 {child}; do sleep 1; done 2>/dev/null; "
-        f"kill -0 {child} 2>/dev/null || exit 0; sleep {grace:g}; kill -KILL -{child} 2>/dev/null; exit 0"
+        f"kill -0 {parent} 2>/dev/null && exit 0; sleep {grace:g}; kill -KILL -{child} 2>/dev/null; exit 0"
     )
     return subprocess.Popen(
         ["/bin/sh", "-c", script],
