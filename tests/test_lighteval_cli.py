@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -13,17 +14,17 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.test_e2e import TASK, env_for
 
 pytestmark = pytest.mark.e2e
 NO_JUDGE = "OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge"
+TASK = "oab_bench:penal"
 
 
 def lighteval(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """The `lighteval` command with every OAB_JUDGE_* variable unset, unless given in `env`."""
     script = Path(sys.executable).with_name("lighteval")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "lighteval"]
-    base = {k: v for k, v in env_for().items() if not k.startswith("OAB_JUDGE_")}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OAB_JUDGE_")}  # offline: conftest
     base["COLUMNS"] = "400"  # rich wraps at the terminal's width: one line per line here
     return subprocess.run(
         [*cmd, *args], cwd=cwd, env={**base, **env}, capture_output=True, text=True, timeout=600
@@ -69,7 +70,7 @@ def test_an_evaluation_without_a_usable_judge_fails_before_its_first_call(
     config = tmp_path / "model.yaml"
     params = {"model_name": "openai/cand-nojudge", "base_url": server.url, "max_model_length": 32768}
     config.write_text(yaml.safe_dump({"model_parameters": params | {"cache_dir": str(tmp_path / "lc")}}))
-    env = {"OAB_BENCH_DATASET": str(built_dataset)}
+    env = {"OAB_BENCH_DATASET": str(built_dataset), "OPENAI_API_KEY": "sk-test-candidate"}
     expected = f"JudgeNotConfigured: {NO_JUDGE}"
     if judge == "foreign cache":
         foreign = tmp_path / "notes"

@@ -1,16 +1,25 @@
 """Ctrl-C, SIGTERM and SIGHUP stop a block once, however badly placed they land: a `Stopped` that
 Python drops (raised inside an at-fork callback or a finalizer) is raised again at the next
-checkpoint or when the block ends, and a signal while a child starts waits until the child is ours."""
+checkpoint or when the block ends, and a signal while a child starts waits until the child is ours.
+
+`oab-bench run` stopped at each of its phases ends with the signal's code (128 + its number) and one
+line saying what it kept, or that it had already finished; never exit 0 as if no signal came, never
+a half-written summary. Its lighteval child is a stand-in here (the end-to-end runs are in
+test_run_lifecycle.py)."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from oab_bench.judge.generation.processes import Stopped, held_stops, raise_if_stopped, stop_signals
+from oab_bench.judge.records import Judgment
+from oab_bench.scripts.cli import main
 from tests.conftest import REPO
 
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -105,3 +114,123 @@ def test_a_signal_while_a_child_starts_stops_the_run_and_the_child(kind, tmp_pat
     assert "Exception ignored" not in proc.stderr  # held while the child started: never dropped
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout
     assert not left.strip(), "the child outlived the stop"
+
+
+TASK = "oab_bench:39"
+
+# what the lighteval child leaves in the output folder; "child" phase: it signals us first, then
+# sleeps as a child mid-generation or mid-judging would
+CHILD = """
+import os, sys, time
+from pathlib import Path
+line, sig = sys.argv[1], int(sys.argv[2])
+if sig:
+    os.kill(os.getppid(), sig)
+    time.sleep(60)
+(Path("results") / "m").mkdir(parents=True, exist_ok=True)
+(Path("results") / "m" / "results_1.json").write_text("{}")
+Path("judgments.jsonl").write_text(line + "\\n")
+"""
+
+
+def signal_now(sig: int, dropped: bool) -> None:
+    if dropped:
+        Dropped(sig)
+    else:
+        signal.raise_signal(sig)
+
+
+@pytest.fixture
+def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
+    """`run(phase, sig, dropped)`: `oab-bench run` in this process with `sig` at `phase`; returns
+    (exit code, the stopped line, the output folder, whether the child started, seconds taken)."""
+    import oab_bench.judge.generation.run as run_mod
+
+    rows, _ = built_rows
+    row = next(r for r in rows if r.edition == 39)
+    judgment = Judgment(
+        question_id=row.question_id,
+        exam_id=row.exam_id,
+        model="openai/cand",
+        judge_model="openai/j",
+        prompt_version="oab-pt-v1",
+        mode="structured",
+        status="ok",
+        score=0.0,
+        max_score=row.max_score,
+    )
+    server = stub()
+    args = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
+    args += ["--tasks", TASK, "--judge-model", "openai/j", "--judge-api-base", server.url, "--no-check-call"]
+    args += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
+
+    def run(phase: str, sig: int, dropped: bool = False):
+        out = tmp_path / f"{phase}-{sig.name}-{dropped}"
+        started = []
+        real_run_redacted, real_preflight = run_mod.run_redacted, run_mod.preflight
+        real_write, real_leaderboard = run_mod.write_atomic, run_mod.leaderboard
+
+        def child(cmd, *, env, cwd, watch=()):
+            started.append(True)
+            at_child = int(sig) if phase == "child" else 0
+            line = json.dumps(judgment.record())
+            return real_run_redacted([sys.executable, "-c", CHILD, line, str(at_child)], env=env, cwd=cwd)
+
+        def at(phase_name, real):
+            def wrapped(*a, **k):
+                if phase == phase_name:
+                    signal_now(sig, dropped)
+                return real(*a, **k)
+
+            return wrapped
+
+        with monkeypatch.context() as m:
+            m.setattr(run_mod, "run_redacted", child)
+            m.setattr(run_mod, "preflight", at("preflight", real_preflight))
+            m.setattr(run_mod, "write_atomic", at("summary", real_write))
+            m.setattr(run_mod, "leaderboard", at("after", real_leaderboard))
+            began = time.monotonic()
+            code = main([*args, "--output-dir", str(out)])
+            took = time.monotonic() - began
+        return code, out, bool(started), took
+
+    return run
+
+
+def stopped_line(capsys) -> str:
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("oab-bench run: stopped")]
+    return line
+
+
+@pytest.mark.parametrize("sig", STOPS, ids=[s.name for s in STOPS])
+@pytest.mark.parametrize("phase", ["preflight", "child", "summary", "after"])
+def test_a_signal_at_each_phase_ends_the_run_with_its_code(bench, capsys, phase, sig):
+    code, out, started, took = bench(phase, sig)
+    assert code == 128 + sig
+    line = stopped_line(capsys)
+    summary = out / "oab_bench_summary.json"
+    if phase == "after":  # the summary was written: the run says it had finished
+        assert line == f"oab-bench run: stopped ({sig.name}) after the run had finished: {summary}"
+        assert json.loads(summary.read_text())["figures"]
+    else:
+        assert line.startswith(f"oab-bench run: stopped ({sig.name}); kept ") and "resume with: " in line
+        assert not summary.exists() and not list(
+            out.glob(".oab_bench_summary.json.*")
+        )  # nothing half-written
+    assert started == (phase != "preflight")  # stopped in the preflight: no child started
+    assert took < 30  # the child was stopped, not waited for (it sleeps 60 s)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("phase", ["preflight", "summary", "after"])
+def test_a_dropped_signal_still_ends_the_run_with_its_code(bench, capsys, phase):
+    """The SIGHUP a run lost under load (it finished with exit 0): raised again at the next
+    checkpoint, or when the run ends."""
+    code, out, started, _ = bench(phase, signal.SIGHUP, dropped=True)
+    assert code == 128 + signal.SIGHUP
+    line = stopped_line(capsys)
+    if phase == "preflight":  # raised before the child starts
+        assert line.startswith("oab-bench run: stopped (SIGHUP); kept ") and not started
+    else:  # lost while the summary was written: it was written whole, the run had finished
+        assert line.startswith("oab-bench run: stopped (SIGHUP) after the run had finished")
+        assert json.loads((out / "oab_bench_summary.json").read_text())["figures"]
