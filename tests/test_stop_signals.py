@@ -50,6 +50,22 @@ def test_a_dropped_stop_is_raised_at_the_next_checkpoint_and_at_the_block_end(si
     raise_if_stopped()  # no open block: nothing to raise
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_dropped_stop_is_raised_once_even_from_an_inner_block():
+    """The CLI's block took the signal and lost it; the run's block raises it at its checkpoint and
+    reports it: the CLI's block must not raise it a second time (two "stopped" lines)."""
+    caught = []
+    with stop_signals():
+        Dropped(signal.SIGHUP)
+        try:
+            with stop_signals():
+                raise_if_stopped()
+        except Stopped as e:
+            caught.append(e.signame)
+        raise_if_stopped()
+    assert caught == ["SIGHUP"]
+
+
 @pytest.mark.parametrize("sig", STOPS, ids=[s.name for s in STOPS])
 def test_a_held_stop_waits_for_its_checkpoint_and_a_second_signal_is_ignored(sig):
     steps = []

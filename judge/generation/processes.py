@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import signal
 import subprocess
@@ -45,7 +46,15 @@ def die_with_parent(sig: int = signal.SIGTERM, *, ctrl_c: bool = False):
     return preexec
 
 
-_FIRED: list[list[int]] = []  # the signal each open stop_signals block has taken (innermost last)
+@dataclasses.dataclass
+class _Taken:
+    """The signal a stop_signals block took, and whether a checkpoint has raised it (once is enough)."""
+
+    signum: int | None = None
+    raised: bool = False
+
+
+_TAKEN: list[_Taken] = []  # one per open stop_signals block, innermost last
 _HELD: list[bool] = []  # open held_stops blocks: record a signal, raise it at the next checkpoint
 
 
@@ -54,11 +63,11 @@ def stop_signals(signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
     """SIGTERM, SIGHUP and Ctrl-C raise `Stopped` in the main thread while inside this block, once:
     a second signal must not break off the cleanup the first one started. A signal whose `Stopped`
     was lost is raised again at the next `raise_if_stopped`, or when the block ends."""
-    fired: list[int] = []
+    taken = _Taken()
 
     def handler(signum, frame):
-        if not fired:  # list.append: no lock taken inside a handler
-            fired.append(signum)
+        if taken.signum is None:  # no lock taken inside a handler
+            taken.signum = signum
             if not _HELD:
                 raise Stopped(signum)
 
@@ -68,22 +77,24 @@ def stop_signals(signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT)):
             continue  # Ctrl-C ignored (a background job) or handled by someone else: leave it
         with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
             previous[sig] = signal.signal(sig, handler)
-    _FIRED.append(fired)
+    _TAKEN.append(taken)
     try:
         yield
         raise_if_stopped()  # the body ended as if no signal came: its Stopped was lost
     finally:
-        _FIRED.remove(fired)
+        _TAKEN.remove(taken)
         for sig, old in previous.items():
             signal.signal(sig, old)
 
 
 def raise_if_stopped() -> None:
     """A checkpoint for the main thread between steps and in its waiting loops: raise the `Stopped`
-    of a signal taken by an open stop_signals block. Never call it while cleaning up after one."""
-    for fired in _FIRED:
-        if fired:
-            raise Stopped(fired[0])
+    of a signal an open stop_signals block took and nothing has raised yet (its handler's was lost,
+    or held). Never call it while cleaning up after one."""
+    for taken in _TAKEN:
+        if taken.signum is not None and not taken.raised:
+            taken.raised = True
+            raise Stopped(taken.signum)
 
 
 @contextlib.contextmanager
