@@ -13,7 +13,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -94,20 +93,19 @@ def send():
         armed.clear()
         os.kill(os.getpid(), signal.SIGHUP)
 os.register_at_fork(after_in_parent=send)
-started = time.monotonic()
 try:
     with stop_signals():
         if sys.argv[1] == "lighteval child":
             from oab_bench.judge.generation.run import run_redacted
-            code = run_redacted([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[3]], env=dict(os.environ), cwd=Path("."))
+            code = run_redacted([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[3]], env=dict(os.environ), cwd=Path("."))
         else:
             os.environ["OAB_BENCH_VLLM_PYTHON"] = sys.argv[2]
             from oab_bench.judge.generation.vllm_server import VllmServer
-            with VllmServer("some/model", Path(sys.argv[3]), start_timeout=60):
+            with VllmServer("some/model", Path(sys.argv[3]), start_timeout=600):
                 code = "ready"
     print("finished", code, flush=True)
 except Stopped as e:
-    print("stopped", e.signame, round(time.monotonic() - started), flush=True)
+    print("stopped", e.signame, flush=True)
 """
 
 
@@ -115,18 +113,18 @@ except Stopped as e:
 @pytest.mark.parametrize("kind", ["lighteval child", "vLLM server"])
 def test_a_signal_while_a_child_starts_stops_the_run_and_the_child(kind, tmp_path):
     never_ready = tmp_path / "python"  # a "vLLM" that never answers /health
-    never_ready.write_text("#!/bin/sh\nexec sleep 60\n")
+    never_ready.write_text("#!/bin/sh\nexec sleep 600\n")
     never_ready.chmod(0o755)
     proc = subprocess.run(
         [sys.executable, "-c", AT_FORK, kind, str(never_ready), str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=50,
+        timeout=300,  # a lost signal: the child would run its 600 s
     )
     word, *rest = proc.stdout.split()
     assert word == "stopped", proc.stdout + proc.stderr[-2000:]
-    assert rest[0] == "SIGHUP" and int(rest[1]) < 20  # at once, not when the child would have ended
+    assert rest[0] == "SIGHUP"  # a lost signal: "finished 0" once the child had slept its 600 s
     assert "Exception ignored" not in proc.stderr  # held while the child started: never dropped
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout
     assert not left.strip(), "the child outlived the stop"
@@ -159,7 +157,7 @@ def signal_now(sig: int, dropped: bool) -> None:
 @pytest.fixture
 def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
     """`run(phase, sig, dropped)`: `oab-bench run` in this process with `sig` at `phase`; returns
-    (exit code, the stopped line, the output folder, whether the child started, seconds taken)."""
+    (exit code, the output folder, whether the child started)."""
     import oab_bench.judge.generation.run as run_mod
 
     rows, _ = built_rows
@@ -205,10 +203,8 @@ def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
             m.setattr(run_mod, "preflight", at("preflight", real_preflight))
             m.setattr(run_mod, "write_atomic", at("summary", real_write))
             m.setattr(run_mod, "leaderboard", at("after", real_leaderboard))
-            began = time.monotonic()
             code = main([*args, "--output-dir", str(out)])
-            took = time.monotonic() - began
-        return code, out, bool(started), took
+        return code, out, bool(started)
 
     return run
 
@@ -221,7 +217,7 @@ def stopped_line(capsys) -> str:
 @pytest.mark.parametrize("sig", STOPS, ids=[s.name for s in STOPS])
 @pytest.mark.parametrize("phase", ["preflight", "child", "summary", "after"])
 def test_a_signal_at_each_phase_ends_the_run_with_its_code(bench, capsys, phase, sig):
-    code, out, started, took = bench(phase, sig)
+    code, out, started = bench(phase, sig)
     assert code == 128 + sig
     line = stopped_line(capsys)
     summary = out / "oab_bench_summary.json"
@@ -234,7 +230,8 @@ def test_a_signal_at_each_phase_ends_the_run_with_its_code(bench, capsys, phase,
             out.glob(".oab_bench_summary.json.*")
         )  # nothing half-written
     assert started == (phase != "preflight")  # stopped in the preflight: no child started
-    assert took < 30  # the child was stopped, not waited for (it sleeps 60 s)
+    if phase == "child":  # stopped, not waited for: it would have written its results after its sleep
+        assert not (out / "results").exists()
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -242,7 +239,7 @@ def test_a_signal_at_each_phase_ends_the_run_with_its_code(bench, capsys, phase,
 def test_a_dropped_signal_still_ends_the_run_with_its_code(bench, capsys, phase):
     """The SIGHUP a run lost under load (it finished with exit 0): raised again at the next
     checkpoint, or when the run ends."""
-    code, out, started, _ = bench(phase, signal.SIGHUP, dropped=True)
+    code, out, started = bench(phase, signal.SIGHUP, dropped=True)
     assert code == 128 + signal.SIGHUP
     line = stopped_line(capsys)
     if phase == "preflight":  # raised before the child starts
