@@ -78,7 +78,7 @@ def test_a_child_that_ignores_sigterm_dies_after_the_grace_when_its_parent_is_ki
 # the child ends on SIGTERM, as a vLLM server does, but a worker of its group ignores it
 GROUP = """
 import subprocess, sys, time
-from scripts.processes import die_with_parent, reap_if_orphaned
+from oab_bench.judge.generation.processes import die_with_parent, reap_if_orphaned
 worker = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(600)"
 child = subprocess.Popen(
     [sys.executable, "-c", f"import subprocess, sys, time; w = subprocess.Popen([sys.executable, '-c', {worker!r}], stdout=subprocess.PIPE); w.stdout.readline(); print(w.pid, flush=True); time.sleep(600)"],
