@@ -65,14 +65,16 @@ from oab_bench.judge.generation.processes import (
     Stopped,
     die_with_parent,
     end_reaper,
+    held_stops,
     kill_group,
+    raise_if_stopped,
     reap_if_orphaned,
     stop_group,
     stop_signals,
 )
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
-from oab_bench.judge.output import check_output
+from oab_bench.judge.output import check_output, write_atomic
 from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings, env_var, member_settings, settings_env, settings_from
 
@@ -159,17 +161,18 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
     its calls in flight, lighteval_compat.py) and SIGKILL after the grace period; its
     output (a traceback) is no longer shown. A permanent candidate error becomes CandidateRefused.
     """
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=die_with_parent(ctrl_c=True),
-    )
-    reaper = reap_if_orphaned(proc, grace=CHILD_STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
+    with held_stops():  # a signal now is raised below, once the child is ours to stop
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent(ctrl_c=True),
+        )
+        reaper = reap_if_orphaned(proc, grace=CHILD_STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
     quiet = threading.Event()
     refused: list[str] = []
 
@@ -186,10 +189,11 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         threading.Thread(target=pump, args=(proc.stdout, sys.stdout), daemon=True),
         threading.Thread(target=pump, args=(proc.stderr, sys.stderr), daemon=True),
     ]
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()
         while (code := proc.poll()) is None:
+            raise_if_stopped()
             for server in watch:
                 server.check_alive()  # raises ServerError, with the server's last log lines
             time.sleep(0.2)
@@ -265,10 +269,16 @@ def run(args: argparse.Namespace) -> int:
             args, settings = start_local_servers(args, settings, out, servers)
             state.args, state.settings = args, settings
             preflight(args, settings)
-            return generate_and_judge(args, settings, out, panel)
+            return generate_and_judge(args, settings, out, state, panel)
     except KeyboardInterrupt as e:
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
-        print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
+        if getattr(state, "finished", False):  # the summary was written: nothing to resume
+            print(
+                f"oab-bench run: stopped ({signame}) after the run had finished: {out / SUMMARY_FILE}",
+                file=sys.stderr,
+            )
+        else:
+            print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
         return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
 
 
@@ -536,7 +546,16 @@ def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
     return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]
 
 
-def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path, panel=None) -> int:
+def generate_and_judge(
+    args: argparse.Namespace,
+    settings: JudgeSettings,
+    out: Path,
+    state: argparse.Namespace | None = None,
+    panel=None,
+) -> int:
+    """lighteval generates and judges in its child; we write the summary (then `state.finished`), the
+    leaderboard row and the report."""
+    raise_if_stopped()  # a signal during the preflight whose Stopped was lost: nothing to start
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
     (out / PANEL_JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier run's panel is not this one's
     started = time.time()
@@ -564,6 +583,7 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
 
+    raise_if_stopped()  # the child ended as we were stopped: stopped, not finished
     judgments = read_judgments(out / JUDGMENTS_FILE)
     results = newest_results(out, started)
     if returncode != 0 or results is None or not judgments:
@@ -616,7 +636,10 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
 
         summary["panel"] = ranking(tables, args.model, panel[0], out, panel_records)
         failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]  # the exit says them
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    # whole or not at all: a signal while it is written leaves no half of it
+    write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False))
+    if state is not None:
+        state.finished = True
     print(board)
     if panel is not None:
         print(rank_line(summary["panel"], args.model), file=sys.stderr)
