@@ -6,6 +6,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -122,7 +123,8 @@ def write_dataset(
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700: a dataset folder is for everyone to read
+        # mkdtemp makes it 0700: a dataset folder is for everyone to read; a setgid parent's bit stays
+        tmp.chmod((0o777 & ~_umask()) | (tmp.stat().st_mode & stat.S_ISGID))
     except OSError as e:
         raise OSError(f"cannot write {output}: {e.strerror or e}") from None
     try:

@@ -218,12 +218,18 @@ def _serve_stored_answers() -> None:
         answer_key,
         generation_settings,
     )
+    from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
 
     client = litellm_model.LiteLLMClient
     original = client._LiteLLMClient__call_api
     if getattr(original, "_oab_bench", False):
         return
-    store = AnswerStore(folder, read=os.environ.get(FRESH_ENV) != "1")
+    try:
+        store = AnswerStore(folder, read=os.environ.get(FRESH_ENV) != "1", access=env_access())
+    except NotWritable as e:  # before any answer is generated
+        raise NotWritable(
+            f"OAB_ANSWER_CACHE: {e} (or {READ_ONLY_ENV}=1 to go on without keeping answers)"
+        ) from None
 
     def call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
         params = self.generation_parameters.model_dump(exclude_none=True)

@@ -21,14 +21,15 @@ import importlib.util
 import json
 import math
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -44,11 +45,20 @@ from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.aggregate import QuestionResult, task_figures
+from oab_bench.judge.generation.answer_store import CACHE_ENV
 from oab_bench.judge.generation.defaults import API_CONCURRENCY, DEFAULT_MAX_MODEL_LENGTH, LOCAL_CONCURRENCY
 from oab_bench.judge.generation.lighteval_compat import (
     PERMANENT_EXIT,
     PERMANENT_PREFIX,
     ensure_offline_safe,
+)
+from oab_bench.judge.generation.places import (
+    READ_ONLY_ENV,
+    cache_name,
+    check_cache,
+    check_hf_caches,
+    check_output_folder,
+    check_read_only,
 )
 from oab_bench.judge.generation.preflight import (
     check_call,
@@ -74,7 +84,7 @@ from oab_bench.judge.generation.processes import (
 )
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
-from oab_bench.judge.output import check_output, write_atomic
+from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings, env_var, member_settings, settings_env, settings_from
 
@@ -143,6 +153,9 @@ def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | Non
     env.pop("OAB_FRESH_ANSWERS", None)
     if getattr(args, "fresh_answers", False):
         env["OAB_FRESH_ANSWERS"] = "1"
+    env.pop(READ_ONLY_ENV, None)
+    if getattr(args, "read_only_caches", False):  # a read-only cache the run goes on with: serve it
+        env[READ_ONLY_ENV] = "1"
     if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
         env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
     return env
@@ -248,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
+    check_hf_caches(args.dataset)  # the dataset is read (and a raw one built) under HF_HOME
     check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
     check_cache_folders(args)
@@ -260,12 +274,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir).resolve()
     # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
     folders.check_folder(out, RUN, "--output-dir", args.output_dir)
-    check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
-    folders.claim(out, RUN)
+    check_output_folder(out, args.output_dir)  # the task writes judgments.jsonl last: fail now, not then
+    args.read_only_caches = check_caches(args, settings)
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
             check_remote(args, settings, panel)  # before any local server loads
+            folders.claim(out, RUN)  # not before: a refused run leaves nothing behind
             args, settings = start_local_servers(args, settings, out, servers)
             state.args, state.settings = args, settings
             preflight(args, settings)
@@ -291,6 +306,28 @@ def run_panel(args: argparse.Namespace):
 
     return prepare(
         args.panel, selected_rows(args.dataset, args.tasks), {args.model, litellm_name(args.model)}
+    )
+
+
+def check_caches(args: argparse.Namespace, settings: JudgeSettings) -> bool:
+    """The answer and judgment caches: ours, readable, and writable or allowed to be read-only
+    (True: a read-only cache is used; the child opens its stores so)."""
+    if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
+        try:
+            check_folder(judges)
+        except StoreError as e:
+            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
+    caches = [
+        check_cache(
+            "answers", cache_name("--answer-cache", args.answer_cache, CACHE_ENV), answer_cache(args)
+        ),
+        check_cache("judgments", cache_name("--judge-cache", args.judge_cache, "OAB_JUDGE_CACHE"), judges),
+    ]
+    return check_read_only(
+        [c for c in caches if c is not None],
+        lambda: stored_state(args, settings),
+        go_on=args.cache_read_only,
+        batch=settings.batch,
     )
 
 
@@ -359,9 +396,23 @@ def selected_rows(dataset: str, tasks: str) -> list:
     return keep
 
 
+class Stored(NamedTuple):
+    questions: int
+    answered: int  # answers stored
+    judged: int | None  # questions whose every judgment is stored (None: the judge cache is off)
+    answers_missing: int
+    judgments_missing: int  # not stored (every judgment of an answer not stored yet)
+
+
 def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
     """(questions, answers already stored, judgments of those already cached or None when the judge
     cache is off) for this run; None when that cannot be told (the dataset does not load here)."""
+    state = stored_state(args, settings)
+    return None if state is None else (state.questions, state.answered, state.judged)
+
+
+def stored_state(args: argparse.Namespace, settings: JudgeSettings) -> Stored | None:
+    """What the caches hold for this run, looked at without creating or writing anything."""
     from lighteval.models.model_input import GenerationParameters
 
     from oab_bench.judge.answers import Answer, strip_reasoning
@@ -369,6 +420,7 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     from oab_bench.judge.generation.task_prompt import candidate_messages
     from oab_bench.judge.grading.grader import Judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
+    from oab_bench.judge.grading.repeats import RepeatJudge
 
     try:
         rows = selected_rows(args.dataset, args.tasks)
@@ -376,26 +428,32 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
         return None
     model = litellm_name(args.model)
     folder = answer_cache(args)
-    answers = AnswerStore(folder) if folder and not args.fresh_answers else None
+    answers = AnswerStore(folder, access="read") if folder and not args.fresh_answers else None
     params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
     generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     judges = judge_cache(args)
-    members = [  # a jury's question is judged when every member's judgment is stored
-        Judge(m.model_copy(update={"judge_model": litellm_name(m.judge_model)}))
-        for m in member_settings(settings)
+    members = [
+        m.model_copy(update={"judge_model": litellm_name(m.judge_model)}) for m in member_settings(settings)
     ]
-    store = JudgmentStore(judges) if judges else None
-    stored = judged = 0
+    graders = (  # each judgment a question needs has its own key: a jury's members, or each repeat
+        [RepeatJudge(members[0], None, k) for k in range(settings.repeats)]
+        if settings.repeats > 1
+        else [Judge(m) for m in members]
+    )
+    store = JudgmentStore(judges, access="read") if judges else None
+    stored = judged = missing = 0
     for row in rows:
         key = answer_key(model=model, messages=candidate_messages(row), generation=generation)
         answer = answers.get(key) if answers else None
         if answer is None:
+            missing += len(graders)
             continue
         stored += 1
         text = Answer(model=model, question_id=row.question_id, turns=[strip_reasoning(answer.texts[0])]).text
-        if store is not None and settings.repeats == 1 and all(store.get(j.key(row, text)) for j in members):
-            judged += 1  # (repeats beyond the first have keys of their own: never counted as done here)
-    return len(rows), stored, judged if store is not None else None
+        lacking = sum(store is None or store.get(g.key(row, text)) is None for g in graders)
+        missing += lacking
+        judged += not lacking
+    return Stored(len(rows), stored, judged if store is not None else None, len(rows) - stored, missing)
 
 
 def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) -> None:
@@ -560,9 +618,11 @@ def generate_and_judge(
     (out / PANEL_JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier run's panel is not this one's
     started = time.time()
     ensure_offline_safe()
-    cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
-    config = out / "model_config.yaml"
-    config.write_text(yaml.safe_dump(model_config(args, cache_dir), sort_keys=False), encoding="utf-8")
+    cache_dir = out / f".lighteval-cache-{secrets.token_hex(4)}"  # fresh: no replayed failures
+    cache_dir.mkdir()  # (mkdtemp's 0700 would shut a teammate out of what a killed run leaves)
+    config = write_atomic(
+        out / "model_config.yaml", yaml.safe_dump(model_config(args, cache_dir), sort_keys=False)
+    )
     # lighteval's own `endpoint` command, started without its other backends (lighteval_endpoint.py)
     cmd = [
         sys.executable,

@@ -15,7 +15,7 @@ from tqdm import tqdm
 from oab_bench.conventions import JUDGE_STOP_GRACE_S
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch, prune_kept
+from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch
 from oab_bench.judge.grading.grader import _STOPPING, Judge
 from oab_bench.judge.grading.judgment_store import synced
 from oab_bench.judge.grading.loop import run as run_own_loop
@@ -67,7 +67,6 @@ async def judge_all(
     if judge.settings.batch:  # through the provider's Batch API (batch/)
         done = await judge_batch(judge, pairs, progress=progress)
         await synced()
-        _prune_kept(judge)  # stored and fsynced: kept replies now served by the store go
         return done
     kept: dict = {}
     if isinstance(judge, Judge) and judge.store.path is not None:  # a cache that has batches
@@ -101,8 +100,6 @@ async def judge_all(
         with fewer_collections(len(pairs) >= 200):
             done = list(await asyncio.shield(gathered))
         await synced()  # every stored judgment fsynced before the run returns
-        if kept:
-            _prune_kept(judge)
         return done
     except asyncio.CancelledError:  # Ctrl-C: calls already paid for finish and are stored, briefly
         stopping.set()  # under way but not calling yet: they stop at the call slot
@@ -118,11 +115,6 @@ async def judge_all(
     finally:
         _STOPPING.reset(stop_token)
         bar.close()
-
-
-def _prune_kept(judge) -> None:
-    if isinstance(judge, Judge):
-        prune_kept(judge)
 
 
 @contextlib.contextmanager
