@@ -64,6 +64,18 @@ def _parse(raw: bytes) -> tuple[str, StoredAnswer] | None:
     return (answer.key, answer) if any(t.strip() for t in answer.texts) else None
 
 
+def check_folder(folder: Path | str) -> None:
+    """What opening a store at `folder` would refuse, checked without writing: for `run` to fail
+    before any work, naming its flag (the store itself opens in lighteval's process)."""
+    folder = Path(folder)
+    first = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if first is not None and not first.is_dir():
+        what = "is a file" if first == folder else f"{first} is a file"
+        raise ValueError(f"{folder}: {what} (an answer cache is a folder holding {STORE_FILE})")
+    if (folder / STORE_FILE).is_dir():
+        raise ValueError(f"{folder / STORE_FILE} is a folder, not our store file")
+
+
 class AnswerStore:
     """The answers read so far; `access` as the judgment cache's ("either": --cache-read-only)."""
 
