@@ -97,7 +97,8 @@ def test_installed_the_cli_and_lighteval_find_everything(wheel, tmp_path, built_
     dump = subprocess.run(
         [py, "-m", "lighteval", "tasks", "dump", "--custom-tasks", "oab_bench_task"],
         cwd=away,
-        env=env | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        env=env
+        | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OAB_BENCH_DATASET": str(built_dataset)},
         capture_output=True,
         text=True,
         timeout=600,
