@@ -8,7 +8,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,10 +27,23 @@ MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder
 _SHOWN = 10  # foreign paths named in a refusal
 
 
-def _marker_text(folder: Path) -> str:
+class Mark(NamedTuple):
+    """Which command's folder: its marker file (head line, then what it wrote) and how refusals say it."""
+
+    file: str
+    head: str
+    command: str  # "`oab-bench build`"
+    replacing: str  # what would replace the folder: "--overwrite"
+    legacy: tuple[str, ...] = ()  # what an older, head-only marker of this command stands for
+
+
+BUILD = Mark(MARKER, MARKER_HEAD, "`oab-bench build`", "--overwrite", ("README.md", DATA_FILE))
+
+
+def _marker_text(folder: Path, mark: Mark = BUILD) -> str:
     """The marker: its head line, then one line per file we wrote (sha256, path)."""
-    lines = [MARKER_HEAD]
-    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MARKER):
+    lines = [mark.head]
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != mark.file):
         lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(folder).as_posix()}")
     return "\n".join(lines) + "\n"
 
@@ -43,29 +58,35 @@ def _entries(folder: Path) -> list[str]:
     return sorted(out)
 
 
-def _listed(folder: Path) -> dict[str, str] | None:
+def _listed(folder: Path, mark: Mark = BUILD) -> dict[str, str] | None:
     """The marker's files and hashes; None without a marker of ours, {} for an older head-only one."""
     try:
-        lines = (folder / MARKER).read_text(encoding="utf-8").splitlines()
+        lines = (folder / mark.file).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
-    if not lines or lines[0] != MARKER_HEAD or (folder / MARKER).is_symlink():
+    if not lines or lines[0] != mark.head or (folder / mark.file).is_symlink():
         return None
     return {path: digest for digest, _, path in (line.partition("  ") for line in lines[1:])}
 
 
-def foreign_paths(folder: Path, *, built: Path | None = None) -> list[str] | None:
-    """What `--overwrite` would remove that `oab-bench build` did not write, as it wrote it.
+def written_files(folder: Path, mark: Mark = BUILD) -> list[str] | None:
+    """The files `mark`'s marker in `folder` lists (None without such a marker)."""
+    listed = _listed(folder, mark)
+    return None if listed is None else sorted(listed)
+
+
+def foreign_paths(folder: Path, *, built: Path | None = None, mark: Mark = BUILD) -> list[str] | None:
+    """What replacing the folder (`--overwrite`) would remove that `mark`'s command did not write as it wrote it.
 
     None: no marker (the whole folder is foreign); [] when it holds only our build, unchanged.
     An older marker lists no hashes, so it proves nothing about the files: each must then be
     byte-identical to the same file of `built` (the build about to replace it), else it is foreign.
     """
-    listed = _listed(folder)
+    listed = _listed(folder, mark)
     if listed is None:
         return None
-    ours: dict[str, str | None] = dict(listed) or {"README.md": None, DATA_FILE: None}
-    ours[MARKER] = None
+    ours: dict[str, str | None] = dict(listed) or dict.fromkeys(mark.legacy)
+    ours[mark.file] = None
     dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
     foreign = []
     for entry in _entries(folder):
@@ -76,7 +97,7 @@ def foreign_paths(folder: Path, *, built: Path | None = None) -> list[str] | Non
             foreign.append(entry)
         elif ours[entry] and hashlib.sha256(path.read_bytes()).hexdigest() != ours[entry]:
             foreign.append(f"{entry} (changed since the build)")
-        elif not listed and entry != MARKER and not _same_file(path, built / entry if built else None):
+        elif not listed and entry != mark.file and not _same_file(path, built / entry if built else None):
             foreign.append(f"{entry} (not verifiable: the marker lists no hashes)")
     return foreign
 
@@ -105,24 +126,24 @@ def _summary(paths: list[str]) -> str:
     return ", ".join(names[:_SHOWN]) + more
 
 
-def check_replaceable(output: Path, *, built: Path | None = None) -> None:
+def check_replaceable(output: Path, *, built: Path | None = None, mark: Mark = BUILD) -> None:
     """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths)."""
-    foreign = foreign_paths(output, built=built)
+    foreign = foreign_paths(output, built=built, mark=mark)
     if foreign is None:
         raise FileExistsError(
-            f"{output} is not a folder written by `oab-bench build` (no {MARKER} marker): refusing to "
-            f"replace it; --overwrite would have removed: {_summary(_entries(output)) or 'an empty folder'}"
+            f"{output} is not a folder written by {mark.command} (no {mark.file} marker): refusing to "
+            f"replace it; {mark.replacing} would have removed: {_summary(_entries(output)) or 'an empty folder'}"
         )
-    if foreign and _listed(output) == {}:
+    if foreign and _listed(output, mark) == {}:
         raise FileExistsError(
-            f"{output} was written by an older `oab-bench build` whose {MARKER} lists no file hashes, and "
+            f"{output} was written by an older {mark.command} whose {mark.file} lists no file hashes, and "
             f"it differs from this build, so edits there cannot be told from ours: refusing to replace it "
             f"({_summary(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
             "then build again"
         )
     if foreign:
         raise FileExistsError(
-            f"{output} holds what `oab-bench build` did not write: refusing to replace it; --overwrite "
+            f"{output} holds what {mark.command} did not write: refusing to replace it; {mark.replacing} "
             f"would have removed: {_summary(foreign)}"
         )
 
@@ -134,6 +155,20 @@ def write_dataset(
 
     A failure at any point leaves `output` as it was.
     """
+
+    def fill(tmp: Path) -> None:
+        (tmp / "data").mkdir()
+        table = pa.Table.from_pylist([r.model_dump(mode="json") for r in rows])
+        pq.write_table(table, tmp / DATA_FILE)
+        (tmp / "README.md").write_text(render_card(rows, report), encoding="utf-8")
+
+    return write_marked(output, fill, overwrite=overwrite)
+
+
+def write_marked(output: Path, fill: Callable[[Path], None], *, mark: Mark = BUILD, overwrite: bool) -> Path:
+    """`fill` a temporary sibling of `output`, mark it as `mark`'s, and swap it in: a failure at any
+    point leaves `output` as it was. An existing `output` is replaced only with `overwrite`, and only
+    when it holds what `mark`'s command wrote, unchanged (check_replaceable); an empty one is filled."""
     output = output.resolve()
     if output.is_file():
         raise FileExistsError(f"{output} is a file, not a dataset folder")
@@ -142,9 +177,9 @@ def write_dataset(
     if output.exists() and not empty:  # an empty folder holds nothing to lose: the swap fills it
         if not overwrite:
             raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
-        old_marker = _listed(output) == {}
+        old_marker = _listed(output, mark) == {}
         if not old_marker:
-            check_replaceable(output)
+            check_replaceable(output, mark=mark)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
@@ -152,13 +187,10 @@ def write_dataset(
     except OSError as e:
         raise OSError(f"cannot write {output}: {e.strerror or e}") from None
     try:
-        (tmp / "data").mkdir()
-        table = pa.Table.from_pylist([r.model_dump(mode="json") for r in rows])
-        pq.write_table(table, tmp / DATA_FILE)
-        (tmp / "README.md").write_text(render_card(rows, report), encoding="utf-8")
-        (tmp / MARKER).write_text(_marker_text(tmp), encoding="utf-8")
+        fill(tmp)
+        (tmp / mark.file).write_text(_marker_text(tmp, mark), encoding="utf-8")
         if old_marker:
-            check_replaceable(output, built=tmp)
+            check_replaceable(output, built=tmp, mark=mark)
         _swap_in(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

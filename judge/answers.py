@@ -65,7 +65,16 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
 
 
 def load_answers(path: Path) -> list[Answer]:
-    """Detect the format: a lighteval details parquet/folder, or a FastChat JSONL file."""
+    """Detect the format: a shared results dataset (judge/sharing), a lighteval details
+    parquet/folder, or a FastChat JSONL file."""
+    from .sharing.source import open_shared
+
+    shared = open_shared(path)
+    if shared is not None:
+        return [
+            Answer(model=r.model, question_id=r.question_id, turns=r.turns, source=label, line=n)
+            for label, n, r in shared.answers()
+        ]
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
         from .details import load_lighteval_answers

@@ -32,6 +32,25 @@ def model_of(file: Path) -> str:
     return file.parent.parent.name
 
 
+def plain(x):
+    """Parquet gives numpy arrays where JSON had lists: back to plain Python (for JSON, and models)."""
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
+        return [plain(v) for v in x]
+    if hasattr(x, "item") and type(x).__module__ == "numpy":
+        return x.item()
+    return x
+
+
+def details_judgments(file: Path) -> dict[int, dict]:
+    """Row (from 1, as the readers count) -> the row's `oab_judgment` metric, in plain Python."""
+    import pandas as pd
+
+    metrics = pd.read_parquet(file, columns=["metric"])["metric"]
+    return {n: plain((m or {}).get("oab_judgment") or {}) for n, m in enumerate(metrics, start=1)}
+
+
 def load_lighteval_answers(path: Path) -> list[Answer]:
     import pandas as pd
 

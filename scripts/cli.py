@@ -140,6 +140,18 @@ def _agreement(args: argparse.Namespace) -> int:
     return run_agreement(args)
 
 
+def _export(args: argparse.Namespace) -> int:
+    from judge.sharing.command import run_export
+
+    return run_export(args)
+
+
+def _push_results(args: argparse.Namespace) -> int:
+    from judge.sharing.command import run_push_results
+
+    return run_push_results(args)
+
+
 def _report_args(p: argparse.ArgumentParser) -> None:
     from judge.validity.command import whole
 
@@ -246,6 +258,20 @@ def build_parser() -> argparse.ArgumentParser:
     agreement_arguments(p)
     p.set_defaults(func=_agreement)
 
+    from judge.sharing.command import add_export_arguments, add_push_arguments
+
+    p = sub.add_parser(
+        "export", help="judged results -> a Hub dataset folder (parquet, a config per judge, a card)"
+    )
+    add_export_arguments(p)
+    _report_args(p)
+    p.set_defaults(func=_export)
+
+    p = sub.add_parser("push-results", help="export judged results and upload them to a Hub dataset")
+    add_push_arguments(p)
+    _report_args(p)
+    p.set_defaults(func=_push_results)
+
     return parser
 
 
@@ -258,6 +284,8 @@ OUTPUT_ARGS = ("output", "plot")  # what a command writes
 def check_output_is_not_an_input(args: argparse.Namespace) -> None:
     """`--output` (or `--plot`) never replaces what the same command reads, nor a folder holding
     it: a typo must not turn an answers file into a judgments file."""
+    from judge.sharing.source import local_path
+
     for flag in OUTPUT_ARGS:
         output = getattr(args, flag, None)
         if not output:
@@ -266,9 +294,12 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
         for name in INPUT_ARGS:
             given = getattr(args, name, None)
             for path in given if isinstance(given, list) else [given]:
-                if not isinstance(path, str) or not Path(path).exists():
+                if not isinstance(path, str):
                     continue
-                src = Path(path).resolve()
+                src = local_path(path) or Path(path)  # hf:/abs/folder: that folder
+                if not src.exists():
+                    continue
+                src = src.resolve()
                 if out == src or out in src.parents:
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 

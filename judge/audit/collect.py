@@ -18,6 +18,8 @@ from dataset_builder.source import read_objects
 
 from ..answers import Answer, load_answers, one_per_question
 from ..report.inputs import NoResults, Record, load_records
+from ..sharing.layout import judgment_record
+from ..sharing.source import open_shared
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
 
@@ -41,17 +43,6 @@ class Inputs(BaseModel):
 def trail_key(r: Record) -> tuple[str, int]:
     """Where the record was read: a judgment made again in the same file has its own trail."""
     return (r.source, r.line)
-
-
-def _plain(x):
-    """Parquet gives numpy arrays where JSON had lists: back to plain Python for the page's JSON."""
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
-        return [_plain(v) for v in x]
-    if hasattr(x, "item") and type(x).__module__ == "numpy":
-        return x.item()
-    return x
 
 
 def _members(v: dict) -> list[dict]:
@@ -105,17 +96,26 @@ def _trails_jsonl(path: Path) -> dict:
 
 
 def _trails_lighteval(path: Path) -> dict:
-    import pandas as pd
+    from ..details import details_files, details_judgments
 
-    from ..details import details_files
+    return {  # keyed by rows as report/inputs.py counts them
+        (str(file), n): _ours(v)
+        for file in details_files(path)
+        for n, v in details_judgments(file).items()
+        if v
+    }
 
+
+def _trails_shared(shared) -> dict:
+    """Keyed as report/inputs.py reads a shared dataset: by file label and row."""
     out = {}
-    for file in details_files(path):
-        df = pd.read_parquet(file, columns=["metric"])
-        for n, metric in enumerate(df["metric"], start=1):  # lines as report/inputs.py counts them
-            v = _plain((metric or {}).get("oab_judgment") or {})
-            if v:
-                out[(str(file), n)] = _ours(v)
+    for label, n, row in shared.judgments():
+        key = (str(Path(label)), n)
+        out[key] = (
+            Trail(texts=row.turn_texts or [])
+            if row.source_kind == "upstream"
+            else _ours(judgment_record(row))
+        )
     return out
 
 
@@ -137,6 +137,12 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
     answers: list[Answer] = []
     notes: list[str] = []
     for path in map(Path, inputs):
+        shared = open_shared(path)
+        if shared is not None:  # a shared results dataset: judgments with their trails, and answers
+            records += load_records(path, dataset)
+            trails.update(_trails_shared(shared))
+            answers += load_answers(path)
+            continue
         if not path.exists():
             raise SourceError("not found", file=str(path))
         if not _is_run_folder(path) and _first_keys(path) >= ANSWER_KEYS:

@@ -19,7 +19,11 @@ def run_agreement(args: argparse.Namespace) -> int:
         from ..dataset import load_rows
 
         dataset = {r.question_id: r for r in load_rows(args.dataset)}
-    if len(args.sources) == 1:  # one jury's file: its members compared with each other
+    shared = _shared_judges(args.sources)
+    if shared:  # one shared results dataset of several judges: its judges compared with each other
+        names = source_names(len(shared))
+        sources = [load_source(n, p, dataset) for n, p in zip(names, shared, strict=True)]
+    elif len(args.sources) == 1:  # one jury's file: its members compared with each other
         from .jury_report import jury_file_sources
 
         sources = jury_file_sources(Path(args.sources[0]))
@@ -31,6 +35,16 @@ def run_agreement(args: argparse.Namespace) -> int:
     report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
     _write(args, render_json(report) if args.format == "json" else render_text(report))
     return 0
+
+
+def _shared_judges(sources: list[str]) -> list[str]:
+    """One source naming a shared results dataset of several judges: each judge's config, to compare."""
+    from ..sharing.source import open_shared
+
+    shared = open_shared(sources[0]) if len(sources) == 1 else None
+    if shared is None or len(shared.configs) < 2:
+        return []
+    return [f"{shared.name}#{config}" for config in shared.configs]
 
 
 def _repeats(args: argparse.Namespace) -> int:

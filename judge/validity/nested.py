@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from dataset_builder.errors import SourceError
 from dataset_builder.ids import parse_question_id
-from dataset_builder.source import read_objects
 
 from ..records import MemberScore
 from ..report.inputs import OURS_KEYS
+from ..sharing.source import judgment_objects
 from ..trust import problem
 
 
@@ -58,10 +58,10 @@ def read_nested(path: Path, key: str, *, one_each: bool = True) -> list[dict]:
     (model, question); `one_each`: one record per (model, question), as the module docstring says."""
     found: dict[tuple[str, str], tuple[int, dict]] = {}
     out = []
-    for lineno, r in read_objects(path):
+    for file, lineno, r in judgment_objects(path):  # a judgments file, or a shared dataset's records
         if not r.get(key):
             continue
-        at = {"file": str(path), "line": lineno}
+        at = {"file": file, "line": lineno}
         record = _checked(r, key, at)
         if not one_each:
             out.append(record)

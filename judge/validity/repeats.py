@@ -17,6 +17,7 @@ import numpy as np
 from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
 from ..report.inputs import JUDGMENTS_FILE
+from ..sharing.source import open_shared
 from . import stats
 from .agreement import alpha_over
 from .nested import read_nested
@@ -38,7 +39,7 @@ def repeat_sources(records: list[dict]) -> list[Source]:
 def read_repeated(path: Path) -> list[dict]:
     """The records of a repeated run (a judgments file, or the judgments file of a `run` folder)."""
     path = Path(path)
-    if path.is_dir():
+    if path.is_dir() and open_shared(path) is None:
         found = sorted(path.glob("*judgments*.jsonl"))
         if (path / JUDGMENTS_FILE).is_file():  # what `oab-bench run` writes
             found = [path / JUDGMENTS_FILE]

@@ -72,8 +72,14 @@ def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
     """Item scores of the `ok` records, by (file, line) as the records name them: our judgment files
     and lighteval details have them, upstream files none."""
     out: dict[tuple[str, int], dict[str, float]] = {}
+    from ..sharing.layout import judgment_record
+    from ..sharing.source import rows_at
+
     for source in sorted({r.source for r in records if r.status == "ok"}):
-        if source.endswith(".parquet"):
+        shared = rows_at(source)
+        if shared is not None:  # a shared results dataset's judgments file (judge/sharing)
+            values = ((n, judgment_record(row)) for n, row in shared.items() if row.source_kind != "upstream")
+        elif source.endswith(".parquet"):
             import pandas as pd
 
             metrics = pd.read_parquet(source, columns=["metric"])["metric"]
@@ -248,6 +254,10 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
 
 
 def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | None = None) -> Source:
+    from ..sharing.source import open_shared
+
+    if open_shared(path) is not None:
+        return load_judgments(name, Path(path), dataset or {})
     path = Path(path)
     if not path.exists():
         raise SourceError("not found", file=str(path))

@@ -1,0 +1,236 @@
+"""`oab-bench export`: judgment sources -> a Hub dataset folder (layout.py) with its card (card.py).
+
+The sources are read by the leaderboard's reader (judge/report/inputs.py), so what is exported is what
+the leaderboard counts, checked the same way, copies included; each record then takes everything its
+source says of it. Answers come from run folders, probe folders, `--answers` files and shared datasets,
+once per (model, question). Every text goes through `redact`. The folder is written whole or not at
+all, and replaces only a folder `oab-bench export` wrote, unchanged since (dataset_builder/publish.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from dataset_builder.ids import parse_question_id
+from dataset_builder.publish import Mark, write_marked
+from dataset_builder.source import read_objects
+
+from ..answers import Answer, load_answers, one_per_question
+from ..redact import redact
+from ..report.inputs import PROBE_REPORT, Inputs, Record, read_inputs
+from .layout import (
+    ANSWERS_FILE,
+    MARKER,
+    AnswerRow,
+    JudgmentRow,
+    answers_schema,
+    config_names,
+    judge_file,
+    judgments_schema,
+    record_fields,
+)
+from .source import open_shared, rows_at
+
+EXPORT = Mark(
+    MARKER,
+    "written by `oab-bench export`; a later export may replace this folder",
+    "`oab-bench export`",
+    "the export",
+)
+
+
+class Exported(BaseModel):
+    judgments: list[JudgmentRow]
+    answers: list[AnswerRow]
+    inputs: Inputs  # as the leaderboard read them: the card's table
+
+
+def _redacted(x):
+    """Every text of a row through `redact`: a key an error, an answer or a setting quoted never leaves."""
+    if isinstance(x, str):
+        return redact(x)
+    if isinstance(x, dict):
+        return {k: _redacted(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_redacted(v) for v in x]
+    return x
+
+
+def _relative(file: str, given: str) -> str:
+    """Where inside the input `given` the record was read ("" when the input is that file)."""
+    if file == given:
+        return ""
+    try:
+        return Path(file).relative_to(given).as_posix()
+    except ValueError:
+        return file
+
+
+def _upstream_turns(path: Path) -> dict[int, tuple[str, dict[int, tuple[float, str]]]]:
+    """First line of each (judge, model, question) of an upstream file -> (judge model, each turn's
+    score and text), as report/inputs.py reads them (a turn given twice: its first line)."""
+    first: dict[tuple, int] = {}
+    out: dict[int, tuple[str, dict[int, tuple[float, str]]]] = {}
+    for lineno, r in read_objects(path):
+        key = (r["judge"][0], r["model"], r["question_id"])
+        at = first.setdefault(key, lineno)
+        turns = out.setdefault(at, (key[0], {}))[1]
+        turns.setdefault(int(r["turn"]), (float(r["score"]), str(r.get("judgment") or "")))
+    return out
+
+
+def _source_of(file: str) -> tuple[str, dict]:
+    """(kind, line -> what the file says there) of a file records name as their source."""
+    shared = rows_at(file)
+    if shared is not None:
+        return "shared", shared
+    if file.endswith(".parquet"):
+        from ..details import details_judgments
+
+        return "details", details_judgments(Path(file))
+    lines = dict(read_objects(Path(file)))
+    if lines and {"turn", "judgment"} <= set(next(iter(lines.values()))):
+        return "upstream", _upstream_turns(Path(file))
+    return "judgments", lines
+
+
+def _row(record: Record, given: str, recorded: str | None, source: Callable[[str], tuple[str, dict]]):
+    kind, at = source(record.source)
+    if kind == "shared":  # a shared dataset exported again: the row as it came, its origin kept
+        return at[record.line]
+    fields = {
+        "judge": record.judge,
+        "model": record.model,
+        "question_id": record.question_id,
+        "exam_id": record.exam_id,
+        "area": record.area,
+        "edition": record.edition,
+        "source": given,
+        "source_kind": kind,
+        "source_file": _relative(record.source, given),
+        "source_line": record.line,
+        "dataset": recorded,
+    }
+    if kind == "upstream":
+        judge_model, turns = at[record.line]
+        n_turns = 1 if parse_question_id(record.question_id).kind == "peca" else 2
+        fields |= {
+            "judge_model": judge_model,
+            "prompt_version": record.judge[len(judge_model) + 2 : -1] or None,  # "model [prompt]"
+            "mode": None,
+            "status": record.status,
+            "score": record.score,
+            "max_score": record.max_score,
+            "turn_scores": [turns[t][0] if t in turns else None for t in range(1, n_turns + 1)],
+            "turn_texts": [turns[t][1] if t in turns else "" for t in range(1, n_turns + 1)],
+        }
+    else:
+        fields |= record_fields(at[record.line])
+    return JudgmentRow.model_validate(_redacted(fields))
+
+
+def _answer_row(a: Answer, given: str) -> AnswerRow:
+    q = parse_question_id(a.question_id)
+    return AnswerRow.model_validate(
+        _redacted(
+            {
+                "model": a.model,
+                "question_id": a.question_id,
+                "exam_id": q.exam_id,
+                "area": q.area,
+                "edition": q.edition,
+                "turns": a.turns,
+                "source": given,
+                "source_file": _relative(a.source, given),
+                "source_line": a.line,
+            }
+        )
+    )
+
+
+def _answers_of(given: str) -> list[Answer]:
+    """A run folder's answers (lighteval details), a probe folder's (its answers/*.jsonl)."""
+    path = Path(given)
+    if path.is_dir() and (path / PROBE_REPORT).is_file():
+        return [a for f in sorted((path / "answers").glob("*.jsonl")) for a in load_answers(f)]
+    if path.is_dir() or path.suffix == ".parquet":
+        return load_answers(path)
+    return []
+
+
+def _answers(inputs: list[str], answer_files: list[str]) -> list[AnswerRow]:
+    """Each (model, question)'s answer once; two different texts stop naming both places."""
+    rows: list[AnswerRow] = []
+    for given in inputs:
+        shared = open_shared(given)
+        if shared is not None:
+            rows += [r for _, _, r in shared.answers()]
+        else:
+            rows += [_answer_row(a, given) for a in _answers_of(given)]
+    for given in answer_files:
+        rows += [_answer_row(a, given) for a in load_answers(Path(given))]
+    rows.sort(key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line))
+    where = [
+        Answer(
+            model=r.model,
+            question_id=r.question_id,
+            turns=r.turns,
+            source=f"{r.source}/{r.source_file}" if r.source_file else r.source,
+            line=r.source_line,
+        )
+        for r in rows
+    ]
+    one_per_question(where)  # raises on two texts for one (model, question)
+    kept: dict[tuple[str, str], AnswerRow] = {}
+    for r in rows:
+        kept.setdefault((r.model, r.question_id), r)
+    return list(kept.values())
+
+
+def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> Exported:
+    """Everything the sources hold, as rows: what `oab-bench export` writes."""
+    inputs = read_inputs(list(sources), dataset)
+    memo: dict[str, tuple[str, dict]] = {}
+
+    def source(file: str) -> tuple[str, dict]:
+        if file not in memo:
+            memo[file] = _source_of(file)
+        return memo[file]
+
+    judgments = [
+        _row(r, given, recorded, source)
+        for r, (given, recorded) in zip(inputs.records, inputs.origins, strict=True)
+    ]
+    contributed = {given for given, _ in inputs.origins}  # a folder skipped (no results) gives no answers
+    answer_inputs = [s for s in sources if s in contributed or open_shared(s) is not None]
+    answers = _answers(answer_inputs, list(answer_files))
+    return Exported(judgments=judgments, answers=answers, inputs=inputs)
+
+
+def _order(r: JudgmentRow):
+    return (r.model, r.question_id, r.source, r.source_file, r.source_line, r.status)
+
+
+def write_export(exported: Exported, output: Path, card: Callable[[dict[str, str]], str]) -> Path:
+    """The folder: one parquet per judge (its config), the answers, the card made by `card(configs)`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    configs = config_names(sorted({r.judge for r in exported.judgments}))
+
+    def fill(tmp: Path) -> None:
+        for judge, config in sorted(configs.items(), key=lambda x: x[1]):
+            rows = sorted((r for r in exported.judgments if r.judge == judge), key=_order)
+            (tmp / judge_file(config)).parent.mkdir(parents=True)
+            table = pa.Table.from_pylist([r.model_dump() for r in rows], schema=judgments_schema())
+            pq.write_table(table, tmp / judge_file(config))
+        if exported.answers:
+            (tmp / ANSWERS_FILE).parent.mkdir(parents=True)
+            table = pa.Table.from_pylist([r.model_dump() for r in exported.answers], schema=answers_schema())
+            pq.write_table(table, tmp / ANSWERS_FILE)
+        (tmp / "README.md").write_text(redact(card(configs)), encoding="utf-8")
+
+    return write_marked(Path(output), fill, mark=EXPORT, overwrite=True)
