@@ -35,6 +35,7 @@ class Mark(NamedTuple):
     command: str  # "`oab-bench build`"
     replacing: str  # what would replace the folder: "--overwrite"
     legacy: tuple[str, ...] = ()  # what an older, head-only marker of this command stands for
+    made: str = "the build"  # "changed since the build"
 
 
 BUILD = Mark(MARKER, MARKER_HEAD, "`oab-bench build`", "--overwrite", ("README.md", DATA_FILE))
@@ -87,7 +88,8 @@ def foreign_paths(folder: Path, *, built: Path | None = None, mark: Mark = BUILD
         return None
     ours: dict[str, str | None] = dict(listed) or dict.fromkeys(mark.legacy)
     ours[mark.file] = None
-    dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
+    parts = [p.split("/") for p in ours]
+    dirs = {"/".join(q[:i]) + "/" for q in parts for i in range(1, len(q))}  # every folder above a file
     foreign = []
     for entry in _entries(folder):
         path = folder / entry
@@ -96,7 +98,7 @@ def foreign_paths(folder: Path, *, built: Path | None = None, mark: Mark = BUILD
         if entry not in ours or path.is_symlink() or not path.is_file():
             foreign.append(entry)
         elif ours[entry] and hashlib.sha256(path.read_bytes()).hexdigest() != ours[entry]:
-            foreign.append(f"{entry} (changed since the build)")
+            foreign.append(f"{entry} (changed since {mark.made})")
         elif not listed and entry != mark.file and not _same_file(path, built / entry if built else None):
             foreign.append(f"{entry} (not verifiable: the marker lists no hashes)")
     return foreign

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from judge.sharing.layout import ANSWERS_FILE, MARKER, judge_file
+from judge.sharing.layout import ANSWERS_FILE, judge_file
 from judge.sharing.source import front_matter
 from scripts.cli import main
 from tests.conftest import SECRET, oab
@@ -71,24 +71,22 @@ def shared_run(tmp_path_factory, built_rows, built_dataset):
         assert f"1 failed judgments: {victim.question_id} (api_error" in proc.stderr
         mp.setenv("OAB_JUDGE_API_KEY", SECRET)
         judged_b = tmp / "judge_b.jsonl"
-        rc = main(
-            ["judge", "--dataset", str(built_dataset), "--answers", str(run), "--judge-model", JUDGE_B]
-            + ["--api-base", judge_b.url, "--cache", str(tmp / "cache"), "--output", str(judged_b)]
-            + ["--no-progress", "--questions", "*_direito_penal"]
-        )
+        args = ["judge", "--dataset", built_dataset, "--answers", run, "--judge-model", JUDGE_B]
+        args += ["--api-base", judge_b.url, "--cache", tmp / "cache", "--output", judged_b]
+        rc = main([*map(str, args), "--no-progress", "--questions", "*_direito_penal"])
         assert rc == 0
         probe = tmp / "probe"
-        rc = main(
-            ["probe", "--dataset", str(built_dataset), "--questions", PROBED, "--judge-model", JUDGE_A]
-            + ["--api-base", judge_a.url, "--cache", str(tmp / "cache"), "--output", str(probe)]
-            + ["--no-progress", "--resamples", "200"]
-        )
+        args = ["probe", "--dataset", built_dataset, "--questions", PROBED, "--judge-model", JUDGE_A]
+        args += ["--api-base", judge_a.url, "--cache", tmp / "cache", "--output", probe]
+        rc = main([*map(str, args), "--no-progress", "--resamples", "200"])
         assert rc == 0
         sources = [str(run), str(judged_b), str(probe)]
         exported = tmp / "exported"
         mp.setenv("OPENAI_API_KEY", SECRET)
         # the run's answers given again: still one per (model, question)
-        rc = main(["export", *sources, "--output", str(exported), "--answers", str(run), "--resamples", "300"])
+        rc = main(
+            ["export", *sources, "--output", str(exported), "--answers", str(run), "--resamples", "300"]
+        )
         assert rc == 0
         yield tmp, sources, exported, victim, judge_a
 
@@ -98,7 +96,7 @@ def rows_of(path: Path) -> list[dict]:
 
 
 def test_the_export_holds_every_judgment_and_each_answer_once(shared_run):
-    tmp, sources, exported, victim, _ = shared_run
+    _, sources, exported, victim, _ = shared_run
     a = rows_of(exported / judge_file(CONFIG_A))
     b = rows_of(exported / judge_file(CONFIG_B))
     assert len(a) == 15 + 25 and len(b) == 15  # the run and the probe (5 probes x 5 questions); judge B
@@ -225,3 +223,211 @@ def test_judge_reads_its_answers_back(shared_run, built_dataset, capsys, tmp_pat
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(got) == 6 * 5 and {j["status"] for j in got} == {"ok"}  # the candidate and 5 probes
     assert judge_a.count == before  # every judgment from the cache: the answers are the same texts
+
+
+# --- made-up judgments: the neighbours (no run needed) ---------------------------------------------
+
+EXAM = "90_direito_civil"
+
+
+def made_up_judgments(path: Path, *, error: str = "injected: the judge server answered 500") -> Path:
+    """Two judges grade one made-up exam of two models; model-b's questão 2 failed under judge-x."""
+    lines = []
+    for judge, model, peca, questao in (
+        ("openai/judge-x", "model-a", 4.0, 1.0),
+        ("openai/judge-x", "model-b", 3.0, 0.5),
+        ("openai/judge-y", "model-a", 2.0, 1.25),
+    ):
+        for n in range(5):
+            qid = f"{EXAM}_peca_praticoprofissional" if n == 0 else f"{EXAM}_questao_{n}"
+            failed = model == "model-b" and n == 2
+            score = None if failed else (peca if n == 0 else questao)
+            lines.append(
+                {
+                    "question_id": qid,
+                    "exam_id": EXAM,
+                    "model": model,
+                    "judge_model": judge,
+                    "prompt_version": "oab-pt-v1",
+                    "mode": "structured",
+                    "status": "api_error" if failed else "ok",
+                    "score": score,
+                    "max_score": 5.0 if n == 0 else 1.25,
+                    "items": []
+                    if failed
+                    else [{"item_id": "X1", "score": score, "max_score": 5.0, "analysis": "ok"}],
+                    "usage": {
+                        "prompt_tokens": 100,
+                        "cached_tokens": 0,
+                        "completion_tokens": 20,
+                        "reasoning_tokens": 0,
+                    },
+                    "cost_usd": 0.0125,
+                    "judge_text": "{}",
+                    "error": error if failed else None,
+                    "settings": {"max_tokens": 16000, "temperature": 0.0, "reasoning_effort": None},
+                }
+            )
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    return path
+
+
+def answers_file(path: Path, model: str, text: str) -> Path:
+    line = {"question_id": f"{EXAM}_questao_1", "model_id": model, "choices": [{"index": 0, "turns": [text]}]}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    return path
+
+
+def test_upstream_judgments_round_trip(upstream_v1, tmp_path, capsys):
+    """Upstream's turns are kept with their texts and summed again on the way back."""
+    sample = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
+    ours = made_up_judgments(tmp_path / "j.jsonl")
+    out = tmp_path / "exported"
+    assert cli(capsys, "export", sample, ours, "--output", out, "--resamples", "200")[0] == 0
+    for fmt in ("markdown", "json"):
+        _, original, _ = cli(capsys, "leaderboard", sample, ours, "--format", fmt, "--resamples", "200")
+        rc, again, err = cli(capsys, "leaderboard", f"hf:{out}", "--format", fmt, "--resamples", "200")
+        assert rc == 0 and again == original, err
+    (config,) = [p.name for p in (out / "judgments").iterdir() if p.name.startswith("o3")]
+    rows = rows_of(out / judge_file(config))
+    assert {r["source_kind"] for r in rows} == {"upstream"} and len(rows) == 20
+    two_turns = next(r for r in rows if "questao" in r["question_id"])
+    assert len(two_turns["turn_scores"]) == 2 and all(two_turns["turn_texts"])
+    html = tmp_path / "report.html"
+    assert cli(capsys, "report", f"hf:{out}", "--output", html, "--resamples", "100")[0] == 0
+    assert two_turns["turn_texts"][0][:60] in html.read_text(encoding="utf-8").replace("\\n", "\n")
+
+
+def test_export_writes_only_a_folder_it_wrote(tmp_path, capsys):
+    source = made_up_judgments(tmp_path / "j.jsonl")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    rc, _, err = cli(capsys, "export", source, "--output", foreign)
+    assert rc == 2 and "not a folder written by `oab-bench export`" in err and "notes.txt" in err
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]  # untouched
+
+    out = tmp_path / "out"
+    out.mkdir()  # empty: filled
+    assert cli(capsys, "export", source, "--output", out, "--resamples", "100")[0] == 0
+    assert cli(capsys, "export", source, "--output", out, "--resamples", "100")[0] == 0  # ours: replaced
+    rc, _, err = cli(capsys, "export", f"hf:{out}", "--output", out)
+    assert rc == 2 and "would overwrite the input" in err  # the dataset it reads
+    rc, _, err = cli(capsys, "export", source, "--output", source)
+    assert rc == 2 and "would overwrite the input" in err
+    (out / "README.md").write_text("edited by hand\n")
+    rc, _, err = cli(capsys, "export", source, "--output", out)
+    assert rc == 2 and "README.md (changed since the export)" in err
+
+
+def test_secrets_never_leave(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    source = made_up_judgments(tmp_path / "j.jsonl", error=f"401: Incorrect API key provided: {SECRET}")
+    answers = answers_file(tmp_path / "a.jsonl", "model-a", f"my key is {SECRET}; Bearer abc.def.ghi")
+    out = tmp_path / "out"
+    assert cli(capsys, "export", source, "--answers", answers, "--output", out, "--resamples", "100")[0] == 0
+    for path in out.rglob("*"):
+        assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
+    (row,) = [r for r in rows_of(out / judge_file("openai-judge-x-oab-pt-v1-structured")) if r["error"]]
+    assert row["error"] == "401: Incorrect API key provided: ***"
+    assert rows_of(out / ANSWERS_FILE)[0]["turns"] == ["my key is ***; Bearer ***"]
+
+
+def test_two_answers_to_one_question_stop_the_export(tmp_path, capsys):
+    source = made_up_judgments(tmp_path / "j.jsonl")
+    a = answers_file(tmp_path / "a.jsonl", "model-a", "one answer")
+    b = answers_file(tmp_path / "b.jsonl", "model-a", "another answer")
+    out = tmp_path / "out"
+    rc, _, err = cli(capsys, "export", source, "--answers", a, b, "--output", out)
+    assert rc == 2 and f"{a}:1" in err and f"{b}:1" in err and not out.exists()
+
+
+def test_a_folder_that_merely_looks_like_ours_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli(capsys, "export", made_up_judgments(tmp_path / "j.jsonl"), "--output", out)[0] == 0
+    card = (out / "README.md").read_text(encoding="utf-8")
+    for kind, why in (
+        ("kind: results", "not an oab-bench results dataset"),  # the marker removed
+        ("kind: questions", "not an oab-bench results dataset"),  # ours, of another kind
+        ("format: 99", "layout format 99"),  # a newer layout
+    ):
+        text = (
+            card.replace("kind: results", kind)
+            if kind != "kind: results"
+            else card.replace("oab_bench:", "x:")
+        )
+        if kind.startswith("format"):
+            text = card.replace("format: 1", kind)
+        (out / "README.md").write_text(text, encoding="utf-8")
+        rc, _, err = cli(capsys, "leaderboard", f"hf:{out}")
+        assert rc == 2 and why in err, (kind, err)
+    (out / "README.md").write_text(card, encoding="utf-8")
+    rc, _, err = cli(capsys, "leaderboard", f"hf:{out}#no-such-judge")
+    assert (
+        rc == 2 and "no judge config 'no-such-judge'" in err and "openai-judge-x-oab-pt-v1-structured" in err
+    )
+    rc, _, err = cli(capsys, "leaderboard", f"hf:{tmp_path / 'missing'}")
+    assert rc == 2 and "folder not found" in err
+    rc, _, err = cli(capsys, "leaderboard", "hf:not-a-repo-id")
+    assert rc == 2 and "expected hf:OWNER/NAME" in err
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "field", "why"),
+    [
+        ("score", 9.0, "score", "outside 0..5.0"),  # above the peça's value: the leaderboard's own check
+        ("status", None, "status", "Input should be a valid string"),  # the layout's types
+        ("judge", "openai/someone-else", "judge", "its judge_model, prompt_version and mode make"),
+    ],
+)
+def test_a_bad_row_names_file_row_and_field(tmp_path, capsys, column, value, field, why):
+    import pyarrow as pa
+
+    out = tmp_path / "out"
+    assert cli(capsys, "export", made_up_judgments(tmp_path / "j.jsonl"), "--output", out)[0] == 0
+    path = out / judge_file("openai-judge-x-oab-pt-v1-structured")
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0][column] = value  # row 1: model-a's peça
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    rc, _, err = cli(capsys, "leaderboard", f"hf:{out}")
+    label = f"hf:{out}:judgments/openai-judge-x-oab-pt-v1-structured/train-00000-of-00001.parquet"
+    assert rc == 2 and f"{label}:1: field '{field}'" in err and why in err, err
+
+
+def test_a_hub_repo_is_read_through_the_hub_cache(tmp_path, capsys, monkeypatch):
+    import huggingface_hub
+
+    from judge.sharing import source
+
+    out = tmp_path / "out"
+    assert cli(capsys, "export", made_up_judgments(tmp_path / "j.jsonl"), "--output", out)[0] == 0
+    source._download.cache_clear()
+    asked = []
+
+    def snapshot_download(repo_id, *, repo_type, revision, allow_patterns):
+        asked.append((repo_id, repo_type, revision))
+        return str(out)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    _, original, _ = cli(capsys, "leaderboard", f"hf:{out}", "--format", "json")
+    rc, got, err = cli(capsys, "leaderboard", "hf:someone/results@v1", "--format", "json")
+    assert rc == 0 and got == original, err
+    assert asked == [("someone/results", "dataset", "v1")]  # once: the Hub cache serves the rest
+    source._download.cache_clear()
+    monkeypatch.undo()
+    rc, _, err = cli(capsys, "leaderboard", "hf:nobody-h28/nothing-here")  # offline, not cached
+    assert rc == 2 and "hf:nobody-h28/nothing-here: cannot read the Hub dataset" in err
+
+
+def test_a_probe_folder_reads_in_the_report_with_its_answers(tmp_path, capsys):
+    """The report reads what the leaderboard reads: a probe folder too, with the answers it carries."""
+    probe = tmp_path / "probe"
+    (probe / "answers").mkdir(parents=True)
+    made_up_judgments(probe / "judgments.jsonl")
+    (probe / "report.json").write_text("{}")
+    answers_file(probe / "answers" / "probe_reference.jsonl", "model-a", "Resposta de referência.")
+    html = tmp_path / "report.html"
+    rc, _, err = cli(capsys, "report", probe, "--output", html, "--resamples", "100")
+    assert rc == 0, err
+    assert "Resposta de referência." in html.read_text(encoding="utf-8")

@@ -17,7 +17,14 @@ from dataset_builder.errors import SourceError
 from dataset_builder.source import read_objects
 
 from ..answers import Answer, load_answers, one_per_question
-from ..report.inputs import NoResults, Record, load_records
+from ..report.inputs import (
+    JUDGMENTS_FILE,
+    PROBE_ANSWERS,
+    NoResults,
+    Record,
+    is_probe_folder,
+    load_records,
+)
 from ..sharing.layout import judgment_record
 from ..sharing.source import open_shared
 
@@ -119,6 +126,15 @@ def _trails_shared(shared) -> dict:
     return out
 
 
+def carried_answers(path: Path) -> list[Answer]:
+    """The answers a folder carries beside its judgments: a run folder's (lighteval details), a probe
+    folder's (its answers/*.jsonl); none for a file."""
+    path = Path(path)
+    if is_probe_folder(path):
+        return [a for f in sorted((path / PROBE_ANSWERS).glob("*.jsonl")) for a in load_answers(f)]
+    return load_answers(path) if _is_run_folder(path) else []
+
+
 def _first_keys(path: Path) -> set[str]:
     for _, r in read_objects(path):
         return set(r)
@@ -153,11 +169,13 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         except NoResults as e:
             notes.append(f"skipped {e}")
             continue
-        if _is_run_folder(path):
+        if is_probe_folder(path):
+            trails.update(_trails_jsonl(path / JUDGMENTS_FILE))
+        elif _is_run_folder(path):
             trails.update(_trails_lighteval(path))
-            answers += load_answers(path)
         else:
             trails.update(_trails_jsonl(path))
+        answers += carried_answers(path)
     for path in map(Path, answer_files):
         answers += load_answers(path)
     if not records:

@@ -376,10 +376,8 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
     path = Path(path)
     if not path.exists():
         raise SourceError("not found", file=str(path))
-    if path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file():
-        path = (
-            path / JUDGMENTS_FILE
-        )  # `oab-bench probe`'s folder (a killed run's partial judgments are not read)
+    if is_probe_folder(path):  # its judgments file (a killed run's partial judgments are not read)
+        path = path / JUDGMENTS_FILE
     try:
         if path.is_dir() and not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
             raise NoResults(
@@ -409,6 +407,12 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
 SUMMARY_FILE = "oab_bench_summary.json"  # written by `oab-bench run` (scripts/run.py)
 JUDGMENTS_FILE = "judgments.jsonl"  # written by `oab-bench run` and `oab-bench probe`
 PROBE_REPORT = "report.json"  # `oab-bench probe`: with its judgments.jsonl, a folder the leaderboard reads
+PROBE_ANSWERS = "answers"  # `oab-bench probe`: its answers, one FastChat file per probe
+
+
+def is_probe_folder(path: Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file()
 
 
 def recorded_dataset(path: Path) -> str | None:

@@ -19,8 +19,9 @@ from dataset_builder.publish import Mark, write_marked
 from dataset_builder.source import read_objects
 
 from ..answers import Answer, load_answers, one_per_question
+from ..audit.collect import carried_answers
 from ..redact import redact
-from ..report.inputs import PROBE_REPORT, Inputs, Record, read_inputs
+from ..report.inputs import Inputs, Record, read_inputs
 from .layout import (
     ANSWERS_FILE,
     MARKER,
@@ -39,6 +40,7 @@ EXPORT = Mark(
     "written by `oab-bench export`; a later export may replace this folder",
     "`oab-bench export`",
     "the export",
+    made="the export",
 )
 
 
@@ -151,16 +153,6 @@ def _answer_row(a: Answer, given: str) -> AnswerRow:
     )
 
 
-def _answers_of(given: str) -> list[Answer]:
-    """A run folder's answers (lighteval details), a probe folder's (its answers/*.jsonl)."""
-    path = Path(given)
-    if path.is_dir() and (path / PROBE_REPORT).is_file():
-        return [a for f in sorted((path / "answers").glob("*.jsonl")) for a in load_answers(f)]
-    if path.is_dir() or path.suffix == ".parquet":
-        return load_answers(path)
-    return []
-
-
 def _answers(inputs: list[str], answer_files: list[str]) -> list[AnswerRow]:
     """Each (model, question)'s answer once; two different texts stop naming both places."""
     rows: list[AnswerRow] = []
@@ -169,7 +161,7 @@ def _answers(inputs: list[str], answer_files: list[str]) -> list[AnswerRow]:
         if shared is not None:
             rows += [r for _, _, r in shared.answers()]
         else:
-            rows += [_answer_row(a, given) for a in _answers_of(given)]
+            rows += [_answer_row(a, given) for a in carried_answers(Path(given))]
     for given in answer_files:
         rows += [_answer_row(a, given) for a in load_answers(Path(given))]
     rows.sort(key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line))

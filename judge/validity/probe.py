@@ -15,12 +15,12 @@ import tempfile
 from pathlib import Path
 
 from ..redact import redact
-from ..report.inputs import JUDGMENTS_FILE
+from ..report.inputs import JUDGMENTS_FILE, PROBE_ANSWERS
 from ..report.inputs import PROBE_REPORT as REPORT_FILE
 from .command import whole
 from .probes import DEFAULT_SEED, PROBE_KINDS
 
-ANSWERS_DIR = "answers"
+ANSWERS_DIR = PROBE_ANSWERS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
