@@ -20,7 +20,7 @@ from dataset_builder.source import read_objects
 
 from ..answers import Answer, load_answers, one_per_question
 from ..audit.collect import carried_answers
-from ..redact import redact
+from ..redact import redact, secret_values
 from ..report.inputs import Inputs, Record, read_inputs
 from .layout import (
     ANSWERS_FILE,
@@ -50,14 +50,15 @@ class Exported(BaseModel):
     inputs: Inputs  # as the leaderboard read them: the card's table
 
 
-def _redacted(x):
+def _redacted(x, secrets: list[str] | None = None):
     """Every text of a row through `redact`: a key an error, an answer or a setting quoted never leaves."""
+    secrets = secret_values() if secrets is None else secrets
     if isinstance(x, str):
-        return redact(x)
+        return redact(x, secrets=secrets)
     if isinstance(x, dict):
-        return {k: _redacted(v) for k, v in x.items()}
+        return {k: _redacted(v, secrets) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_redacted(v) for v in x]
+        return [_redacted(v, secrets) for v in x]
     return x
 
 
