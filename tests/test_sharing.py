@@ -555,3 +555,13 @@ def test_push_results_without_a_token_or_with_a_bad_repo_id(hub, tmp_path, capsy
         rc, _, err = push(capsys, tmp_path, bad)
         assert rc == 2 and f"--repo-id {bad!r}: expected OWNER/NAME" in err
     assert fake.writes == []
+
+
+@pytest.mark.parametrize("token", ["", "  \n"])
+def test_push_results_with_an_empty_token_variable_says_none_was_found(tmp_path, token):
+    """An empty HF_TOKEN and no login: huggingface_hub's own lookup, in a child process, says none."""
+    source = made_up_judgments(tmp_path / "j.jsonl")
+    env = {**os.environ, "HF_TOKEN": token, "HF_HOME": str(tmp_path / "hf-home")}
+    env.pop("HUGGING_FACE_HUB_TOKEN", None)
+    proc = oab("push-results", source, "--repo-id", "me/oab-results", env=env, timeout=120)
+    assert proc.returncode == 2 and "no Hugging Face token" in proc.stderr, proc.stderr

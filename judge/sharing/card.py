@@ -118,6 +118,14 @@ def render_card(
         else "the datasets the inputs recorded, if any"
     )
     first = sorted(configs.values())[0] if configs else "CONFIG"
+    answers_line = (
+        "`answers` each (model, question)'s answer once (joined to the judgments on `model`, `question_id`); "
+        if exported.answers
+        else "no answers were given (`--answers`, or run and probe folders, carry them); "
+    )
+    answers_use = (
+        f'answers = load_dataset("{where}", "answers", split="{SPLIT}")\n' if exported.answers else ""
+    )
     return f"""---
 {front}---
 
@@ -138,8 +146,7 @@ As `oab-bench leaderboard` prints it for these judgments (checked against {check
 
 ## Configs
 
-`default` holds every judgment; `answers` each (model, question)'s answer once (joined to the
-judgments on `model`, `question_id`); one config per judge:
+`default` holds every judgment; {answers_line}one config per judge:
 
 {chr(10).join(_judges(rows, configs))}
 
@@ -171,8 +178,7 @@ judgments on `model`, `question_id`); one config per judge:
 ```python
 from datasets import load_dataset
 judgments = load_dataset("{where}", split="{SPLIT}")
-answers = load_dataset("{where}", "answers", split="{SPLIT}")
-one_judge = load_dataset("{where}", "{first}", split="{SPLIT}")
+{answers_use}one_judge = load_dataset("{where}", "{first}", split="{SPLIT}")
 ```
 
 With oab-bench: `oab-bench leaderboard hf:{where}`, `oab-bench agreement hf:{where} yours.jsonl`,

@@ -34,15 +34,22 @@ def _common(p: argparse.ArgumentParser) -> None:
 def dataset_origins(names: set[str | None], given: str | None) -> dict[str, str]:
     """Each dataset that can be read here (--dataset, a local folder an input recorded) -> what it was
     built from, at which revision (its rows' provenance)."""
+    from dataset_builder.errors import SourceError
+
     from ..dataset import load_rows
 
     out = {}
     for name in sorted(n for n in names if n):
         if name != given and not Path(name).is_dir():
             continue
+        try:
+            rows = load_rows(name)
+        except (SourceError, OSError, ValueError) as e:  # the card says so; the export goes on
+            out[name] = f"not readable here: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            continue
         origins = {
             f"built from {r.provenance.source} at revision {r.provenance.revision or 'unknown'}"
-            for r in load_rows(name)
+            for r in rows
             if r.provenance
         }
         out[name] = "; ".join(sorted(origins)) or "no provenance recorded"

@@ -204,7 +204,8 @@ def collect(sources: list[str], dataset: str | None = None, answer_files: list[s
 
 
 def _order(r: JudgmentRow):
-    return (r.model, r.question_id, r.source, r.source_file, r.source_line, r.status)
+    """A total order: the same rows make the same file, whatever the order of the inputs."""
+    return (r.model, r.question_id, r.source, r.source_file, r.source_line, r.model_dump_json())
 
 
 def write_export(exported: Exported, output: Path, card: Callable[[dict[str, str]], str]) -> Path:
