@@ -95,6 +95,7 @@ def rows_of(path: Path) -> list[dict]:
     return pq.read_table(path).to_pylist()
 
 
+@pytest.mark.e2e  # the run in shared_run
 def test_the_export_holds_every_judgment_and_each_answer_once(shared_run):
     _, sources, exported, victim, _ = shared_run
     a = rows_of(exported / judge_file(CONFIG_A))
@@ -135,6 +136,7 @@ def test_the_export_holds_every_judgment_and_each_answer_once(shared_run):
 PROBE_KINDS = ("reference", "partial", "swapped", "empty", "injection")
 
 
+@pytest.mark.e2e  # the run in shared_run
 @pytest.mark.parametrize("fmt", ["markdown", "json"])
 def test_leaderboard_reads_it_back_to_the_same_bytes(shared_run, built_dataset, capsys, fmt):
     _, sources, exported, _, _ = shared_run
@@ -148,6 +150,7 @@ def test_leaderboard_reads_it_back_to_the_same_bytes(shared_run, built_dataset, 
         assert rc == 0 and bare == original
 
 
+@pytest.mark.e2e  # the run in shared_run
 def test_exported_again_from_the_hub_folder_the_same_files(shared_run, capsys):
     """Nothing is lost: what reads back exports to the same bytes, whatever the order of the inputs."""
     tmp, sources, exported, _, _ = shared_run
@@ -163,6 +166,7 @@ def test_exported_again_from_the_hub_folder_the_same_files(shared_run, capsys):
             assert (other / f).read_bytes() == (exported / f).read_bytes(), (other, f)
 
 
+@pytest.mark.e2e  # the run in shared_run
 def test_each_config_loads_with_datasets_and_the_card_lists_them(shared_run):
     import datasets
 
@@ -183,6 +187,7 @@ def test_each_config_loads_with_datasets_and_the_card_lists_them(shared_run):
     assert '"temperature": 0.0' in text  # the judge settings, as recorded
 
 
+@pytest.mark.e2e  # the run in shared_run
 def test_agreement_and_report_read_it(shared_run, capsys, tmp_path):
     _, sources, exported, victim, _ = shared_run
     rc, out, err = cli(capsys, "agreement", f"hf:{exported}", "--format", "json", "--resamples", "100")
@@ -207,6 +212,7 @@ def test_agreement_and_report_read_it(shared_run, capsys, tmp_path):
     assert len(answers) == 40
 
 
+@pytest.mark.e2e  # the run in shared_run
 def test_judge_reads_its_answers_back(shared_run, built_dataset, capsys, tmp_path, monkeypatch):
     """The same answers: a judge that graded the run's answers finds every one in its cache."""
     tmp, _, exported, _, judge_a = shared_run
@@ -378,6 +384,7 @@ def test_a_folder_that_merely_looks_like_ours_is_refused(tmp_path, capsys):
         ("score", 9.0, "score", "outside 0..5.0"),  # above the peça's value: the leaderboard's own check
         ("status", None, "status", "Input should be a valid string"),  # the layout's types
         ("judge", "openai/someone-else", "judge", "its judge_model, prompt_version and mode make"),
+        ("settings", "{not json", "settings", "Expecting property name"),
     ],
 )
 def test_a_bad_row_names_file_row_and_field(tmp_path, capsys, column, value, field, why):

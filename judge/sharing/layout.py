@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 KIND = "results"  # the card's `oab_bench.kind`: a dataset of judged results (not the questions)
 CARD_KEY = "oab_bench"  # the front matter's marker: {kind, made_by, format, version}
@@ -36,7 +36,7 @@ def config_names(judges: list[str]) -> dict[str, str]:
     """judge label -> config name: readable, file-safe, never a reserved name, the same whatever the
     order of the judges (two labels that would share a name both get a hash of their label)."""
     slug = {j: re.sub(r"[^A-Za-z0-9._]+", "-", j).strip("-.")[:80] or "judge" for j in judges}
-    taken = [s for s in slug.values()]
+    taken = list(slug.values())
     return {
         j: f"{s}-{hashlib.sha256(j.encode()).hexdigest()[:8]}" if s in RESERVED or taken.count(s) > 1 else s
         for j, s in slug.items()
@@ -111,6 +111,13 @@ class JudgmentRow(Strict):
     source_file: str  # inside a folder input ("" for a file)
     source_line: int
     dataset: str | None  # the dataset the input recorded (a run folder's), if any
+
+    @field_validator("settings")
+    @classmethod
+    def _settings_are_json(cls, value: str | None) -> str | None:
+        if value is not None and not isinstance(json.loads(value), dict):  # a JSONDecodeError is a ValueError
+            raise ValueError("is not a JSON object")
+        return value
 
 
 class AnswerRow(Strict):
