@@ -93,6 +93,19 @@ class Shared(NamedTuple):
 
 
 def _rows(path: Path, label: str, model: type[BaseModel]) -> list[tuple[int, BaseModel]]:
+    """The file's rows, validated; read once while the file is unchanged (each input an export read
+    is read back from the same files)."""
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise SourceError(f"cannot read it: {e.strerror or e}", file=label) from None
+    return _read_rows(path, stat.st_mtime_ns, stat.st_size, label, model)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_rows(
+    path: Path, _mtime: int, _size: int, label: str, model: type[BaseModel]
+) -> list[tuple[int, BaseModel]]:
     import pyarrow.parquet as pq
 
     try:
