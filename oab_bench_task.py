@@ -48,20 +48,20 @@ import os
 
 os.environ.setdefault(
     "LITELLM_LOCAL_MODEL_COST_MAP", "True"
-)  # before lighteval imports litellm (judge/__init__.py)
+)  # before lighteval imports litellm (oab_bench/__init__.py)
 
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
-from dataset_builder.ids import AREAS, EDITIONS
-from dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
-from dataset_builder.schema import QuestionRow
-from judge import lighteval_compat
-from judge.aggregate import QuestionResult, task_figures
-from judge.lighteval_judge import check_store_from_env, judge_responses, settings_from_env
-from judge.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
+from oab_bench.dataset_builder.ids import AREAS, EDITIONS
+from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
+from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.judge.aggregate import QuestionResult, task_figures
+from oab_bench.judge.generation import lighteval_compat
+from oab_bench.judge.generation.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
+from oab_bench.judge.grading.lighteval_judge import check_store_from_env, judge_responses, settings_from_env
 
 logger = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .errata import DEFAULT_ERRATA, ErrataEntry, load_errata
-from .errors import BuildError, SourceError
-from .ids import parse_question_id
-from .origin import RawSource, open_source
-from .rubric import TableRow, parse_reference
-from .schema import (
+from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, ErrataEntry, load_errata
+from oab_bench.dataset_builder.errors import BuildError, SourceError
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.origin import RawSource, open_source
+from oab_bench.dataset_builder.rubric import TableRow, parse_reference
+from oab_bench.dataset_builder.schema import (
     EXAM_MAX,
     PECA_MAX,
     QUESTAO_MAX,
@@ -24,8 +24,14 @@ from .schema import (
     UpstreamText,
     money,
 )
-from .source import GUIDELINES_FILE, ReferenceAnswer, SourceAnswer, SourceQuestion, validate_objects
-from .text import clean_question
+from oab_bench.dataset_builder.source import (
+    GUIDELINES_FILE,
+    ReferenceAnswer,
+    SourceAnswer,
+    SourceQuestion,
+    validate_objects,
+)
+from oab_bench.dataset_builder.text import clean_question
 
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
 

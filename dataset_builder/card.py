@@ -6,9 +6,9 @@ from collections import Counter
 
 import yaml
 
-from .build import BuildReport
-from .ids import AREAS
-from .schema import QuestionRow
+from oab_bench.dataset_builder.build import BuildReport
+from oab_bench.dataset_builder.ids import AREAS
+from oab_bench.dataset_builder.schema import QuestionRow
 
 CITATION = """\
 @inproceedings{pires2025automatic,

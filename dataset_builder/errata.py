@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import SourceError
+from oab_bench.dataset_builder.errors import SourceError
 
 DEFAULT_ERRATA = Path(__file__).with_name("errata.yaml")
 

@@ -19,9 +19,10 @@ from typing import NamedTuple
 
 import yaml
 
-from .errors import SourceError
-from .schema import Provenance
-from .source import GUIDELINES_FILE, QUESTIONS_FILE, read_objects
+from oab_bench.conventions import BUILD_MARKER
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.schema import Provenance
+from oab_bench.dataset_builder.source import GUIDELINES_FILE, QUESTIONS_FILE, read_objects
 
 HF_PREFIX = "hf:"
 QUESTIONS_CONFIG = "questions"
@@ -108,7 +109,7 @@ def data_folder(folder: Path) -> Path:
 
 def _looks_built(folder: Path) -> bool:
     """Our own output (`oab-bench build`'s marker or `data/test-*.parquet`) rather than upstream's files."""
-    return (folder / ".oab-bench-build").is_file() or any(folder.glob("data/test-*.parquet"))
+    return (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
 
 
 def file_source(folder: Path) -> RawSource:

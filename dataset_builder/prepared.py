@@ -16,10 +16,17 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from .errata import DEFAULT_ERRATA
-from .errors import SourceError
-from .origin import HF_PREFIX, RAW_CONFIGS, card_configs, data_folder, parse_hub_spec, resolve_revision
-from .source import QUESTIONS_FILE
+from oab_bench.dataset_builder.errata import DEFAULT_ERRATA
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.origin import (
+    HF_PREFIX,
+    RAW_CONFIGS,
+    card_configs,
+    data_folder,
+    parse_hub_spec,
+    resolve_revision,
+)
+from oab_bench.dataset_builder.source import QUESTIONS_FILE
 
 UPSTREAM_DATASET = "maritaca-ai/oab-bench"
 
@@ -99,7 +106,7 @@ def build_key(source: str, revision: str, errata: Path = DEFAULT_ERRATA) -> str:
 def source_revision(source: str) -> str:
     if source.startswith(HF_PREFIX):
         return resolve_revision(parse_hub_spec(source))
-    from .origin import file_source
+    from oab_bench.dataset_builder.origin import file_source
 
     return file_source(Path(source)).provenance.revision or "unknown"
 
@@ -112,7 +119,7 @@ def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAU
 
     Said once per process, on stderr, when the raw layout was built or a cached build is used.
     """
-    from .publish import is_our_build
+    from oab_bench.dataset_builder.publish import is_our_build
 
     source = raw_source(dataset)
     if source is None:
@@ -145,8 +152,8 @@ def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAU
 
 
 def _build_into(source: str, folder: Path, errata: Path) -> int:
-    from .build import build_rows
-    from .publish import is_our_build, write_dataset
+    from oab_bench.dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.publish import is_our_build, write_dataset
 
     rows, report = build_rows(source if source.startswith(HF_PREFIX) else Path(source), errata)
     try:

@@ -17,12 +17,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
-from .build import BuildReport
-from .card import render_card
-from .schema import QuestionRow
+from oab_bench.conventions import BUILD_MARKER as MARKER
+from oab_bench.dataset_builder.build import BuildReport
+from oab_bench.dataset_builder.card import render_card
+from oab_bench.dataset_builder.schema import QuestionRow
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
-MARKER = ".oab-bench-build"  # says a folder is ours and lists what we wrote, so --overwrite may replace it
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
 _SHOWN = 10  # foreign paths named in a refusal
 

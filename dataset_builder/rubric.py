@@ -1,6 +1,6 @@
 """Parse one reference turn: the commented answer, then the markdown score table.
 
-The tables are messy (see ../shared/notes/data-format.md): padded cells, an optional
+The tables are messy (docs/dataset.md): padded cells, an optional
 heading, `nan` section rows, labels `1.`/`A.`/`a)`/`5.1`/none, score cells written
 `0,00/0,55/0,65`, `0,0/...`, with spaces instead of slashes, `/ `, a dot decimal.
 This module reads them as they are; corrections happen in errata, never here.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .errors import SourceError
+from oab_bench.dataset_builder.errors import SourceError
 
 _HEADING_RE = re.compile(r"^\s*#*\s*distribui[çc][ãa]o\s+dos\s+pontos\s*:?\s*$", re.IGNORECASE)
 _SEPARATOR_RE = re.compile(r"^\|[\s:\-|]+\|$")

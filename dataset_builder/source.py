@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import SourceError
+from oab_bench.dataset_builder.errors import SourceError
 
 QUESTIONS_FILE = "question.jsonl"
 GUIDELINES_FILE = "reference_answer/guidelines.jsonl"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection
 from typing import NamedTuple
 
-from .errors import SourceError
+from oab_bench.dataset_builder.errors import SourceError
 
 _HEADING_RE = re.compile(
     r"^\s*(?:QUEST[ÃA]O(?:\s+(?P<n>\d+))?|PE[ÇC]A\s+PR[ÁA]TICO[-\s]?PROFISSIONAL|PE[ÇC]A\s+PROFISSIONAL)[ \t]*\n+"

@@ -1,18 +1,12 @@
-"""Rubric-constrained grading of OAB answers through litellm.
+"""Grading, and everything around it: from the dataset rows and a candidate's answers to figures.
 
-Flow: answers.py (what was written) -> prompts.py / upstream.py (what the judge sees)
--> reply_schema.py (what it may answer) -> client.py (one call, retried) -> scoring.py (code adds
-the scores) -> runner.py (many calls: cache, concurrency, progress) -> aggregate.py.
-
-litellm's bundled cost map, not a fetch from GitHub when litellm is first imported: set here,
-before any module of this package imports litellm, so prices (estimates, caps) are
-reproducible and offline-safe whatever is imported first.
+Core (this folder): the records at the boundaries (answers, details, records, trust), scoring and
+aggregation, settings, redaction. Stages, one subpackage each: `generation/` (the candidate's side:
+lighteval child, task prompt, answer store, vLLM server, `oab-bench run`), `grading/` (prompts, schema,
+client, runner, judgment store, jury, repeats, batch, estimate), `validity/` (agreement, probe),
+`leaderboard/` (tables, plot), `audit/` (the HTML report). The core imports no stage.
 """
 
-import os
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-from .legacy import parse_legacy_score
+from oab_bench.judge.legacy import parse_legacy_score
 
 __all__ = ["parse_legacy_score"]

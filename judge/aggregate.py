@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from dataset_builder.schema import EXAM_MAX, PASS_MARK, money
+from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 
 
 class QuestionResult(BaseModel):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 
-from dataset_builder.prepared import prepare_dataset
-from dataset_builder.schema import QuestionRow
+from oab_bench.dataset_builder.prepared import prepare_dataset
+from oab_bench.dataset_builder.schema import QuestionRow
 
 
 def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:

@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from .settings import Mode
+from oab_bench.judge.settings import Mode
 
 # One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
 # but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
@@ -49,7 +49,7 @@ class ItemScore(BaseModel):
 
 
 class MemberScore(BaseModel):
-    """A jury member's own grading of the question (judge/jury.py), or one repeat's (judge/repeats.py)."""
+    """A jury member's own grading of the question (judge/grading/jury.py), or one repeat's (judge/grading/repeats.py)."""
 
     judge_model: str
     repeat: int | None = None  # --repeats: which grading of the answer (0 is the one a single run makes)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataset_builder.schema import QuestionRow, money
-
-from .records import ItemScore
+from oab_bench.dataset_builder.schema import QuestionRow, money
+from oab_bench.judge.records import ItemScore
 
 
 def annulled_items(row: QuestionRow) -> list[ItemScore]:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.publish import write_dataset
+from tests import synthetic as syn
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -37,14 +43,14 @@ def judge_prompts_v2() -> Path:
 
 @pytest.fixture(scope="session")
 def built_rows(upstream_v1):
-    from dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.build import build_rows
 
     return build_rows(upstream_v1)
 
 
 @pytest.fixture(scope="session")
 def built_dataset(tmp_path_factory, built_rows) -> Path:
-    from dataset_builder.publish import write_dataset
+    from oab_bench.dataset_builder.publish import write_dataset
 
     rows, report = built_rows
     return write_dataset(rows, report, tmp_path_factory.mktemp("ds") / "oab_bench")
@@ -79,8 +85,37 @@ def stub():
 
 def oab(*args, env: dict | None = None, cwd: Path = REPO, timeout: float = 900):
     """`oab-bench ARGS...` in a child process, output captured as text."""
-    import subprocess
-    import sys
 
-    cmd = [sys.executable, "-m", "scripts.cli", *map(str, args)]
+    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", *map(str, args)]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def synthetic_dataset(tmp_path):
+    """A made-up exam (edition 90, civil) built into a dataset folder, with its rows."""
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    rows, report = build_rows(src, src / "errata.yaml")
+    return write_dataset(rows, report, tmp_path / "ds"), {r.question_id: r for r in rows}
+
+
+@pytest.fixture
+def source(tmp_path):
+    return syn.write_source(tmp_path / "src", syn.exam())
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """A made-up exam (edition 90, civil) built into a dataset folder, with its rows."""
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    rows, report = build_rows(src, src / "errata.yaml")
+    return write_dataset(rows, report, tmp_path / "ds"), rows
+
+
+@pytest.fixture(scope="module")
+def task_module(built_dataset):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OAB_BENCH_DATASET", str(built_dataset))
+        mp.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+        import oab_bench_task
+
+        yield oab_bench_task

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.validity.agreement import compare_all
-from judge.validity.render import render_json, render_text
-from judge.validity.sources import load_source
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.validity.agreement import compare_all
+from oab_bench.judge.validity.agreement_text import render_json, render_text
+from oab_bench.judge.validity.sources import load_human, load_source
+from oab_bench.judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
 from tests.conftest import oab
 
 JUDGE = "openai/judge-made-up"
@@ -334,19 +335,19 @@ def test_upstream_o3_against_our_judge_through_the_stub(
     assert {m["model"] for m in r["models"]} == {"o3-2025-04-16", "sabia-3.1-2025-05-08"}
     o3 = next(m for m in r["models"] if m["model"] == "o3-2025-04-16")
     assert o3["mean_a"] == pytest.approx(9.07, abs=0.01)  # upstream's own totals for these two exams
-    for figure in (r["question"]["mae"], r["exam"]["mae"], r["exam"]["bias"]):
-        assert figure["value"] is not None and figure["ci_low"] <= figure["value"] <= figure["ci_high"]
+    for fig in (r["question"]["mae"], r["exam"]["mae"], r["exam"]["bias"]):
+        assert fig["value"] is not None and fig["ci_low"] <= fig["value"] <= fig["ci_high"]
     text = oab("agreement", upstream, ours, "--dataset", built_dataset, "--resamples", "300", timeout=300)
     assert text.returncode == 0, text.stderr
     assert "Largest disagreements" in text.stdout and "39_direito_" in text.stdout
     assert "Pass/fail (>= 6.00)" in text.stdout
 
 
-def test_the_readme_csv_example_reads(tmp_path):
+def test_the_documented_csv_example_reads(tmp_path):
     from tests.conftest import REPO
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Is the judge right?") :]
+    text = (REPO / "docs" / "judge-validity.md").read_text(encoding="utf-8")
+    section = text[text.index("## Human grades") :]
     start = section.index("```csv\n") + 7
     csv_text = section[start : section.index("```", start)]
     (tmp_path / "human.csv").write_text(csv_text)
@@ -433,7 +434,7 @@ def test_human_item_grades_adding_up_above_the_question_stop(tmp_path):
 def test_resamples_and_seed_are_checked_before_anything_runs(argv, capsys):
     """`--resamples 0` was a numpy traceback (agreement) or a scipy message (leaderboard), and in
     `probe` only after the judgments were paid for."""
-    from scripts.cli import build_parser
+    from oab_bench.scripts.cli import build_parser
 
     with pytest.raises(SystemExit) as stop:
         build_parser().parse_args(argv)
@@ -469,3 +470,26 @@ def test_two_human_csvs_naming_no_model_compare(tmp_path, named):
     r = report_of(tmp_path / "h1.csv", tmp_path / "h2.csv")
     assert r["n_pairs"] == 10 and r["disagreements"][0]["model"] in (None, named)
     assert "(no model named)" in render_text(r) and json.loads(render_json(r))["n_pairs"] == 10
+
+
+def test_graders_mean_is_not_rounded_to_cents(tmp_path):
+    csv = tmp_path / "h.csv"
+    qid = "39_direito_penal_questao_1"
+    csv.write_text(
+        "exam_id,question_id,item_id,score,grader\n"
+        f"39_direito_penal,{qid},,0.6,ana\n39_direito_penal,{qid},,0.65,bia\n"
+    )
+    [graded] = load_human("H", csv, {}).graded.values()
+    assert graded.score == pytest.approx(0.625)
+
+
+def test_one_value_or_a_constant_side_gives_null_not_zero():
+    notes: list[str] = []
+    one = columns([{"exam": "e1", "a": 9.0, "b": 4.0}], "exam", "a", "b")
+    assert figure("exam.ccc", ccc, one, notes).value is None
+    assert figure("exam.kappa_pass", kappa_pass, one, notes).value is None
+    assert figure("exam.mae", mae, one, notes).value == 5.0  # one pair is enough for an error
+    flat = columns([{"exam": f"e{i}", "a": 5.0, "b": float(i)} for i in range(4)], "exam", "a", "b")
+    assert figure("question.ccc", ccc, flat, notes).value is None
+    assert figure("question.pearson", pearson, flat, notes).value is None
+    assert any("too few" in n for n in notes) and any("constant" in n for n in notes)

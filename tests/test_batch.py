@@ -10,15 +10,15 @@ import time
 
 import pytest
 
-from judge.answers import Answer
-from judge.batch.lines import split
-from judge.batch.run import BatchPending
-from judge.batch.state import BatchLog
-from judge.runner import Judge, run_judge_all
-from judge.store import JudgmentStore
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.batch.lines import split
+from oab_bench.judge.grading.batch.state import BatchLog
+from oab_bench.judge.grading.batch.submit import BatchPending
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import run_judge_all
 from tests.conftest import SECRET
-from tests.test_judge_parsing import made_up_row
-from tests.test_judge_server import _answers_file, _cli, _judge_args, settings
+from tests.helpers import _answers_file, _cli, _judge_args, made_up_row, settings
 
 PRICES = {"price_input": 1.0, "price_cached_input": 1.0, "price_output": 2.0}
 
@@ -213,7 +213,7 @@ def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1
 @pytest.mark.e2e
 def test_oab_bench_run_judge_batch(stub, built_rows, built_dataset, tmp_path):
     """`oab-bench run --judge-batch`: the lighteval task judges through one batch (OAB_JUDGE_BATCH)."""
-    from tests.test_e2e import TASK, alternate_score, results_json, run_bench
+    from tests.helpers import TASK, alternate_score, results_json, run_bench
 
     rows, _ = built_rows
     server = stub(policy="alternate", max_model_len=1_000_000, served=("cand-e2e",), batch_hold=True)
@@ -241,7 +241,7 @@ def test_oab_bench_run_judge_batch(stub, built_rows, built_dataset, tmp_path):
 def test_batch_settings_from_flags_and_environment():
     import argparse
 
-    from judge.settings import add_arguments, settings_env, settings_from
+    from oab_bench.judge.settings import add_arguments, settings_env, settings_from
 
     parser = argparse.ArgumentParser()
     add_arguments(parser, prefix="judge-")
@@ -260,7 +260,7 @@ def test_a_direct_rerun_pays_again_neither_for_kept_replies_nor_for_batches_stil
     """Switching from --batch to direct calls mid-job: a batch not yet collected makes the direct
     run refuse (its calls would pay twice), the estimate counts nothing to pay for it, and replies
     kept in the log are graded from there, with no call."""
-    from judge.estimate.core import estimate
+    from oab_bench.judge.grading.estimate.core import estimate
 
     server = stub(batch_delay=0.3)
     s = settings(server, batch=True, batch_wait=0, **PRICES)
@@ -299,7 +299,7 @@ def test_a_lost_batch_is_found_past_the_first_page_of_the_list(stub, judge_key):
     a busy account the batch is not on the first page of the provider's list."""
     import asyncio
 
-    from judge.batch import api
+    from oab_bench.judge.grading.batch import api
 
     server = stub(batch_delay=60, batch_page=2)
     s = settings(server, batch=True)

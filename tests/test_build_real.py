@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dataset_builder.errata import DEFAULT_ERRATA, load_errata
-from dataset_builder.schema import QuestionRow, money
+from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, load_errata
+from oab_bench.dataset_builder.schema import QuestionRow, money
 from tests import synthetic as syn
 from tests.conftest import REPO, oab
 
@@ -103,7 +103,16 @@ def test_card_yaml_parses_and_names_what_the_hub_needs(built_dataset):
 
 def test_cli_build_writes_and_refuses_to_clobber(upstream_v1, tmp_path):
     out = tmp_path / "ds"
-    cmd = [sys.executable, "-m", "scripts.cli", "build", "--source", str(upstream_v1), "--output", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "oab_bench.scripts.cli",
+        "build",
+        "--source",
+        str(upstream_v1),
+        "--output",
+        str(out),
+    ]
     first = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     assert "105 questions, 21 exams of 10.00 points" in first.stdout
@@ -130,7 +139,7 @@ def test_cli_bad_input_is_one_line_nonzero_and_writes_nothing(tmp_path):
 
 
 def test_failed_write_leaves_previous_output_intact(built_rows, tmp_path, monkeypatch):
-    from dataset_builder import publish
+    from oab_bench.dataset_builder import publish
 
     rows, report = built_rows
     out = publish.write_dataset(rows, report, tmp_path / "ds")
@@ -153,7 +162,7 @@ def test_push_uploads_the_pushed_layout_and_it_loads_back(built_rows, built_data
     import datasets
     import huggingface_hub
 
-    from dataset_builder.publish import push_dataset
+    from oab_bench.dataset_builder.publish import push_dataset
 
     calls = []
     hub = tmp_path / "hub"

@@ -9,123 +9,29 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from dataset_builder.schema import PASS_MARK, money
-from scripts.preflight import CHECK_PROMPT
-from scripts.run import RUN_MARKER
-from tests.conftest import REPO, SECRET
+from oab_bench.conventions import RUN_MARKER
+from tests.conftest import REPO
+from tests.helpers import (
+    TASK,
+    alternate_score,
+    check_candidate_requests,
+    check_no_secret,
+    env_for,
+    expected_figures,
+    is_check_call,
+    results_json,
+    run_bench,
+)
 
 pytestmark = pytest.mark.e2e
-TASK = "oab_bench:penal"  # 3 whole exams, 15 questions: enough, and quick
-
-
-def alternate_score(row) -> float:
-    """What the stub judge (policy 'alternate') gives: even-positioned items full, odd ones 0; annulled full."""
-    gradable = [r for r in row.rubric if not r.annulled]
-    return money(
-        sum(r.max_score for i, r in enumerate(gradable) if i % 2 == 0)
-        + sum(r.max_score for r in row.rubric if r.annulled)
-    )
-
-
-def expected_figures(rows) -> dict:
-    rows = [r for r in rows if r.area == "penal"]
-    exams = defaultdict(float)
-    for r in rows:
-        exams[r.exam_id] += alternate_score(r)
-    totals = [money(t) for t in exams.values()]
-    return {
-        "exam_score": sum(totals) / len(totals),
-        "pass_rate": sum(t >= PASS_MARK for t in totals) / len(totals),
-        "question_score_pct": 100 * sum(alternate_score(r) / r.max_score for r in rows) / len(rows),
-        "coverage": 1.0,
-        "exams_complete": float(len(totals)),
-    }
-
-
-def env_for(**extra) -> dict:
-    env = dict(os.environ)
-    env.update(
-        {
-            "OPENAI_API_KEY": SECRET,
-            "OAB_JUDGE_API_KEY": SECRET,
-            "HF_HUB_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1",
-        }
-    )
-    env.update(extra)
-    return env
-
-
-def run_bench(
-    model, candidate_url, judge_url, dataset, tmp_path, *extra
-) -> tuple[Path, subprocess.CompletedProcess]:
-    """`oab-bench run` on TASK, as a user types it; returns the output folder and the process."""
-    out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "scripts.cli",
-        "run",
-        "--model",
-        model,
-        "--api-base",
-        candidate_url,
-        "--dataset",
-        str(dataset),
-    ]
-    cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
-    cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
-    cmd += ["--output-dir", str(out), *extra]
-    return out, subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
 
 
 FAST_RETRIES = ("--candidate-retries", "2", "--candidate-retry-sleep", "0.05")
-
-
-def results_json(out: Path) -> dict:
-    (path,) = list((out / "results").rglob("results_*.json"))
-    return json.loads(path.read_text())
-
-
-def check_no_secret(out: Path, *texts: str) -> None:
-    for p in out.rglob("*"):
-        if p.is_file():
-            assert SECRET.encode() not in p.read_bytes(), p
-    for t in texts:
-        assert SECRET not in t
-
-
-def is_check_call(request) -> bool:
-    return request["body"]["messages"][-1]["content"] == CHECK_PROMPT
-
-
-def candidate_calls(server) -> list[dict]:
-    """Generation requests the stub received (not judge calls, not the preflight's check calls)."""
-    return [
-        r
-        for r in server.requests
-        if r["body"].get("response_format", {}).get("type") != "json_schema" and not is_check_call(r)
-    ]
-
-
-def judge_calls(server) -> list[dict]:
-    return [r for r in server.requests if r["body"].get("response_format", {}).get("type") == "json_schema"]
-
-
-def check_candidate_requests(server, rows) -> None:
-    system_prompts = {r.system_prompt for r in rows}
-    candidate = [r["body"] for r in candidate_calls(server)]
-    assert len(candidate) == 15
-    for body in candidate:
-        assert body["messages"][0]["role"] == "system" and body["messages"][0]["content"] in system_prompts
-        assert [m["role"] for m in body["messages"]] == ["system", "user"]
-        assert "(Valor: " in body["messages"][1]["content"]
 
 
 def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
@@ -177,7 +83,7 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
         [
             sys.executable,
             "-m",
-            "scripts.cli",
+            "oab_bench.scripts.cli",
             "leaderboard",
             str(out),
             str(out / "judgments.jsonl"),
@@ -210,7 +116,7 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     jcmd = [
         sys.executable,
         "-m",
-        "scripts.cli",
+        "oab_bench.scripts.cli",
         "judge",
         "--dataset",
         str(built_dataset),

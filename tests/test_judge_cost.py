@@ -6,30 +6,22 @@ import json
 
 import pytest
 
-from judge.answers import Answer
-from judge.client import cost, map_prices
-from judge.estimate.core import estimate
-from judge.prompts import build_messages, marks_cache
-from judge.records import Usage
-from judge.runner import Judge, run_judge_all, summarise
-from judge.store import JudgmentStore
+from oab_bench.judge.grading.client import cost, map_prices
+from oab_bench.judge.grading.estimate.core import estimate
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.prompts import build_messages, marks_cache
+from oab_bench.judge.grading.runner import run_judge_all, summarise
+from oab_bench.judge.records import Usage
 from tests.conftest import oab
-from tests.test_hardening import clean_env
-from tests.test_judge_parsing import made_up_row
-from tests.test_judge_server import _answers_file, _judge_args, settings
-
-
-def _pairs(n: int):
-    row = made_up_row()
-    return [
-        (
-            row,
-            Answer(
-                model=f"m{i % 2}", question_id=row.question_id, turns=[f"Resposta {i}: " + "tese " * 40 * i]
-            ),
-        )
-        for i in range(n)
-    ]
+from tests.helpers import (
+    _answers_file,
+    _judge_args,
+    _pairs,
+    clean_env,
+    made_up_row,
+    settings,
+)
 
 
 def test_estimate_calls_nothing_and_counts_what_the_run_reports(
@@ -118,7 +110,7 @@ def test_map_prices_price_cached_input_at_the_cached_rate():
 
 
 def settings_for(model: str):
-    from judge.settings import JudgeSettings
+    from oab_bench.judge.settings import JudgeSettings
 
     return JudgeSettings(judge_model=model)
 
@@ -164,8 +156,8 @@ def test_run_estimate_prices_the_judging_before_generating(stub, judge_key, tmp_
 def test_a_price_given_alone_leaves_the_others_to_the_cost_map():
     """--price-input alone made output free (and cached input full price); now each price not
     given is the cost map's."""
-    from judge.client import prices
-    from judge.settings import JudgeSettings
+    from oab_bench.judge.grading.client import prices
+    from oab_bench.judge.settings import JudgeSettings
 
     known = map_prices("openai/gpt-5.2")
     only_input = prices(JudgeSettings(judge_model="openai/gpt-5.2", price_input=10))
@@ -181,7 +173,7 @@ def test_a_price_given_alone_leaves_the_others_to_the_cost_map():
 def test_a_jurys_members_share_one_cap_each_reserved_at_its_own_price(stub, judge_key):
     import asyncio
 
-    from judge.jury import Jury
+    from oab_bench.judge.grading.jury import Jury
 
     server = stub()
     jury = Jury(
@@ -213,7 +205,7 @@ def test_litellms_bundled_cost_map_whatever_is_imported_first(tmp_path):
     from tests.conftest import REPO
 
     code = (
-        "import judge.batch.run\n"
+        "import oab_bench.judge.grading.batch.submit\n"
         "from litellm.litellm_core_utils.get_model_cost_map import get_model_cost_map_source_info as f\n"
         "print(f()['source'], f()['is_env_forced'])"
     )
@@ -230,8 +222,8 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     expected as short as a questão's. The kind is told from the cached judgments' ids."""
     from types import SimpleNamespace
 
-    from judge.estimate.core import _history
-    from judge.records import Judgment
+    from oab_bench.judge.grading.estimate.core import _history
+    from oab_bench.judge.records import Judgment
 
     def judged(qid: str, tokens: int) -> Judgment:
         return Judgment(
@@ -259,3 +251,36 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     )
     means, _ = _history(judge, {})
     assert means == {"peca": 3000, "questao": 600}
+
+
+def test_the_cost_cap_is_used_not_just_filled_with_expectations(stub, judge_key, tmp_path):
+    """16 calls at a time: refused judgments wait for the calls in flight, which cost less than expected."""
+    server = stub()
+    pairs = _pairs(6)
+    prices = dict(price_input=1000.0, price_output=1000.0, concurrency=16)
+    expected = estimate(Judge(settings(server, **prices)), pairs).total.cost_usd
+    actual = sum(j.cost_usd for j in run_judge_all(Judge(settings(server, **prices)), pairs, progress=False))
+    cap = actual + expected / len(pairs) * 2  # room for everything, far below what was expected in total
+    assert cap < expected  # the old rule (reservations fill the cap, then stop) refused most of them
+    server.count = 0
+    capped = run_judge_all(
+        Judge(settings(server, max_cost_usd=cap, **prices), JudgmentStore(tmp_path)), pairs, progress=False
+    )
+    assert [j.status for j in capped] == ["ok"] * len(pairs) and server.count == len(pairs)
+    assert sum(j.cost_usd for j in capped) <= cap
+
+
+def test_the_budget_serves_several_event_loops(stub, judge_key):
+    server = stub()
+    judge = Judge(settings(server, price_input=1000.0, price_output=1000.0, max_cost_usd=1e9))
+    for _ in range(2):  # a judge reused by a second run (asyncio.run makes a new loop)
+        assert {j.status for j in run_judge_all(judge, _pairs(2), progress=False)} == {"ok"}
+
+
+def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, judge_key, tmp_path):
+    server = stub()
+    store = JudgmentStore(tmp_path)
+    unpriced = settings(server)  # openai/judge-test: no price known
+    run_judge_all(Judge(unpriced, store), _pairs(2), progress=False)
+    est = estimate(Judge(unpriced, JudgmentStore(tmp_path)), _pairs(2))
+    assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0

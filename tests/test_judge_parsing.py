@@ -6,68 +6,14 @@ import json
 
 import pytest
 
-from dataset_builder.schema import Item, QuestionRow, RubricItem, UpstreamText
-from judge import parse_legacy_score
-from judge.answers import Answer, load_fastchat_answers, strip_reasoning
-from judge.legacy import parse_legacy_score_detailed
-from judge.prompts import CLOSE_TAG, OPEN_TAG, build_messages
-from judge.reply_schema import GradingError, grading_schema, validate_grading
-
-
-def made_up_row(annulled: bool = False) -> QuestionRow:
-    rubric = [
-        RubricItem(
-            item_id="A1",
-            part="A",
-            section="",
-            label="A.",
-            description="Tese inventada (0,55), Art. 1º (0,10).",
-            max_score=0.65,
-            allowed_scores=[0.0, 0.55, 0.65],
-        ),
-        RubricItem(
-            item_id="B1",
-            part="B",
-            section="",
-            label="B.",
-            description="Outra tese (0,30).",
-            max_score=0.3,
-            allowed_scores=[0.0, 0.3],
-        ),
-        RubricItem(
-            item_id="B2",
-            part="B",
-            section="",
-            label="B.",
-            description="Prazo (0,30).",
-            max_score=0.3,
-            allowed_scores=[0.0, 0.3],
-            annulled=annulled,
-        ),
-    ]
-    return QuestionRow(
-        question_id="90_direito_civil_questao_1",
-        edition=90,
-        area="civil",
-        exam_id="90_direito_civil",
-        kind="questao",
-        number=1,
-        system_prompt="Sistema fictício.",
-        statement="Caso inventado.",
-        items=[
-            Item(label="A", prompt="Pergunta A?", max_score=0.65),
-            Item(label="B", prompt="Pergunta B?", max_score=0.6),
-        ],
-        max_score=1.25,
-        reference=["Gabarito A.", "Gabarito B."],
-        rubric=rubric,
-        upstream=UpstreamText(
-            statement="QUESTÃO\n\nCaso inventado.",
-            turns=["Pergunta A?", "Pergunta B?"],
-            values=[0.65, 0.6],
-            reference_turns=["ref A", "ref B"],
-        ),
-    )
+from oab_bench.judge import parse_legacy_score
+from oab_bench.judge.answers import Answer, load_fastchat_answers, strip_reasoning
+from oab_bench.judge.grading.prompts import CLOSE_TAG, OPEN_TAG, build_messages
+from oab_bench.judge.grading.reply_schema import GradingError, grading_schema, validate_grading
+from oab_bench.judge.legacy import parse_legacy_score_detailed
+from tests.helpers import (
+    made_up_row,
+)
 
 
 def test_legacy_score_matches_every_published_judgment(upstream_v1):
@@ -184,7 +130,7 @@ def test_fastchat_answers_take_the_model_id(upstream_v1):
 
 
 def test_upstream_v1_filling_reproduces_published_prompts_exactly(upstream_v1, built_rows):
-    from judge.upstream import load_upstream_prompts, upstream_calls
+    from oab_bench.judge.grading.upstream_prompts import load_upstream_prompts, upstream_calls
 
     rows, _ = built_rows
     by_id = {r.question_id: r for r in rows}
@@ -209,7 +155,7 @@ def test_upstream_v1_filling_reproduces_published_prompts_exactly(upstream_v1, b
 
 
 def test_upstream_v2_joins_turns_under_headers(judge_prompts_v2):
-    from judge.upstream import load_upstream_prompts, prompt_version, upstream_calls
+    from oab_bench.judge.grading.upstream_prompts import load_upstream_prompts, prompt_version, upstream_calls
 
     prompts = load_upstream_prompts(judge_prompts_v2)
     row = made_up_row()

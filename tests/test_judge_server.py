@@ -5,40 +5,24 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from judge.answers import Answer
-from judge.records import RECORD_FIELDS
-from judge.runner import Judge, run_judge_all
-from judge.settings import JudgeSettings
-from judge.store import JudgmentStore
-from tests.conftest import REPO, SECRET
-from tests.test_judge_parsing import made_up_row
-
-
-def settings(server, **kw) -> JudgeSettings:
-    base = dict(
-        judge_model="openai/judge-test",
-        api_base=server.url,
-        backoff_initial=0.01,
-        backoff_max=5,
-        timeout=5,
-        max_attempts=3,
-        concurrency=4,
-    )
-    return JudgeSettings(**(base | kw))
-
-
-def grade(server, row=None, answer="Resposta do candidato.", store=None, **kw):
-    row = row or made_up_row()
-    judge = Judge(settings(server, **kw), store)
-    return run_judge_all(
-        judge, [(row, Answer(model="m", question_id=row.question_id, turns=[answer]))], progress=False
-    )[0]
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.runner import run_judge_all
+from oab_bench.judge.records import RECORD_FIELDS
+from tests.conftest import SECRET
+from tests.helpers import (
+    _answers_file,
+    _cli,
+    _judge_args,
+    grade,
+    made_up_row,
+    settings,
+)
 
 
 def test_ok_judgment_scores_are_summed_by_code(stub, judge_key):
@@ -191,42 +175,6 @@ def test_torn_cache_line_is_ignored(stub, judge_key, tmp_path):
 # --- the CLI, as a user runs it ----------------------------------------------------------------
 
 
-def _answers_file(tmp_path, upstream_v1, n=None):
-    lines = (upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl").read_text(encoding="utf-8").split("\n")
-    lines = [line for line in lines if line.strip()][:n]
-    path = tmp_path / "answers.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path, [json.loads(line)["question_id"] for line in lines]
-
-
-def _judge_args(dataset, answers, server, cache, out, *extra) -> list[str]:
-    common = ["--dataset", str(dataset), "--answers", str(answers), "--judge-model", "openai/judge-test"]
-    return [
-        *common,
-        "--api-base",
-        server.url,
-        "--cache",
-        str(cache),
-        "--output",
-        str(out),
-        "--no-progress",
-        *extra,
-    ]
-
-
-def _cli(args, env_extra=None, **kw):
-    env = dict(os.environ, **(env_extra or {}))
-    return subprocess.Popen(
-        [sys.executable, "-m", "scripts.cli", "judge", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kw,
-    )
-
-
 def test_cli_writes_every_judgment_and_no_key(stub, judge_key, tmp_path, upstream_v1, built_dataset):
     server = stub(policy="alternate")
     answers, ids = _answers_file(tmp_path, upstream_v1, 10)
@@ -242,7 +190,7 @@ def test_cli_writes_every_judgment_and_no_key(stub, judge_key, tmp_path, upstrea
     documented = (
         "question_id exam_id model judge_model prompt_version status score max_score items usage cost_usd"
     )
-    assert set(documented.split()) | {"judge_text"} <= RECORD_FIELDS  # README's contract
+    assert set(documented.split()) | {"judge_text"} <= RECORD_FIELDS  # the contract docs/judge.md states
     assert rows[0]["model"] == "o3-2025-04-16" and rows[0]["items"][0]["item_id"] == "P1"
     for path in [out, *cache.rglob("*")]:
         if path.is_file():

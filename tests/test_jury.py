@@ -8,14 +8,15 @@ import re
 
 import pytest
 
-from judge.answers import Answer
-from judge.jury import Jury, combine, make_judge, round_down
-from judge.records import ItemScore, Judgment
-from judge.runner import Judge, run_judge_all
-from judge.settings import JudgeSettings
-from judge.store import JudgmentStore
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.jury import Jury, combine, make_judge, round_down
+from oab_bench.judge.grading.runner import run_judge_all
+from oab_bench.judge.records import ItemScore, Judgment
+from oab_bench.judge.settings import JudgeSettings
 from tests.conftest import oab
-from tests.test_judge_parsing import made_up_row
+from tests.helpers import made_up_row
 
 ROW = made_up_row(annulled=True)  # A1 grid [0, 0.55, 0.65], B1 [0, 0.3], B2 annulled (0.3)
 
@@ -178,9 +179,9 @@ def test_jury_of_three_through_the_stub_one_member_always_fails(
 
 def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
     """`oab-bench run --judge-model A --judge-model B`: the lighteval task gets OAB_JUDGE_MODEL=A,B."""
-    from judge.lighteval_judge import settings_from_env
-    from scripts.cli import build_parser
-    from scripts.run import child_env
+    from oab_bench.judge.generation.run import child_env
+    from oab_bench.judge.grading.lighteval_judge import settings_from_env
+    from oab_bench.scripts.cli import build_parser
 
     run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
     args = build_parser().parse_args(
@@ -198,8 +199,8 @@ def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
 @pytest.mark.e2e
 def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
     """`oab-bench run` with two judges: the lighteval task grades with the jury, run prints its members."""
-    from scripts.run import JUDGMENTS_FILE
-    from tests.test_e2e import is_check_call, run_bench
+    from oab_bench.conventions import JUDGMENTS_FILE
+    from tests.helpers import is_check_call, run_bench
 
     candidate, judges = stub(), stub(policy="alternate")
     extra = ("--judge-model", "openai/judge-e2e-b")  # after run_bench's own --judge-model openai/judge-e2e
@@ -225,9 +226,9 @@ def test_run_preflight_names_each_jury_member(monkeypatch):
     """Keys are checked per member; a vllm: member is refused with what to do instead."""
     import argparse
 
-    from judge.settings import JudgeSettings
-    from scripts.preflight import PreflightError, check_credentials
-    from scripts.run import judge_settings
+    from oab_bench.judge.generation.preflight import PreflightError, check_credentials
+    from oab_bench.judge.generation.run import judge_settings
+    from oab_bench.judge.settings import JudgeSettings
 
     for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OAB_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -244,7 +245,7 @@ def test_run_preflight_names_each_jury_member(monkeypatch):
 
 def test_members_have_their_own_settings_where_given(stub, tmp_path, monkeypatch):
     """`--judge-model "MODEL key=value ..."`: a member's own server, sampling and prices; the rest shared."""
-    from judge.settings import member_settings
+    from oab_bench.judge.settings import member_settings
 
     monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-jury-test")
     a, b = stub(policy="max"), stub(policy="alternate")
@@ -286,8 +287,8 @@ def test_members_have_their_own_settings_where_given(stub, tmp_path, monkeypatch
 def test_a_jury_file_is_checked_before_its_members_are_compared(tmp_path):
     """`agreement JURY.jsonl` and `leaderboard --members` read the members' scores only once checked;
     a (model, question) graded twice differently stops naming both lines, whatever their order."""
-    from dataset_builder.errors import SourceError
-    from judge.validity.jury_report import jury_file_sources, member_records_of
+    from oab_bench.dataset_builder.errors import SourceError
+    from oab_bench.judge.validity.jury_report import jury_file_sources, member_records_of
 
     def write(name, records):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))

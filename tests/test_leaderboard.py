@@ -4,43 +4,27 @@ upstream's published sample (per-exam totals as upstream's own aggregation gives
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections import defaultdict
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.report import render
-from judge.report import tables as lb
-from judge.report.inputs import load_records
-from tests.conftest import REPO
-
-J1, J2 = "openai/gpt-5.2", "anthropic/claude-judge"
-
-
-def exam_records(model, judge, exam, peca, questao, *, failed=(), missing=()):
-    """A made-up exam: the peça scores `peca`, each questão `questao` (ok unless listed)."""
-    out = []
-    for n in range(5):
-        qid = f"{exam}_peca_praticoprofissional" if n == 0 else f"{exam}_questao_{n}"
-        if n in missing:
-            continue
-        status = "api_error" if n in failed else "ok"
-        out.append(
-            {
-                "question_id": qid,
-                "exam_id": exam,
-                "model": model,
-                "judge_model": judge,
-                "prompt_version": "oab-pt-v1",
-                "mode": "structured",
-                "status": status,
-                "score": None if status != "ok" else (peca if n == 0 else questao),
-                "max_score": 5.0 if n == 0 else 1.25,
-            }
-        )
-    return out
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.intervals import bootstrap_ci
+from oab_bench.judge.leaderboard import formats as render
+from oab_bench.judge.leaderboard import tables as lb
+from oab_bench.judge.leaderboard.inputs import load_records
+from tests.conftest import REPO, oab
+from tests.helpers import (
+    J1,
+    J2,
+    clean_env,
+    exam_records,
+    judged,
+    write_jsonl,
+)
 
 
 @pytest.fixture
@@ -116,8 +100,8 @@ def test_expected_questions_from_the_dataset_lower_coverage(made_up):
 
 def test_bootstrap_is_seeded():
     values = [8.0, 6.0, 4.0, 7.5, 5.5]
-    assert lb.bootstrap_ci(values, resamples=3000, seed=1) == lb.bootstrap_ci(values, resamples=3000, seed=1)
-    low, high = lb.bootstrap_ci(values, resamples=3000, seed=1)
+    assert bootstrap_ci(values, resamples=3000, seed=1) == bootstrap_ci(values, resamples=3000, seed=1)
+    low, high = bootstrap_ci(values, resamples=3000, seed=1)
     assert low < sum(values) / 5 < high
 
 
@@ -171,7 +155,7 @@ def test_cli_leaderboard_and_plot(made_up, tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "scripts.cli",
+        "oab_bench.scripts.cli",
         "leaderboard",
         str(made_up),
         "--format",
@@ -188,7 +172,7 @@ def test_cli_leaderboard_and_plot(made_up, tmp_path):
     assert json.loads(out.read_text())["rows"][0]["model"] == "model-a"  # J2's table first
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     cmp = subprocess.run(
-        [sys.executable, "-m", "scripts.cli", "compare", "model-a", "model-c", str(made_up)],
+        [sys.executable, "-m", "oab_bench.scripts.cli", "compare", "model-a", "model-c", str(made_up)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -262,7 +246,7 @@ def test_unknown_format_names_the_file(tmp_path):
 
 
 def test_by_area_table_and_plot_name_and_order_areas_alike(tmp_path, monkeypatch):
-    from judge.report import plot
+    from oab_bench.judge.leaderboard import plot
 
     recs = []
     for exam in ("90_direito_tributario", "90_direito_penal", "90_direito_do_trabalho", "90_direito_civil"):
@@ -306,7 +290,7 @@ def test_a_field_of_the_wrong_type_names_file_line_and_field(tmp_path, fmt, fiel
 
 
 def test_notes_on_skipped_inputs_do_not_depend_on_their_order(made_up, tmp_path, capsys):
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     killed = [tmp_path / "killed-b", tmp_path / "killed-a"]  # run folders with no results
     for k in killed:
@@ -321,7 +305,7 @@ def test_notes_on_skipped_inputs_do_not_depend_on_their_order(made_up, tmp_path,
 
 
 def test_a_plot_that_cannot_be_written_leaves_no_table_and_never_replaces_an_input(made_up, tmp_path):
-    from scripts.cli import main
+    from oab_bench.scripts.cli import main
 
     out = tmp_path / "lb.md"
     blocker = tmp_path / "a-file"
@@ -343,3 +327,76 @@ def test_a_model_name_cannot_break_the_markdown_table(tmp_path):
     assert not any(line.startswith("| fake") for line in md.splitlines())  # no row of its own
     # one cell, its pipes escaped, in the main table and the by-area one
     assert md.count("| evil \\| 9.99 \\| 100% \\| fake | 8.00 |") == 2
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"score": math.nan}, "score"),
+        ({"score": -0.5}, "score"),
+        ({"score": 1.3}, "score"),
+        ({"max_score": "x"}, "max_score"),
+    ],
+)
+def test_leaderboard_rejects_impossible_scores(tmp_path, change, field):
+    recs = exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0)
+    recs[2].update(change)  # a questão worth 1.25
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))  # json writes NaN as NaN
+    proc = oab("leaderboard", path)
+    assert proc.returncode == 2, proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"oab-bench leaderboard: error: {path}:3: field '{field}':"), line
+
+
+def test_leaderboard_rejects_items_that_are_not_the_rubrics(tmp_path, synthetic_dataset):
+    ds, rows = synthetic_dataset
+    recs = [judged(r) for r in rows.values()]
+    recs[1]["items"][0]["item_id"] = "Z9"
+    path = write_jsonl(tmp_path / "j.jsonl", recs)
+    proc = oab("leaderboard", path, "--dataset", ds, env=clean_env())
+    assert proc.returncode == 2
+    assert f"{path}:2: field 'items': items" in proc.stderr and "do not match the rubric" in proc.stderr
+    recs = [judged(r) for r in rows.values()]
+    recs[1]["items"][0]["score"] = 0.01  # a score the rubric does not allow
+    recs[1]["score"] = round(sum(i["score"] for i in recs[1]["items"]), 2)
+    proc = oab("leaderboard", write_jsonl(path, recs), "--dataset", ds, env=clean_env())
+    assert proc.returncode == 2 and "field 'items[0].score'" in proc.stderr
+    proc = oab(
+        "leaderboard", write_jsonl(path, [judged(r) for r in rows.values()]), "--dataset", ds, env=clean_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_judgment_disagreeing_with_the_dataset_shows_in_coverage_and_a_note(tmp_path, synthetic_dataset):
+    ds, rows = synthetic_dataset
+    recs = [judged(r) for r in rows.values()]
+    recs[1]["max_score"] = 2.0  # the dataset says 1.25
+    proc = oab("leaderboard", write_jsonl(tmp_path / "j.jsonl", recs), "--dataset", ds, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    (row,) = data["rows"]
+    assert row["exams"] == 0 and row["coverage"] == pytest.approx(4 / 5)
+    assert any("disagree" in n and recs[1]["question_id"] in n for n in data["notes"])
+
+
+def test_an_exam_whose_values_do_not_make_ten_is_noted(tmp_path):
+    recs = exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0)
+    for r in recs:
+        if r["question_id"].endswith("questao_1"):
+            r["max_score"] = 2.0
+    proc = oab("leaderboard", write_jsonl(tmp_path / "j.jsonl", recs), "--format", "json")
+    data = json.loads(proc.stdout)
+    assert data["rows"][0]["exams"] == 0
+    assert any("worth 10.75, not 10.00" in n for n in data["notes"])
+
+
+def test_leaderboard_skips_the_folder_of_a_killed_run(tmp_path):
+    good = write_jsonl(tmp_path / "good.jsonl", exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0))
+    killed = tmp_path / "runs" / "killed"
+    (killed / ".lighteval-cache-x").mkdir(parents=True)
+    (killed / "model_config.yaml").write_text("model_parameters: {}\n")
+    (killed / "judgments.jsonl").write_text('{"question_id": "90_dir')  # torn
+    proc = oab("leaderboard", good, killed)
+    assert proc.returncode == 0, proc.stderr
+    assert "model-a" in proc.stdout and "skipped" in proc.stderr and str(killed) in proc.stderr

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from dataset_builder.schema import Item, QuestionRow, RubricItem, UpstreamText
-from judge.answers import load_answers
-from judge.prompts import CLOSE_TAG, build_messages
-from judge.records import Judgment
-from judge.validity.probe_report import build_report
-from judge.validity.probes import (
+from oab_bench.dataset_builder.schema import Item, QuestionRow, RubricItem, UpstreamText
+from oab_bench.judge.answers import load_answers
+from oab_bench.judge.grading.prompts import CLOSE_TAG, build_messages
+from oab_bench.judge.records import Judgment
+from oab_bench.judge.validity.probe_report import build_report
+from oab_bench.judge.validity.probes import (
     EMPTY_ANSWER,
     PROBE_KINDS,
     build_probes,
@@ -21,7 +21,7 @@ from judge.validity.probes import (
     sentences,
     write_answer_files,
 )
-from scripts.cli import main
+from oab_bench.scripts.cli import main
 
 WORDS = [f"termo{chr(97 + i)}" for i in range(19)]  # made-up words
 

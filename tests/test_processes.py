@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR
 # handler), with the same protections as run_redacted, prints the child's pid, then waits forever
 PARENT = """
 import subprocess, sys, time
-from scripts.processes import die_with_parent, end_reaper, reap_if_orphaned
+from oab_bench.judge.generation.processes import die_with_parent, end_reaper, reap_if_orphaned
 child = subprocess.Popen(
     [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(600)"],
     start_new_session=True, preexec_fn=die_with_parent(), stdout=subprocess.PIPE,
@@ -88,7 +88,7 @@ def test_the_backstop_ends_with_a_child_that_ended_normally():
 # (Event.set) and the second run of it, in the same thread, waited for that lock forever.
 REENTERED = """
 import signal, threading, time
-from judge import lighteval_compat as compat
+from oab_bench.judge.generation import lighteval_compat as compat
 
 class SecondSigtermWhileHeld(threading.Event):
     def set(self):
@@ -98,7 +98,7 @@ class SecondSigtermWhileHeld(threading.Event):
             self._cond.notify_all()
 
 compat.STOPPING = SecondSigtermWhileHeld()
-compat.STOP_GRACE_S = 1.0
+compat.CHILD_STOP_GRACE_S = 1.0
 compat._stop_gracefully_on_sigterm()
 try:
     print("ready", flush=True)

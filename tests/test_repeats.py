@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.report import tables as lb
-from judge.report.inputs import load_records
-from judge.validity.render import render_json
-from judge.validity.repeats import read_repeated, render_repeats, repeats_ci, repeats_report
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.intervals import repeats_ci
+from oab_bench.judge.leaderboard import tables as lb
+from oab_bench.judge.leaderboard.inputs import load_records
+from oab_bench.judge.validity.agreement_text import render_json
+from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 from tests.conftest import oab
 
 EXAMS = ["90_direito_civil", "90_direito_penal", "91_direito_civil", "91_direito_penal"]
@@ -123,12 +124,12 @@ def test_repeats_through_the_stub(stub, judge_key, tmp_path, upstream_v1, built_
 
 
 def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
-    from judge.jury import make_judge
-    from judge.lighteval_judge import settings_from_env
-    from judge.repeats import Repeated
-    from judge.settings import JudgeSettings
-    from scripts.cli import build_parser
-    from scripts.run import child_env
+    from oab_bench.judge.generation.run import child_env
+    from oab_bench.judge.grading.jury import make_judge
+    from oab_bench.judge.grading.lighteval_judge import settings_from_env
+    from oab_bench.judge.grading.repeats import Repeated
+    from oab_bench.judge.settings import JudgeSettings
+    from oab_bench.scripts.cli import build_parser
 
     run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
     env = child_env(

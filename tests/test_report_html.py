@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.answers import Answer, load_fastchat_answers
-from judge.runner import Judge, run_judge_all
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.answers import Answer, load_fastchat_answers
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.runner import run_judge_all
 from tests.conftest import REPO
-from tests.test_judge_server import settings
+from tests.helpers import settings
 
 EXAM = "39_direito_penal"
 XSS = "<script>alert(1)</script>"
@@ -97,7 +98,7 @@ def report(tmp_path_factory, built_rows, built_dataset, upstream_v1):
     jfile = tmp / "judgments.jsonl"
     jfile.write_text("".join(json.dumps(j, ensure_ascii=False) + "\n" for j in judgments), encoding="utf-8")
     html = tmp / "report.html"
-    cmd = [sys.executable, "-m", "scripts.cli", "report", str(jfile)]
+    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "report", str(jfile)]
     cmd += [str(upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl")]
     cmd += [str(upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl"), "--answers"]
     cmd += [str(upstream_v1 / "model_answer" / "sabia-3.1-2025-05-08.jsonl"), str(xss_file)]
@@ -172,8 +173,8 @@ def test_report_in_headless_chromium(report, tmp_path):
 
 @pytest.fixture(scope="module")
 def made_up_report(tmp_path_factory):
-    from judge.audit.write import report_html
-    from tests.test_leaderboard import exam_records
+    from oab_bench.judge.audit.write import report_html
+    from tests.helpers import exam_records
 
     tmp = tmp_path_factory.mktemp("made_up")
     recs = exam_records("<b>bold</b>-model", "judge-a", "90_direito_civil", 4.0, 1.0, failed=(2,))
@@ -227,7 +228,7 @@ def test_bad_input_names_file_and_line_and_writes_nothing(made_up_report, tmp_pa
     bad.write_text('{"question_id": "90_direito_civil_questao_1", "model_id": "m", "choices": []}\n')
     out = tmp_path / "report.html"
     judgments = made_up_report.parent / "judgments.jsonl"
-    cmd = [sys.executable, "-m", "scripts.cli", "report", str(judgments), "--answers", str(bad)]
+    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "report", str(judgments), "--answers", str(bad)]
     proc = subprocess.run([*cmd, "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and f"oab-bench report: error: {bad}:1" in proc.stderr
     assert not out.exists()
@@ -246,8 +247,8 @@ def _answers_file(path: Path, model: str, texts: dict[str, str]) -> Path:
 
 
 def test_the_report_is_the_same_file_whatever_the_order_and_shows_the_judgment_that_counts(tmp_path):
-    from judge.audit.write import report_html
-    from tests.test_leaderboard import exam_records
+    from oab_bench.judge.audit.write import report_html
+    from tests.helpers import exam_records
 
     exam = "90_direito_civil"
     failed = exam_records("model-r", "judge-a", exam, 4.0, 1.0, failed=(1,))

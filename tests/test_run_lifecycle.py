@@ -1,4 +1,4 @@
-"""Issue 15, end to end: a rerun pays nothing, a killed run resumes paying only what is missing,
+"""The run's life end to end: a rerun pays nothing, a killed run resumes paying only what is missing,
 a permanent candidate error stops the run in seconds, and no signal leaves a process behind."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from judge.answer_store import AnswerStore
+from oab_bench.judge.generation.answer_store import AnswerStore
 from tests.conftest import REPO
-from tests.test_e2e import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
+from tests.helpers import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
 
 pytestmark = pytest.mark.e2e
 
 
 def command(model, candidate_url, judge_url, dataset, tmp_path, *extra) -> list[str]:
-    cmd = [sys.executable, "-m", "scripts.cli", "run", "--model", model, "--dataset", str(dataset)]
+    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "run", "--model", model, "--dataset", str(dataset)]
     if candidate_url:
         cmd += ["--api-base", candidate_url]
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]

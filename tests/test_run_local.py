@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 from typing import ClassVar
 
 import pytest
 
-from scripts import run as run_mod
-from scripts.cli import build_parser
-from scripts.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.judge.generation import run as run_mod
+from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.scripts.cli import build_parser
+from tests.conftest import REPO
+from tests.helpers import (
+    clean_env,
+)
 
 
 class FakeServer:
@@ -82,3 +88,17 @@ def test_server_names_and_command(tmp_path):
     cmd = VllmServer(str(folder), tmp_path, extra_args="--dtype float32").command()
     assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and cmd[-2:] == ["--dtype", "float32"]
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and str(folder.resolve()) in cmd
+
+
+def test_make_test_vllm_fails_without_its_data_or_vllm(tmp_path):
+    dry = subprocess.run(["make", "-n", "test-vllm"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    (line,) = [x for x in dry.stdout.splitlines() if "pytest" in x]
+    assert "CI=true" in line and "OAB_BENCH_REQUIRE_VLLM=1" in line
+    env_part, _, command = line.partition(".venv-vllm/bin/python")
+    env = clean_env(OAB_BENCH_SHARED_DATA=str(tmp_path / "nowhere"))
+    env |= dict(pair.split("=", 1) for pair in env_part.split())
+    proc = subprocess.run(
+        [sys.executable, *command.split()], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "skipped" not in proc.stdout.splitlines()[-1]

@@ -6,10 +6,10 @@ import warnings
 
 import pytest
 
-from judge import lighteval_compat
-from judge.settings import JudgeSettings, env_var, flag, settings_env, settings_from
-from scripts.cli import build_parser
-from scripts.run import child_env, judge_settings
+from oab_bench.judge.generation import lighteval_compat
+from oab_bench.judge.generation.run import child_env, judge_settings
+from oab_bench.judge.settings import JudgeSettings, env_var, flag, settings_env, settings_from
+from oab_bench.scripts.cli import build_parser
 
 
 def parse(*argv: str):
@@ -57,7 +57,7 @@ def test_run_hands_every_setting_to_the_task(monkeypatch, tmp_path):
         "none",
     )
     env = child_env(args, tmp_path)
-    from judge.lighteval_judge import settings_from_env
+    from oab_bench.judge.grading.lighteval_judge import settings_from_env
 
     monkeypatch.setattr("os.environ", env)
     got = settings_from_env()

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from judge.sharing.layout import ANSWERS_FILE, judge_file
-from judge.sharing.source import front_matter
-from scripts.cli import main
+from oab_bench.judge.results_layout import ANSWERS_FILE, judge_file
+from oab_bench.judge.results_source import front_matter
+from oab_bench.scripts.cli import main
 from tests.conftest import SECRET, oab
 
 TASK = "oab_bench:penal"  # 3 whole exams, 15 questions
@@ -405,7 +405,7 @@ def test_a_bad_row_names_file_row_and_field(tmp_path, capsys, column, value, fie
 def test_a_hub_repo_is_read_through_the_hub_cache(tmp_path, capsys, monkeypatch):
     import huggingface_hub
 
-    from judge.sharing import source
+    from oab_bench.judge import results_source as source
 
     out = tmp_path / "out"
     assert cli(capsys, "export", made_up_judgments(tmp_path / "j.jsonl"), "--output", out)[0] == 0

@@ -9,16 +9,6 @@ import pytest
 from tests.conftest import REPO
 
 
-@pytest.fixture(scope="module")
-def task_module(built_dataset):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OAB_BENCH_DATASET", str(built_dataset))
-        mp.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
-        import oab_bench_task
-
-        yield oab_bench_task
-
-
 def test_exact_task_name_is_one_task_and_subtasks_exist(task_module):
     from lighteval.tasks.registry import Registry
 
@@ -58,7 +48,7 @@ def test_candidate_prompt_lists_items_with_values(task_module, built_rows):
 
 
 def test_missing_judge_fails_while_loading_the_task(task_module, monkeypatch, built_rows):
-    from judge.lighteval_judge import JudgeNotConfigured
+    from oab_bench.judge.grading.lighteval_judge import JudgeNotConfigured
 
     rows, _ = built_rows
     monkeypatch.delenv("OAB_JUDGE_MODEL")
@@ -73,7 +63,7 @@ def test_a_judge_cache_it_cannot_use_fails_while_loading_the_task(
 ):
     """OAB_JUDGE_CACHE naming another tool's folder was refused only when the first answers were
     judged, after every answer had been generated (and paid for)."""
-    from judge.store import StoreError
+    from oab_bench.judge.grading.judgment_store import StoreError
 
     rows, _ = built_rows
     (tmp_path / "judgments.jsonl").write_text('{"question_id": "q", "score": 1}\n')

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from dataset_builder.errors import SourceError
-from judge.records import Outcome, Usage
-from judge.report.inputs import load_records
-from judge.trust import problem
-from judge.upstream import V1_MULTI, V1_SINGLE, grade_upstream
-from tests.test_judge_parsing import made_up_row
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.grading.trust import problem
+from oab_bench.judge.grading.upstream_prompts import V1_MULTI, V1_SINGLE, grade_upstream
+from oab_bench.judge.leaderboard.inputs import load_records
+from oab_bench.judge.records import Outcome, Usage
+from tests.helpers import made_up_row
 
 QID = "90_direito_civil_questao_1"
 
@@ -156,7 +156,7 @@ def test_our_judgment_with_a_bad_question_id_names_its_line(tmp_path):
 
 def _graded_by(replies, version="upstream-v1", row=None):
     """grade_upstream with a judge whose replies are `replies`, parsed as the runner parses them."""
-    from judge.reply_schema import GradingError
+    from oab_bench.judge.grading.reply_schema import GradingError
 
     prompts = {
         name: {"name": name, "system_prompt": "S", "prompt_template": "{question_1}{answer_1}{value}"}

@@ -35,7 +35,7 @@ CPU_ARGS = "--dtype float32 --kv-cache-memory-bytes 268435456 --enforce-eager"
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory, upstream_v1) -> Path:
-    from scripts.tiny_model import build
+    from benchmarks.tiny_model import build
 
     # the tokenizer learns the dataset's words, so prompts stay a few thousand tokens long
     return build(tmp_path_factory.mktemp("tiny") / "tiny-qwen3", [upstream_v1 / "question.jsonl"])
@@ -68,7 +68,7 @@ def run(tiny_model, stub, out, *extra):
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory, built_rows) -> Path:
-    from dataset_builder.publish import write_dataset
+    from oab_bench.dataset_builder.publish import write_dataset
 
     rows, report = built_rows
     return write_dataset(rows, report, tmp_path_factory.mktemp("vllm-run") / "ds")
@@ -178,7 +178,7 @@ def test_a_signal_to_the_run_leaves_no_vllm_process(tiny_model, dataset, stub, j
     err = out.parent / f"signal-{sig}.stderr"
     with err.open("w") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "scripts.cli", *map(str, args)],
+            [sys.executable, "-m", "oab_bench.scripts.cli", *map(str, args)],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=stderr,

@@ -13,20 +13,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from dataset_builder.errors import SourceError
-from dataset_builder.source import read_objects
-
-from ..answers import Answer, load_answers, one_per_question
-from ..report.inputs import (
-    JUDGMENTS_FILE,
-    PROBE_ANSWERS,
-    NoResults,
-    Record,
-    is_probe_folder,
-    load_records,
-)
-from ..sharing.layout import judgment_record
-from ..sharing.source import open_shared
+from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.answers import Answer, details_files, details_judgments, load_answers, one_per_question
+from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
+from oab_bench.judge.results_layout import judgment_record
+from oab_bench.judge.results_source import open_shared
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
 
@@ -85,7 +78,7 @@ def _ours(v: dict) -> Trail:
 
 
 def _trails_jsonl(path: Path) -> dict:
-    """Keyed as the records are (report/inputs.py): ours by line; upstream's turns of a question
+    """Keyed as the records are (leaderboard/inputs.py): ours by line; upstream's turns of a question
     by the first line of that question, each turn's first text (a copy of a turn is one)."""
     out: dict = {}
     upstream: dict = defaultdict(dict)
@@ -103,9 +96,7 @@ def _trails_jsonl(path: Path) -> dict:
 
 
 def _trails_lighteval(path: Path) -> dict:
-    from ..details import details_files, details_judgments
-
-    return {  # keyed by rows as report/inputs.py counts them
+    return {  # keyed by rows as leaderboard/inputs.py counts them
         (str(file), n): _ours(v)
         for file in details_files(path)
         for n, v in details_judgments(file).items()
@@ -114,7 +105,7 @@ def _trails_lighteval(path: Path) -> dict:
 
 
 def _trails_shared(shared) -> dict:
-    """Keyed as report/inputs.py reads a shared dataset: by file label and row."""
+    """Keyed as leaderboard/inputs.py reads a shared dataset: by file label and row."""
     out = {}
     for label, n, row in shared.judgments():
         key = (str(Path(label)), n)
@@ -131,7 +122,7 @@ def carried_answers(path: Path) -> list[Answer]:
     folder's (its answers/*.jsonl); none for a file."""
     path = Path(path)
     if is_probe_folder(path):
-        return [a for f in sorted((path / PROBE_ANSWERS).glob("*.jsonl")) for a in load_answers(f)]
+        return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)]
     return load_answers(path) if _is_run_folder(path) else []
 
 

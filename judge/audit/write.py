@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dataset_builder.schema import QuestionRow
-
-from ..output import write_atomic
-from ..redact import redact
-from .build import build_view
-from .collect import read_inputs
-from .render import REPORT_FILE, plot_png, render_html
+from oab_bench.conventions import HTML_REPORT_FILE as REPORT_FILE
+from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.judge.audit.collect import read_inputs
+from oab_bench.judge.audit.page import plot_png, render_html
+from oab_bench.judge.audit.view import build_view
+from oab_bench.judge.output import write_atomic
+from oab_bench.judge.redact import redact
 
 
 def write_report(
@@ -32,7 +32,7 @@ def write_report(
     """
     rows, expected = {}, None
     if dataset:
-        from ..dataset import load_rows
+        from oab_bench.judge.dataset import load_rows
 
         rows = {r.question_id: r for r in load_rows(dataset)}
         expected = set(rows) if expect_dataset else None

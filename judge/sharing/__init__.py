@@ -1,7 +1,7 @@
-"""Share judged results as a Hub dataset, and read such a dataset back wherever judgments are read.
+"""Share judged results as a Hub dataset: `oab-bench export` and `oab-bench push-results`.
 
-`layout.py` (its files, configs, columns and card marker), `source.py` (an `hf:` spec or a folder ->
-its rows; imported by the readers of judge/report, judge/audit and judge/validity, so it imports none
-of them), `export.py` (`oab-bench export`: sources -> tables -> folder), `card.py`, `push.py`
-(`oab-bench push-results`), `command.py` (both subcommands' flags).
+`export.py` (sources -> rows -> a folder, written whole, replacing only a folder an export wrote),
+`results_card.py` (the card: configs, leaderboard, provenance, licence), `push.py` (the upload, behind
+the Hub guard). The dataset's layout and its reader are in the judge core (judge/results_layout.py,
+judge/results_source.py), since every reader of judgments takes `hf:` results back.
 """

@@ -1,30 +1,33 @@
-"""`oab-bench export`: judgment sources -> a Hub dataset folder (layout.py) with its card (card.py).
+"""`oab-bench export`: judgment sources -> a Hub dataset folder (judge/results_layout.py) with its card.
 
-The sources are read by the leaderboard's reader (judge/report/inputs.py), so what is exported is what
-the leaderboard counts, checked the same way, copies included; each record then takes everything its
-source says of it. Answers come from run folders, probe folders, `--answers` files and shared datasets,
-once per (model, question). Every text goes through `redact`. The folder is written whole or not at
-all, and replaces only a folder `oab-bench export` wrote, unchanged since (dataset_builder/publish.py).
+The sources are read by the leaderboard's reader (judge/leaderboard/inputs.py), so what is exported is
+what the leaderboard counts, checked the same way, copies included; each record then takes everything
+its source says of it. Answers come from run folders, probe folders, `--answers` files and shared
+datasets, once per (model, question). Every text goes through `redact`. The folder is written whole or
+not at all, and replaces only a folder `oab-bench export` wrote, unchanged since: the folder guard of
+dataset_builder/publish.py, called here and nowhere else in this package (EXPORT, check_output,
+write_export, written).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from dataset_builder.ids import parse_question_id
-from dataset_builder.publish import Mark, write_marked
-from dataset_builder.source import read_objects
-
-from ..answers import Answer, load_answers, one_per_question
-from ..audit.collect import carried_answers
-from ..redact import redact, secret_values
-from ..report.inputs import Inputs, Record, read_inputs
-from .layout import (
+from oab_bench.conventions import EXPORT_MARKER
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.publish import Mark, check_replaceable, write_marked, written_files
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_per_question
+from oab_bench.judge.audit.collect import carried_answers
+from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
+from oab_bench.judge.redact import redact, secret_values
+from oab_bench.judge.results_layout import (
     ANSWERS_FILE,
-    MARKER,
     AnswerRow,
     JudgmentRow,
     answers_schema,
@@ -33,10 +36,11 @@ from .layout import (
     judgments_schema,
     record_fields,
 )
-from .source import open_shared, rows_at
+from oab_bench.judge.results_source import open_shared, rows_at
+from oab_bench.judge.sharing.results_card import dataset_origins, render_card
 
 EXPORT = Mark(
-    MARKER,
+    EXPORT_MARKER,
     "written by `oab-bench export`; a later export may replace this folder",
     "`oab-bench export`",
     "the export",
@@ -74,7 +78,7 @@ def _relative(file: str, given: str) -> str:
 
 def _upstream_turns(path: Path) -> dict[int, tuple[str, dict[int, tuple[float, str]]]]:
     """First line of each (judge, model, question) of an upstream file -> (judge model, each turn's
-    score and text), as report/inputs.py reads them (a turn given twice: its first line)."""
+    score and text), as leaderboard/inputs.py reads them (a turn given twice: its first line)."""
     first: dict[tuple, int] = {}
     out: dict[int, tuple[str, dict[int, tuple[float, str]]]] = {}
     for lineno, r in read_objects(path):
@@ -91,8 +95,6 @@ def _source_of(file: str) -> tuple[str, dict]:
     if shared is not None:
         return "shared", shared
     if file.endswith(".parquet"):
-        from ..details import details_judgments
-
         return "details", details_judgments(Path(file))
     lines = dict(read_objects(Path(file)))
     if lines and {"turn", "judgment"} <= set(next(iter(lines.values()))):
@@ -228,3 +230,49 @@ def write_export(exported: Exported, output: Path, card: Callable[[dict[str, str
         (tmp / "README.md").write_text(redact(card(configs)), encoding="utf-8")
 
     return write_marked(Path(output), fill, mark=EXPORT, overwrite=True)
+
+
+def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = None) -> Path:
+    """`export`'s and `push-results`' shared work: read `args.sources` (with `--dataset`, `--answers`),
+    write the folder `output` with its card (naming `repo_id` when pushed), and say on stderr what was
+    written and what the inputs' notes say."""
+    command, dataset = args.command, args.dataset
+    exported = collect(args.sources, dataset, args.answers or [])
+    datasets = dataset_origins({dataset, *(r.dataset for r in exported.judgments)}, dataset)
+
+    def card(configs: dict[str, str]) -> str:
+        return render_card(
+            exported,
+            configs,
+            made_by=f"oab-bench {command}",
+            repo_id=repo_id,
+            dataset=dataset,
+            datasets=datasets,
+            resamples=args.resamples,
+            seed=args.seed,
+        )
+
+    folder = write_export(exported, output, card)
+    judges = len({r.judge for r in exported.judgments})
+    print(
+        f"{len(exported.judgments)} judgments ({judges} judges), {len(exported.answers)} answers",
+        file=sys.stderr,
+    )
+    for note in exported.inputs.notes:
+        print(f"oab-bench {command}: note: {note}", file=sys.stderr)
+    return folder
+
+
+def check_output(output: Path) -> None:
+    """Refused now, before anything is read: a non-empty `output` that `oab-bench export` did not
+    write, or changed since."""
+    if output.is_dir() and any(output.iterdir()):
+        check_replaceable(output.resolve(), mark=EXPORT)
+
+
+def written(folder: Path) -> list[str]:
+    """What `oab-bench export` wrote in `folder` (its marker's list), the marker itself left out."""
+    listed = written_files(folder, EXPORT)
+    if not listed:
+        raise FileNotFoundError(f"{folder}: no {EXPORT_MARKER} marker listing what the export wrote")
+    return listed

@@ -11,11 +11,9 @@ import re
 import tempfile
 from pathlib import Path
 
-from dataset_builder.publish import written_files
-
-from .export import EXPORT
-from .layout import ANSWERS_FILE, CARD_KEY, JUDGMENTS_DIR, KIND, MARKER
-from .source import CARD, front_matter
+from oab_bench.judge.results_layout import ANSWERS_FILE, CARD_KEY, JUDGMENTS_DIR, KIND
+from oab_bench.judge.results_source import CARD, front_matter
+from oab_bench.judge.sharing.export import written
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 MADE_BY = "oab-bench push-results"
@@ -66,14 +64,6 @@ def check_target(api, repo_id: str) -> None:
             f"dataset {repo_id} {what}: not a results dataset made by oab-bench; refusing to replace its "
             f"card and its {JUDGMENTS_DIR}/ and answers/ files; pick another --repo-id"
         )
-
-
-def written(folder: Path) -> list[str]:
-    """What `oab-bench export` wrote in `folder` (its marker's list), the marker itself left out."""
-    listed = written_files(folder, EXPORT)
-    if not listed:
-        raise FileNotFoundError(f"{folder}: no {MARKER} marker listing what the export wrote")
-    return listed
 
 
 def upload(folder: Path, repo_id: str, *, private: bool) -> str:

@@ -14,10 +14,9 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, money
-
-from . import stats
-from .sources import Graded, Key, Source
+from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, money
+from oab_bench.judge.validity import stats
+from oab_bench.judge.validity.sources import Graded, Key, Source
 
 TOP_DISAGREEMENTS = 10
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from dataset_builder.ids import parse_question_id
-
-from ..report.inputs import Record
-from ..sharing.source import open_shared
-from .agreement import alpha_over, compare_two
-from .nested import read_nested
-from .render import _fig
-from .sources import Graded, Source, source_names
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.judge.leaderboard.inputs import Record
+from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.validity.agreement import alpha_over, compare_two
+from oab_bench.judge.validity.agreement_text import _fig
+from oab_bench.judge.validity.nested import read_nested
+from oab_bench.judge.validity.sources import Graded, Source, source_names
 
 
 def member_names(records: list[dict]) -> list[str]:

@@ -13,13 +13,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dataset_builder.errors import SourceError
-from dataset_builder.ids import parse_question_id
-
-from ..records import MemberScore
-from ..report.inputs import OURS_KEYS
-from ..sharing.source import judgment_objects
-from ..trust import problem
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.judge.grading.trust import problem
+from oab_bench.judge.leaderboard.inputs import OURS_KEYS
+from oab_bench.judge.records import MemberScore
+from oab_bench.judge.results_source import judgment_objects
 
 
 def _grading(m: dict, at: dict, field: str) -> dict:

@@ -14,45 +14,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..redact import redact
-from ..report.inputs import JUDGMENTS_FILE, PROBE_ANSWERS
-from ..report.inputs import PROBE_REPORT as REPORT_FILE
-from .command import whole
-from .probes import DEFAULT_SEED, PROBE_KINDS
-
-ANSWERS_DIR = PROBE_ANSWERS
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from judge import settings as judge_settings
-
-    p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
-    p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
-    p.add_argument(
-        "--probes",
-        default=",".join(PROBE_KINDS),
-        help=f"comma-separated probes (default {','.join(PROBE_KINDS)})",
-    )
-    p.add_argument(
-        "--format", choices=["text", "json"], default="text", help="report (or estimate) format on stdout"
-    )
-    p.add_argument(
-        "--estimate",
-        action="store_true",
-        help="print calls, tokens and cost of the probe judgments still to make (direct and batch), call nothing",
-    )
-    p.add_argument(
-        "--output", help="folder for the probe answers and judgments (default runs/probe_<judge model>)"
-    )
-    p.add_argument("--strict", action="store_true", help="exit 1 when the verdict is `does not discriminate`")
-    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
-    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument(
-        "--seed", type=whole(0), default=DEFAULT_SEED, help="choice of swapped answers and bootstrap"
-    )
-    p.add_argument("--resamples", type=whole(1), default=10_000, help="bootstrap resamples of whole exams")
-    judge_settings.add_arguments(p)
+from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR
+from oab_bench.conventions import PROBE_REPORT_FILE as REPORT_FILE
+from oab_bench.judge.redact import redact
+from oab_bench.judge.validity.probes import PROBE_KINDS
 
 
 def parse_kinds(text: str) -> list[str]:
@@ -68,14 +33,15 @@ def default_output(judge_model: str) -> Path:
 
 
 def run_probe_command(args: argparse.Namespace) -> int:
-    from ..answers import load_answers
-    from ..command import command_judge, pair_answers, print_outcome
-    from ..dataset import load_rows, select_rows
-    from ..output import check_output, write_atomic
-    from ..runner import dump_jsonl, run_judge_all
-    from ..settings import settings_from
-    from .probe_report import build_report, render_json, render_text
-    from .probes import build_probes, write_answer_files
+    from oab_bench.judge.answers import load_answers
+    from oab_bench.judge.dataset import load_rows, select_rows
+    from oab_bench.judge.grading.judge_answers import command_judge, pair_answers, print_outcome
+    from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
+    from oab_bench.judge.output import check_output, write_atomic
+    from oab_bench.judge.settings import settings_from
+    from oab_bench.judge.validity.jury_report import jury_lines
+    from oab_bench.judge.validity.probe_report import build_report, render_json, render_text
+    from oab_bench.judge.validity.probes import build_probes, write_answer_files
 
     settings = settings_from(args, os.environ)
     kinds = parse_kinds(args.probes)
@@ -91,7 +57,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
             check_output(out / name)
     answers = []
     with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:  # --estimate writes nothing
-        for path in write_answer_files(probes, Path(scratch) if args.estimate else out / ANSWERS_DIR):
+        for path in write_answer_files(probes, Path(scratch) if args.estimate else out / PROBE_ANSWERS_DIR):
             answers += load_answers(path)  # what is judged is what the files hold
     pairs, missing, _ = pair_answers(rows, answers)
 
@@ -106,13 +72,13 @@ def run_probe_command(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.estimate:
-        from ..estimate.core import estimate, print_estimate
+        from oab_bench.judge.grading.estimate.core import estimate, print_estimate
 
         return print_estimate(estimate(judge, pairs), args.format)
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
     judgments += [judge.unanswered(row, model, "no probe answer") for row, model in missing]
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
-    print_outcome(judgments)
+    print_outcome(judgments, jury_lines)
 
     name = getattr(judge, "name", settings.judge_model)  # a jury's own name, as in its records
     label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
@@ -120,5 +86,5 @@ def run_probe_command(args: argparse.Namespace) -> int:
     report = build_report(label, rows, judgments, variants, resamples=args.resamples, seed=args.seed)
     write_atomic(out / REPORT_FILE, render_json(report))
     sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
-    print(f"wrote {out / ANSWERS_DIR}, {out / JUDGMENTS_FILE}, {out / REPORT_FILE}", file=sys.stderr)
+    print(f"wrote {out / PROBE_ANSWERS_DIR}, {out / JUDGMENTS_FILE}, {out / REPORT_FILE}", file=sys.stderr)
     return 1 if args.strict and report.verdict != "discriminates" else 0

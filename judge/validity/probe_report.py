@@ -2,7 +2,7 @@
 
 Per probe: the mean score as % of the maximum over exams (each exam: its judged questions'
 points over their maxima, leaving out the points of rubric items FGV annulled, which every
-candidate gets without judging), a 95% bootstrap interval resampling exams (the leaderboard's
+candidate gets without judging), a 95% bootstrap interval resampling exams (judge/intervals.py's
 `bootstrap_ci`), the share of exams that pass (mark scaled to 10 >= 6.00, over exams whose
 questions were all judged ok) and the judgment statuses. A failed judgment is never a zero:
 it shows in `statuses` and leaves its question out of the means. The thresholds are fixed
@@ -18,11 +18,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
-
-from ..records import Judgment
-from ..report.tables import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
-from .probes import PROBE_KINDS, model_name
+from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
+from oab_bench.judge.intervals import DEFAULT_SEED, bootstrap_ci
+from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES as DEFAULT_RESAMPLES
+from oab_bench.judge.records import Judgment
+from oab_bench.judge.validity.probes import PROBE_KINDS, model_name
 
 Verdict = Literal["discriminates", "does not discriminate"]
 

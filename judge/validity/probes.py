@@ -25,11 +25,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from dataset_builder.schema import QuestionRow, points_pt
-
-from ..answers import Answer
-from ..prompts import CLOSE_TAG
-from ..reply_schema import gradable
+from oab_bench.dataset_builder.schema import QuestionRow, points_pt
+from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.prompts import CLOSE_TAG
+from oab_bench.judge.grading.reply_schema import gradable
 
 ProbeKind = Literal["reference", "partial", "swapped", "empty", "injection"]
 PROBE_KINDS: tuple[ProbeKind, ...] = ("reference", "partial", "swapped", "empty", "injection")
@@ -249,7 +248,7 @@ def answer_files(probes: Sequence[Probe]) -> dict[str, str]:
 
 def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
     """Write the answer files; those of probes not built this time are removed, so the folder is one run's."""
-    from ..output import write_atomic
+    from oab_bench.judge.output import write_atomic
 
     files = answer_files(probes)
     for kind in PROBE_KINDS:

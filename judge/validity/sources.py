@@ -1,7 +1,7 @@
 """Judgment sources to compare: anything the leaderboard reads, plus human grading CSVs.
 
 A source is one judge's (or one group of graders') scores per (model, question), with item
-scores where the source has them. Machine sources are read by judge.report.inputs (same checks,
+scores where the source has them. Machine sources are read by judge.leaderboard.inputs (same checks,
 same statuses); item scores come from the same files. A human CSV
 (`exam_id,question_id,item_id,score,grader`, optional `model`) gives item grades (summed into
 the question's score) or question grades (`item_id` empty); several graders are averaged into
@@ -17,12 +17,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dataset_builder.errors import SourceError
-from dataset_builder.ids import parse_question_id
-from dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
-from dataset_builder.source import read_objects
-
-from ..report.inputs import Record, load_records
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.leaderboard.inputs import Record, load_records
+from oab_bench.judge.leaderboard.tables import one_each
+from oab_bench.judge.results_layout import judgment_record
+from oab_bench.judge.results_source import open_shared, rows_at
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -72,9 +74,6 @@ def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
     """Item scores of the `ok` records, by (file, line) as the records name them: our judgment files
     and lighteval details have them, upstream files none."""
     out: dict[tuple[str, int], dict[str, float]] = {}
-    from ..sharing.layout import judgment_record
-    from ..sharing.source import rows_at
-
     for source in sorted({r.source for r in records if r.status == "ok"}):
         shared = rows_at(source)
         if shared is not None:  # a shared results dataset's judgments file (judge/sharing)
@@ -97,8 +96,6 @@ def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
 def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
     """One judge's judgments; one per (model, question) chosen as the leaderboard chooses (copies
     are one, an `ok` one is used over failures, two different scores stop naming both lines)."""
-    from ..report.tables import _one_each as one_each  # here: report.tables imports validity
-
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:
@@ -254,8 +251,6 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
 
 
 def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | None = None) -> Source:
-    from ..sharing.source import open_shared
-
     if open_shared(path) is not None:
         return load_judgments(name, Path(path), dataset or {})
     path = Path(path)
@@ -269,3 +264,11 @@ def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | N
 def source_names(n: int) -> list[str]:
     """A, B, ..., Z, S27, S28...: named by position."""
     return [chr(ord("A") + i) if i < 26 else f"S{i + 1}" for i in range(n)]
+
+
+def shared_judges(sources: list[str]) -> list[str]:
+    """One source naming a shared results dataset of several judges: each judge's config, to compare."""
+    shared = open_shared(sources[0]) if len(sources) == 1 else None
+    if shared is None or len(shared.configs) < 2:
+        return []
+    return [f"{shared.name}#{config}" for config in shared.configs]

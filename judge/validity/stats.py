@@ -11,20 +11,22 @@ units of one exam are never treated as independent. Resamples where a statistic 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable
 
 import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from dataset_builder.schema import PASS_MARK
+from oab_bench.dataset_builder.schema import PASS_MARK
+from oab_bench.judge.intervals import (
+    AGREEMENT_RESAMPLES,
+    DEFAULT_SEED,
+    Columns,
+    Stat,
+    bootstrap_interval,
+    quiet,
+)
 
-Columns = dict[str, np.ndarray]
-Stat = Callable[[Columns], float]
-
-DEFAULT_RESAMPLES = 2000
-DEFAULT_SEED = 0
+DEFAULT_RESAMPLES = AGREEMENT_RESAMPLES
 
 
 class Figure(BaseModel):
@@ -34,16 +36,6 @@ class Figure(BaseModel):
 
 
 NULL = Figure(value=None, ci_low=None, ci_high=None)
-
-
-def _quiet(stat: Stat, cols: Columns) -> float:
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            value = float(stat(cols))
-        except (ValueError, ZeroDivisionError, FloatingPointError):
-            return math.nan
-    return value if math.isfinite(value) else math.nan
 
 
 # --- statistics of paired columns a, b ------------------------------------------------------
@@ -141,27 +133,6 @@ def _why_undefined(stat: Stat, cols: Columns) -> str:
     return "undefined on these data"
 
 
-def bootstrap_interval(
-    stat: Stat, cols: Columns, *, resamples: int, seed: int
-) -> tuple[float | None, float | None, str | None]:
-    """(low, high, why there is none) of a 95% percentile interval resampling whole exams."""
-    exams = cols["exam"]
-    uniq, inverse = np.unique(exams, return_inverse=True)
-    if uniq.size < 2:
-        return None, None, "one exam only: no interval"
-    groups = [np.flatnonzero(inverse == k) for k in range(uniq.size)]
-    rng = np.random.default_rng(seed)
-    values = np.empty(resamples)
-    for r in range(resamples):
-        idx = np.concatenate([groups[k] for k in rng.integers(0, uniq.size, uniq.size)])
-        values[r] = _quiet(stat, {k: (v if k == "labels" else v[idx]) for k, v in cols.items()})
-    finite = values[np.isfinite(values)]
-    if finite.size < resamples / 2:
-        return None, None, f"undefined in {resamples - finite.size} of {resamples} resamples: no interval"
-    low, high = np.percentile(finite, [2.5, 97.5])
-    return float(low), float(high), None
-
-
 def figure(
     name: str,
     stat: Stat,
@@ -173,7 +144,7 @@ def figure(
 ) -> Figure:
     """`stat` on `cols` with its interval; null (and a note saying why) where it cannot be computed."""
     n = len(cols["exam"])
-    value = _quiet(stat, cols) if n >= (1 if stat in ONE_IS_ENOUGH else 2) else math.nan
+    value = quiet(stat, cols) if n >= (1 if stat in ONE_IS_ENOUGH else 2) else math.nan
     if not math.isfinite(value):
         notes.append(f"{name}: null: {_why_undefined(stat, cols)}")
         return NULL

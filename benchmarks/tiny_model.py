@@ -1,0 +1,100 @@
+"""Build a tiny random Qwen3-style model, with no download, to test the vLLM path on a CPU.
+
+Hidden size 64, 2 layers, 2 heads of head_dim 32 (vLLM's CPU attention needs head size >= 32),
+a byte-level BPE tokenizer trained here (on `--corpus` files, e.g. the dataset's questions,
+so prompts stay short in tokens) with a ChatML template that has a system role. About 0.1M
+parameters: its output is noise, enough to test the path, not quality. Greedy decoding never
+picks end-of-text or a blank token first, so every answer is non-empty and reproducible.
+
+    python -m benchmarks.tiny_model OUT_DIR [--corpus FILE ...] [--vocab-size 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MADE_UP = [
+    "A empresa Alfa Ltda. ajuizou ação contra o Município Beta, alegando cobrança indevida de taxa.",
+    "Redija a peça cabível, indicando o fundamento legal e os pedidos. Responda aos itens A e B.",
+    "O recurso é tempestivo? Fundamente com base na Constituição Federal e no Código de Processo Civil.",
+]
+
+
+def _texts(corpus: list[Path]) -> list[str]:
+    texts = list(MADE_UP)
+    for path in corpus:
+        texts += [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return texts
+
+
+def build(out: Path, corpus: list[Path] | None = None, vocab_size: int = 1024, seed: int = 0) -> Path:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator(_texts(corpus or []), trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+    )
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=32768,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+        torch_dtype="float32",
+    )
+    model = Qwen3ForCausalLM(config)
+    # End-of-text and blank tokens get a zero output row: with random weights some other logit is
+    # always higher, so greedy decoding never ends at once or writes only spaces (an empty answer).
+    blank = [
+        i
+        for i in range(len(tokenizer))
+        if not tokenizer.decode([i]).strip() or i in tokenizer.all_special_ids
+    ]
+    with torch.no_grad():
+        model.lm_head.weight[blank] = 0.0
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("output")
+    p.add_argument("--corpus", nargs="*", default=[], help="text or JSONL files to train the tokenizer on")
+    p.add_argument("--vocab-size", type=int, default=1024)
+    args = p.parse_args(argv)
+    print(build(Path(args.output), [Path(c) for c in args.corpus], args.vocab_size))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

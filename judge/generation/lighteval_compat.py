@@ -1,0 +1,278 @@
+"""Every workaround for lighteval 0.13 in one place (docs/lighteval-and-vllm.md).
+
+- `ensure_offline_safe`: lighteval's registry imports all built-in tasks on each run, and
+  `tiny_benchmarks` downloads a pickle at import time when its file is missing (crashing
+  offline); an empty file in its place avoids the download.
+- `install`: the exam's rules as a real system message (no per-document system prompt in
+  0.13), the exact name `oab_bench` meaning that task alone (not every `oab_bench:*` too),
+  and no litellm response cache (lighteval sets one; a hit crashes inside litellm and the
+  run quietly returns empty answers).
+- `install` also keeps the candidate's answers (answer_store.py, when OAB_ANSWER_CACHE names a
+  folder): a stored answer is served instead of a call, and only missing ones are generated;
+  a permanent error from the candidate (401, 403, 404, a 400 no retry can fix) ends the run
+  at once with the provider's message, instead of lighteval retrying it for minutes; and
+  SIGTERM stops generating, lets calls in flight finish (and be stored) for a grace period,
+  then interrupts the run.
+
+Each patch is limited to our task and checked against the version it was written for: with
+another lighteval, `install` warns, because these patches reach into its internals.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import importlib.util
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from oab_bench.conventions import CHILD_STOP_GRACE_S
+
+TESTED_VERSION = "0.13.0"
+PERMANENT_EXIT = 75  # the child's exit code after a permanent candidate error (its message on stderr)
+PERMANENT_PREFIX = "oab_bench: candidate error (permanent): "
+STOPPING = threading.Event()
+
+
+def ensure_offline_safe() -> Path | None:
+    spec = importlib.util.find_spec("lighteval")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    pkl = Path(next(iter(spec.submodule_search_locations))) / "tasks" / "tasks" / "tinyBenchmarks.pkl"
+    if not pkl.exists():
+        try:
+            pkl.touch()
+        except OSError:
+            return None
+    return pkl
+
+
+def check_version() -> str:
+    version = importlib.metadata.version("lighteval")
+    if version != TESTED_VERSION:
+        warnings.warn(
+            f"oab_bench patches lighteval internals tested with {TESTED_VERSION}, found {version}: "
+            "check the system prompt, task expansion and litellm cache workarounds in judge/generation/lighteval_compat.py",
+            stacklevel=2,
+        )
+    return version
+
+
+def install(*, task: str, system_key: str) -> None:
+    """Apply the patches for `task`, whose documents carry their system prompt under `system_key`."""
+    import litellm
+
+    check_version()
+    litellm.cache = None
+    _install_system_prompt_from_doc(system_key)
+    _run_only_the_named_task(task)
+    _serve_stored_answers()
+    if _in_lighteval_cli():  # a process of its own: never exit or take signals in a notebook or pytest
+        _stop_on_permanent_errors()
+        _stop_gracefully_on_sigterm()
+
+
+def _in_lighteval_cli() -> bool:
+    """`lighteval ...`, `python -m lighteval ...`, or lighteval_endpoint.py (what `oab-bench run`
+    starts: lighteval's endpoint command without its other backends)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    return script.name.startswith("lighteval") or script.parent.name == "lighteval"
+
+
+def _install_system_prompt_from_doc(system_key: str) -> None:
+    """Make the exam's rules a real system message with every backend and the plain CLI.
+
+    lighteval 0.13 has no per-document system message (a Doc's `instruction` is pasted into
+    the user message). Its PromptManager builds every chat prompt (API and local models);
+    for documents carrying `system_key` we give it that system prompt. A system prompt set in
+    the model config comes first, joined with ours.
+    """
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    original = PromptManager._prepare_chat_template
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def prepare(self, doc, tokenize: bool = True):
+        exam_rules = (doc.specific or {}).get(system_key)
+        if exam_rules is None:
+            return original(self, doc, tokenize)
+        manager = copy.copy(self)  # no shared state: prompts may be built from several threads
+        manager.system_prompt = f"{self.system_prompt}\n\n{exam_rules}" if self.system_prompt else exam_rules
+        return original(manager, doc, tokenize)
+
+    prepare._oab_bench = True
+    PromptManager._prepare_chat_template = prepare
+
+
+def _run_only_the_named_task(task: str) -> None:
+    """`oab_bench` is a task and a prefix: lighteval would expand it to every `oab_bench:*`
+    task too and generate each answer three times. An exact task name means that task."""
+    from lighteval.tasks.registry import Registry
+
+    original = Registry._expand_task_definition
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def expand(self, task_definition: str):
+        if task_definition == task:
+            return [task]
+        return original(self, task_definition)
+
+    expand._oab_bench = True
+    Registry._expand_task_definition = expand
+
+
+def permanent(exc: BaseException) -> bool:
+    """An error every retry would meet again: the key, the model name or the URL is wrong, or the
+    request itself is refused. A prompt too long for the context or a content filter is one
+    question's problem, not the run's."""
+    import litellm
+
+    if isinstance(exc, (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError)):
+        return False
+    return isinstance(
+        exc,
+        (
+            litellm.AuthenticationError,
+            litellm.PermissionDeniedError,
+            litellm.NotFoundError,
+            litellm.BadRequestError,
+        ),
+    )
+
+
+def _stop_on_permanent_errors() -> None:
+    """lighteval retries every error (8 times, backing off to a minute): a rejected key costs
+    minutes and its message shows only at the end. A permanent error ends the process now."""
+    import litellm
+
+    original = litellm.completion
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def completion(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except Exception as e:
+            if not permanent(e):
+                raise
+            from oab_bench.judge.redact import redact
+
+            status = getattr(e, "status_code", "")
+            text = redact(f"{type(e).__name__} ({status}): {e}".replace("\n", " "))[:2000]
+            sys.stderr.write(f"\n{PERMANENT_PREFIX}{text}\n")
+            sys.stderr.flush()
+            os._exit(PERMANENT_EXIT)  # lighteval would catch an exception and retry
+
+    completion._oab_bench = True
+    litellm.completion = completion
+
+
+def _serve_stored_answers() -> None:
+    """Answer from the store when it holds the answer; generate (and store) only what is missing.
+
+    lighteval's litellm client makes one call per document in `__call_api` (after building the
+    prompt, before its retries): we wrap that call. An empty answer is returned, not stored.
+    """
+    folder = os.environ.get("OAB_ANSWER_CACHE", "")
+    if not folder or folder.lower() == "off":
+        return
+    from lighteval.models.endpoints import litellm_model
+
+    from oab_bench.judge.generation.answer_store import (
+        FRESH_ENV,
+        AnswerStore,
+        StoredAnswer,
+        answer_key,
+        generation_settings,
+    )
+
+    client = litellm_model.LiteLLMClient
+    original = client._LiteLLMClient__call_api
+    if getattr(original, "_oab_bench", False):
+        return
+    store = AnswerStore(folder, read=os.environ.get(FRESH_ENV) != "1")
+
+    def call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
+        params = self.generation_parameters.model_dump(exclude_none=True)
+        generation = generation_settings(params, max_new_tokens, num_samples, stop_sequence)
+        key = answer_key(model=self.model, messages=prompt, generation=generation)
+        with store.claim(key):
+            stored = store.get(key)
+            if stored is not None:
+                return _response(stored.texts, stored.reasonings, stored.finish_reasons)
+            if STOPPING.is_set():  # stopping: no new calls, the question stays unanswered
+                return litellm_model.LitellmModelResponse()
+            response = original(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
+            choices = getattr(response, "choices", None) or []
+            store.put(
+                StoredAnswer(
+                    key=key,
+                    model=self.model,
+                    texts=[c.message.content or "" for c in choices],
+                    reasonings=[getattr(c.message, "reasoning_content", None) for c in choices],
+                    finish_reasons=[c.finish_reason for c in choices],
+                )
+            )
+        return response
+
+    call_api._oab_bench = True
+    client._LiteLLMClient__call_api = call_api
+
+
+def _response(texts: list[str], reasonings: list, finish_reasons: list):
+    from litellm.utils import ModelResponse
+
+    choices = []
+    for i, text in enumerate(texts):
+        message = {"role": "assistant", "content": text}
+        if i < len(reasonings) and reasonings[i]:
+            message["reasoning_content"] = reasonings[i]
+        finish = finish_reasons[i] if i < len(finish_reasons) else "stop"
+        choices.append({"index": i, "message": message, "finish_reason": finish or "stop"})
+    return ModelResponse(choices=choices)
+
+
+def _stop_gracefully_on_sigterm() -> None:
+    """SIGTERM (what `oab-bench run` sends on Ctrl-C, SIGTERM, SIGHUP): start no new candidate
+    call, let those in flight finish and be stored, then interrupt like Ctrl-C (the judge awaits
+    its calls in flight, judge/grading/runner.py); whatever still runs after CHILD_STOP_GRACE_S is ended.
+
+    The handler takes no lock: SIGTERM can come again while it runs (when `oab-bench` is
+    SIGKILLed, the kernel sends its parent-death signal once per parent thread that ends), and a
+    second run of a handler holding a lock (Event.set) waited for it forever, in the same thread.
+    It only wakes a thread that does the rest."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if getattr(signal.getsignal(signal.SIGTERM), "_oab_bench", False):
+        return
+    wake_read, wake_write = os.pipe()
+    fired: list[int] = []
+
+    def on_sigterm(signum, frame):
+        if not fired:  # list.append: atomic, no lock
+            fired.append(signum)
+            os.write(wake_write, b"x")
+
+    def stop() -> None:
+        os.read(wake_read, 1)
+        STOPPING.set()
+        # Ctrl-C in the main thread (asyncio's, or KeyboardInterrupt): sent to that thread, so a
+        # wait it is blocked in is interrupted
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        time.sleep(CHILD_STOP_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=stop, name="oab-bench-sigterm", daemon=True).start()
+    on_sigterm._oab_bench = True
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+if __name__ == "__main__":
+    print(ensure_offline_safe() or "lighteval not installed")

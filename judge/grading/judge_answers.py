@@ -1,0 +1,102 @@
+"""Judge answer files: answers in, one JSON line per (model, question) out (`oab-bench judge`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from oab_bench.judge.answers import Answer, load_answers, one_per_question
+from oab_bench.judge.dataset import load_rows
+from oab_bench.judge.grading.batch.submit import BatchPending
+from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
+from oab_bench.judge.grading.jury import Jury, make_judge
+from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all, summarise
+from oab_bench.judge.output import check_output, write_atomic
+from oab_bench.judge.settings import settings_from
+
+
+def pair_answers(rows, answers: list[Answer]):
+    """Every (row, answer) to grade; a question a model did not answer is a `no_answer` judgment."""
+    by_id = {r.question_id: r for r in rows}
+    unknown = sorted({a.question_id for a in answers} - set(by_id))
+    models: dict[str, dict[str, Answer]] = {}
+    for (model, qid), a in one_per_question([a for a in answers if a.question_id in by_id]).items():
+        models.setdefault(model, {})[qid] = a
+    pairs, missing = [], []
+    for model, got in sorted(models.items()):  # by model, not by the order of the answer files
+        for row in rows:
+            if row.question_id in got:
+                pairs.append((row, got[row.question_id]))
+            else:
+                missing.append((row, model))
+    return pairs, missing, unknown
+
+
+def run_judge_command(
+    args: argparse.Namespace, jury_lines: Callable[[list[dict]], list[str]] | None = None
+) -> int:
+    settings = settings_from(args, os.environ)
+    if not args.estimate:  # --estimate writes nothing
+        check_output(Path(args.output))
+    rows = load_rows(args.dataset, questions=args.questions)
+    if not rows:
+        raise ValueError(f"no questions in {args.dataset} match {args.questions}")
+    answers = []
+    for path in args.answers:
+        got = load_answers(Path(path))
+        if not got:
+            raise ValueError(f"{path}: no answers in it (empty file?)")
+        answers += got
+    pairs, missing, unknown = pair_answers(rows, answers)
+    if unknown and not args.questions:
+        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+
+    judge = command_judge(args, settings)
+    if args.estimate:
+        from oab_bench.judge.grading.estimate.core import estimate, print_estimate
+
+        return print_estimate(estimate(judge, pairs), args.format)
+    try:
+        judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
+        print(f"oab-bench judge: {e}", file=sys.stderr)
+        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        return 3
+    judgments += [
+        judge.unanswered(row, model, "the answer files have no answer to this question")
+        for row, model in missing
+    ]
+    write_atomic(Path(args.output), dump_jsonl(judgments))
+    failed = print_outcome(judgments, jury_lines)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
+    """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
+    try:
+        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    except StoreError as e:
+        raise StoreError(f"--cache {e}") from None
+    return make_judge(settings, store)
+
+
+def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
+    """Totals and the first failures on stderr; returns the judgments that are not ok.
+
+    `jury_lines`: a jury's members' costs and agreement (validity computes those; the caller passes it)."""
+    print(summarise(judgments).line(), file=sys.stderr)
+    if jury_lines is not None and any(j.members for j in judgments):
+        for line in jury_lines([j.record() for j in judgments]):
+            print(line, file=sys.stderr)
+    failed = [j for j in judgments if j.status != "ok"]
+    for j in failed[:20]:
+        print(f"not ok: {j.model} {j.question_id}: {j.status}: {j.error}", file=sys.stderr)
+    if len(failed) > 20:
+        print(f"... and {len(failed) - 20} more", file=sys.stderr)
+    return failed

@@ -1,0 +1,97 @@
+"""Bootstrap intervals, in one place: every 95% interval resamples whole exams, seeded, percentile.
+
+Exams, not questions, are the unit: a question's score depends on its exam's other questions (one
+peça, four questões), so resampling questions would understate the spread.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+DEFAULT_SEED = 0
+LEADERBOARD_RESAMPLES = 10_000  # a mean of exam totals: cheap, so many
+AGREEMENT_RESAMPLES = 2_000  # kappa, CCC... recomputed per resample: costlier each
+
+Columns = dict[str, Any]  # name -> numpy array (numpy imported when used: the CLI reads the constants)
+Stat = Callable[[Columns], float]
+
+
+def quiet(stat: Stat, cols: Columns) -> float:
+    """A statistic's value, NaN where it is undefined (no warnings: undefined is an answer here)."""
+    import numpy as np
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            value = float(stat(cols))
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def bootstrap_ci(
+    values: list[float], *, resamples: int = LEADERBOARD_RESAMPLES, seed: int = DEFAULT_SEED
+) -> tuple[float | None, float | None]:
+    """95% percentile interval of the mean, resampling the values (whole exams). None below 2 values."""
+    import numpy as np
+    from scipy import stats
+
+    if len(values) < 2:
+        return None, None
+    data = np.asarray(values, dtype=float)
+    if np.all(data == data[0]):
+        return float(data[0]), float(data[0])
+    res = stats.bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def repeats_ci(
+    by_exam: dict[str, list[float]], *, resamples: int, seed: int
+) -> tuple[float | None, float | None]:
+    """95% interval of the mean exam score resampling exams, then one repeat within each drawn exam."""
+    import numpy as np
+
+    if len(by_exam) < 2:
+        return None, None
+    k = min(len(v) for v in by_exam.values())
+    table = np.asarray([v[:k] for v in by_exam.values()], dtype=float)
+    rng = np.random.default_rng(seed)
+    n = table.shape[0]
+    picks = rng.integers(0, n, (resamples, n))
+    reps = rng.integers(0, k, (resamples, n))
+    means = table[picks, reps].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def bootstrap_interval(
+    stat: Stat, cols: Columns, *, resamples: int, seed: int
+) -> tuple[float | None, float | None, str | None]:
+    """(low, high, why there is none) of a 95% percentile interval resampling whole exams."""
+    import numpy as np
+
+    exams = cols["exam"]
+    uniq, inverse = np.unique(exams, return_inverse=True)
+    if uniq.size < 2:
+        return None, None, "one exam only: no interval"
+    groups = [np.flatnonzero(inverse == k) for k in range(uniq.size)]
+    rng = np.random.default_rng(seed)
+    values = np.empty(resamples)
+    for r in range(resamples):
+        idx = np.concatenate([groups[k] for k in rng.integers(0, uniq.size, uniq.size)])
+        values[r] = quiet(stat, {k: (v if k == "labels" else v[idx]) for k, v in cols.items()})
+    finite = values[np.isfinite(values)]
+    if finite.size < resamples / 2:
+        return None, None, f"undefined in {resamples - finite.size} of {resamples} resamples: no interval"
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return float(low), float(high), None

@@ -1,0 +1,531 @@
+"""Read judged results from any of our inputs into one record type.
+
+Inputs: our judgment files (`oab-bench judge`, `oab-bench run`), lighteval output folders
+of the oab_bench task (details parquet), and upstream judgment files
+(`model_judgment/<judge>_single.jsonl`, one record per question turn). The format is told
+by the keys; nothing is skipped silently: an unparsed upstream score (-1) is a failed
+judgment of its question, a missing turn leaves the question unjudged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from oab_bench.conventions import JUDGMENTS_FILE, SUMMARY_FILE
+from oab_bench.conventions import PROBE_REPORT_FILE as PROBE_REPORT
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.grading.trust import problem
+from oab_bench.judge.results_layout import judgment_record, upstream_lines
+from oab_bench.judge.results_source import Shared, open_shared
+from oab_bench.judge.scoring import annulled_part
+
+OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
+UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
+ITEM_MAX = 0.65  # a questão's two items are worth 0.65 and 0.60: the most a turn can be without the dataset
+
+
+class Record(BaseModel):
+    """One judged (judge, model, question)."""
+
+    judge: str  # judge model and prompt: rankings never mix two of them
+    model: str
+    question_id: str
+    exam_id: str
+    area: str
+    edition: int
+    status: str
+    score: float | None
+    max_score: float
+    source: str
+    line: int = 0  # in `source`; 0 when it has no lines
+    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
+
+
+class Facts(BaseModel):
+    """What a question is worth and where it belongs: the dataset's word, else the inputs' majority."""
+
+    question_id: str
+    exam_id: str
+    area: str
+    edition: int
+    max_score: float
+
+
+def facts_of_rows(rows: Iterable[QuestionRow]) -> dict[str, Facts]:
+    return {
+        r.question_id: Facts(
+            question_id=r.question_id,
+            exam_id=r.exam_id,
+            area=r.area,
+            edition=r.edition,
+            max_score=r.max_score,
+        )
+        for r in rows
+    }
+
+
+def facts_of_id(question_id: str) -> Facts:
+    """What the id alone says (a peça is worth 5.00, a questão 1.25): the tie-breaker without a dataset."""
+    exam, area, edition, max_score = _ids(question_id)
+    return Facts(question_id=question_id, exam_id=exam, area=area, edition=edition, max_score=max_score)
+
+
+def _ids(question_id: str) -> tuple[str, str, int, float]:
+    q = parse_question_id(question_id)
+    return q.exam_id, q.area, q.edition, PECA_MAX if q.kind == "peca" else QUESTAO_MAX
+
+
+def _prompt(record: dict) -> str | None:
+    """Our prompt version and mode: the same judge model with another prompt is another judge."""
+    prompt, mode = record.get("prompt_version"), record.get("mode")
+    return f"{prompt}, {mode}" if prompt and mode else prompt
+
+
+def _judge_label(model: str, prompt: str | None) -> str:
+    return f"{model} [{prompt}]" if prompt else model
+
+
+def _record(question_id: str, max_score: float | None = None, **fields) -> Record:
+    """A record whose exam, area and edition come from its question id."""
+    exam, area, edition, default_max = _ids(question_id)
+    return Record(
+        question_id=question_id,
+        exam_id=fields.pop("exam_id", exam),
+        area=area,
+        edition=edition,
+        max_score=default_max if max_score is None else max_score,
+        **fields,
+    )
+
+
+def unjudged(question_id: str, judge: str, model: str = "") -> Record:
+    """A question expected but judged by nobody: it counts against coverage."""
+    return _record(question_id, judge=judge, model=model, status="missing", score=None, source="")
+
+
+def _jsonl(path: Path) -> list[tuple[int, dict]]:
+    return list(read_objects(path))
+
+
+def _check_texts(v: dict, keys: tuple[str, ...], source: str, line: int, optional=()) -> None:
+    """Each of `keys` a non-empty string (those in `optional` may also be null): a number or a
+    list where a name belongs would become a judge or model of its own, or crash the report."""
+    for key in keys:
+        x = v.get(key)
+        if (x is None and key in optional) or (isinstance(x, str) and x):
+            continue
+        raise SourceError(f"{x!r} is not a non-empty string", file=source, line=line, field=key)
+
+
+def _upstream_judge(r: dict, source: str, line: int) -> tuple[str, str | None]:
+    """Upstream's `judge`: [judge model, prompt name]."""
+    judge = r["judge"]
+    if (
+        not isinstance(judge, list)
+        or not 1 <= len(judge) <= 2
+        or not all(isinstance(x, str) and x for x in judge[:1])
+        or not all(x is None or isinstance(x, str) for x in judge[1:])
+    ):
+        raise SourceError(
+            f"{judge!r} is not [judge model, prompt name]", file=source, line=line, field="judge"
+        )
+    return judge[0], (judge[1:] or [None])[0]
+
+
+def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
+    """A record from one of our judgment dicts (a judgments file line or a details metric value).
+
+    An impossible judgment (NaN, out of range, items not the rubric's) stops the report; one
+    that disagrees with the dataset on the question's value or exam is kept as `mismatch`, so
+    its exam is left out and shows in coverage.
+    """
+    _check_texts(v, ("question_id", "exam_id", "status"), source, line)
+    _check_texts(
+        v,
+        ("judge_model", "prompt_version", "mode"),
+        source,
+        line,
+        optional=("judge_model", "prompt_version", "mode"),
+    )
+    row = rows.get(v["question_id"])
+    status = v["status"]
+    if row is not None and (v["exam_id"] != row.exam_id or not _same(v["max_score"], row.max_score)):
+        status, row = "mismatch", None
+    bad = problem(v, row)
+    if bad:
+        raise SourceError(bad[1], file=source, line=line, field=bad[0])
+    return _record(
+        v["question_id"],
+        v["max_score"],
+        judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
+        model=model,
+        exam_id=v["exam_id"],
+        status=status,
+        score=v["score"] if status == "ok" else None,
+        source=source,
+        line=line,
+        repeat_scores=[m["score"] if m["status"] == "ok" else None for m in v.get("repeats") or []] or None,
+    )
+
+
+def _same(a, b) -> bool:
+    try:
+        return abs(float(a) - float(b)) < 1e-6
+    except (TypeError, ValueError):
+        return False
+
+
+def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
+    out = []
+    for lineno, r in rows:
+        missing = OURS_KEYS - set(r)
+        if missing:
+            raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
+        _check_texts(r, ("question_id", "model"), str(path), lineno)
+        try:
+            _ids(r["question_id"])
+        except (ValueError, TypeError) as e:
+            raise SourceError(str(e), file=str(path), line=lineno, field="question_id") from None
+        out.append(_judged(r, r["model"], str(path), lineno, dataset))
+    return out
+
+
+def _turn(r: dict, n_turns: int, path: Path, lineno: int) -> int:
+    turn = r["turn"]
+    if isinstance(turn, str) and turn.strip().isdigit():
+        turn = int(turn)
+    if not isinstance(turn, int) or isinstance(turn, bool) or not 1 <= turn <= n_turns:
+        raise SourceError(
+            f"{r['turn']!r} is not a turn of {r['question_id']} (1..{n_turns})",
+            file=str(path),
+            line=lineno,
+            field="turn",
+        )
+    return turn
+
+
+def _from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
+    """Sum a question's turns; a -1 (no score found) or a missing turn is not a zero.
+
+    Each turn's score is checked against that turn's value; a turn scored twice with different
+    scores is an error naming both lines (no line order may win); a turn whose every rubric row
+    FGV annulled counts in full, as in our own judgments (judge/scoring.py)."""
+    turns: dict[tuple[str, str, str], dict[int, tuple[float, int]]] = defaultdict(dict)
+    prompts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    first_line: dict[tuple[str, str, str], int] = {}
+    for lineno, r in rows:
+        missing = UPSTREAM_KEYS - set(r)
+        if missing:
+            raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
+        _check_texts(r, ("question_id", "model"), str(path), lineno)
+        judge_model, prompt = _upstream_judge(r, str(path), lineno)
+        qid = r["question_id"]
+        try:
+            _ids(qid)
+        except ValueError as e:
+            raise SourceError(str(e), file=str(path), line=lineno, field="question_id") from None
+        key = (judge_model, r["model"], qid)
+        try:
+            score = float(r["score"]) if not isinstance(r["score"], bool) else math.nan
+        except (TypeError, ValueError):
+            score = math.nan
+        if not math.isfinite(score):
+            raise SourceError(f"{r['score']!r} is not a number", file=str(path), line=lineno, field="score")
+        turn = _turn(r, 1 if "peca" in qid else 2, path, lineno)
+        value = _turn_value(dataset.get(qid), qid, turn)
+        if score < 0 and score != -1:
+            raise SourceError(
+                f"{score} is negative (only -1, upstream's 'no score found', is allowed)",
+                file=str(path),
+                line=lineno,
+                field="score",
+            )
+        if score > value + 1e-6:
+            raise SourceError(
+                f"{score} is above turn {turn}'s value {value}", file=str(path), line=lineno, field="score"
+            )
+        if turn in turns[key]:
+            before, where = turns[key][turn]
+            if before != score:
+                raise SourceError(
+                    f"{r['model']} on {qid} turn {turn} (judge {judge_model}) scores {score} here "
+                    f"and {before} on line {where}: keep one of them",
+                    file=str(path),
+                    line=lineno,
+                    field="score",
+                )
+            continue  # the same line twice: one judgment
+        turns[key][turn] = (score, lineno)
+        first_line.setdefault(key, lineno)
+        prompts[key].add((prompt or "").removesuffix("-multi-turn"))
+    out = []
+    for (judge_model, model, qid), by_turn in sorted(turns.items()):
+        row = dataset.get(qid)
+        n_turns = 1 if "peca" in qid else 2
+        scores = [by_turn[t][0] if t in by_turn else None for t in range(1, n_turns + 1)]
+        if row is not None:  # a turn FGV annulled whole is everyone's, whatever the judge said
+            scores = [
+                row.items[t].max_score if s is not None and annulled_part(row, row.items[t].label) else s
+                for t, s in enumerate(scores)
+            ]
+        if any(s is None for s in scores):
+            status, score = "missing_turn", None
+        elif any(s < 0 for s in scores):
+            status, score = "parse_error", None
+        else:
+            status, score = "ok", money(sum(scores))
+            limit = row.max_score if row is not None else _ids(qid)[3]
+            if score > limit + 1e-6:
+                line = first_line[(judge_model, model, qid)]
+                raise SourceError(
+                    f"turns add up to {score}, above {limit}", file=str(path), line=line, field="score"
+                )
+        prompt = ",".join(sorted(p for p in prompts[(judge_model, model, qid)] if p)) or None
+        out.append(
+            _record(
+                qid,
+                row.max_score if row is not None else None,
+                judge=_judge_label(judge_model, prompt),
+                model=model,
+                status=status,
+                score=score,
+                source=str(path),
+                line=first_line[(judge_model, model, qid)],
+            )
+        )
+    return out
+
+
+def _turn_value(row: QuestionRow | None, qid: str, turn: int) -> float:
+    """What turn `turn` is worth: the dataset's item value, else the most any item can be."""
+    if row is not None and len(row.items) >= turn:
+        return row.items[turn - 1].max_score
+    return PECA_MAX if "peca" in qid else ITEM_MAX
+
+
+def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
+    import pandas as pd
+
+    from oab_bench.judge.answers import details_files, model_of
+
+    out: dict[tuple[str, str], Record] = {}
+    for file in details_files(path):  # sorted: a later run's timestamped folder comes later
+        df = pd.read_parquet(file, columns=["metric"])
+        model = model_of(file)
+        for n, metric in enumerate(df["metric"], start=1):
+            v = (metric or {}).get("oab_judgment")
+            if not v:
+                raise SourceError(
+                    "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
+                )
+            record = _judged(v, model, str(file), n, dataset)
+            out[(model, record.question_id)] = record  # in one folder, the latest run's judgment
+    return list(out.values())
+
+
+def from_shared(
+    shared: Shared, dataset: dict[str, QuestionRow], only: tuple[str, str | None] | None = None
+) -> list[Record]:
+    """Records of a shared results dataset (results_source.py), read as the files they came from are:
+    our records through the same checks, upstream's turns summed again. `only`: the rows of one
+    input the export read, as (input, its recorded dataset)."""
+    ours, upstream, judges = defaultdict(list), defaultdict(list), {}
+    for label, n, row in shared.judgments():
+        if only is not None and (row.source, row.dataset) != only:
+            continue
+        if row.source_kind == "upstream":
+            upstream[label] += upstream_lines(row, n)
+        else:
+            ours[label].append((n, judgment_record(row)))
+            judges[(str(Path(label)), n)] = row.judge
+    out = [r for label, rows in ours.items() for r in _from_ours(Path(label), rows, dataset)]
+    for r in out:
+        if r.judge != judges[(r.source, r.line)]:
+            raise SourceError(
+                f"says {judges[(r.source, r.line)]!r}, its judge_model, prompt_version and mode make {r.judge!r}",
+                file=r.source,
+                line=r.line,
+                field="judge",
+            )
+    return out + [r for label, rows in upstream.items() for r in _from_upstream(Path(label), rows, dataset)]
+
+
+class NoResults(SourceError):
+    """A folder with nothing judged in it (a run killed early, or one that failed)."""
+
+
+def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[Record]:
+    """Records from one input; the format is told by its keys (or its being a folder/parquet).
+
+    `dataset`: the rows by question id, when known: values and rubrics to check against.
+    """
+    dataset = dataset or {}
+    shared = open_shared(path)
+    if shared is not None:
+        return from_shared(shared, dataset)
+    path = Path(path)
+    if not path.exists():
+        raise SourceError("not found", file=str(path))
+    if is_probe_folder(path):  # its judgments file (a killed run's partial judgments are not read)
+        path = path / JUDGMENTS_FILE
+    try:
+        if path.is_dir() and not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
+            raise NoResults(
+                "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
+            )
+        if path.is_dir() or path.suffix == ".parquet":
+            return _from_lighteval(path, dataset)
+        rows = _jsonl(path)
+        if not rows:
+            raise SourceError("empty file", file=str(path))
+        keys = set(rows[0][1])
+        if keys >= UPSTREAM_KEYS and "judgment" in keys:
+            return _from_upstream(path, rows, dataset)
+        if keys >= OURS_KEYS:
+            return _from_ours(path, rows, dataset)
+        raise SourceError(
+            f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's",
+            file=str(path),
+            line=rows[0][0],
+        )
+    except (ValidationError, ValueError) as e:
+        if isinstance(e, SourceError):
+            raise
+        raise SourceError(str(e).splitlines()[0], file=str(path)) from None
+
+
+def is_probe_folder(path: Path) -> bool:
+    """`oab-bench probe`'s folder: its report beside its judgments."""
+    path = Path(path)
+    return path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file()
+
+
+def recorded_dataset(path: Path) -> str | None:
+    """The dataset a run folder (or the judgments file in one) was made with, if it says.
+
+    `oab-bench run` may record it in its summary (`dataset`); lighteval's results JSON
+    always does, as the task's `hf_repo`.
+    """
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    found: set[str] = set()
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        if isinstance(summary, dict) and isinstance(summary.get("dataset"), str):
+            found.add(summary["dataset"])
+    except (OSError, ValueError):
+        pass
+    if not found and (folder / "results").is_dir():
+        for file in sorted((folder / "results").rglob("results_*.json")):
+            try:
+                tasks = json.loads(file.read_text(encoding="utf-8")).get("config_tasks") or {}
+            except (OSError, ValueError, AttributeError):
+                continue
+            found |= {
+                t["hf_repo"]
+                for name, t in tasks.items()
+                if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
+            }
+    if len(found) > 1:
+        raise SourceError(
+            f"made with several datasets ({', '.join(sorted(found))}): pass --dataset", file=str(path)
+        )
+    return next(iter(found), None)
+
+
+class Inputs(BaseModel):
+    records: list[Record]
+    expected: set[str] | None  # every question of --dataset; None: those the inputs judged
+    truth: dict[str, Facts]  # from --dataset, else from the datasets the run folders recorded
+    notes: list[str]
+    origins: list[tuple[str, str | None]] = []  # per record: its input, and the dataset that recorded
+
+
+def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
+    """Every input's records, with the facts to check them against.
+
+    `--dataset` is the truth for every input; without it, a run folder's recorded dataset (a
+    local folder) is the truth for its questions, and two such datasets must agree.
+    """
+    from oab_bench.judge.dataset import load_rows
+
+    loaded: dict[str, dict[str, QuestionRow]] = {}
+
+    def rows_of(source: str) -> dict[str, QuestionRow]:
+        if source not in loaded:
+            loaded[source] = {r.question_id: r for r in load_rows(source)}
+        return loaded[source]
+
+    truth: dict[str, Facts] = facts_of_rows(rows_of(dataset).values()) if dataset else {}
+    records, notes, origins = [], [], []
+    for path, recorded, load in (part for given in paths for part in _parts(given)):
+        rows = rows_of(dataset) if dataset else {}
+        source = _quiet(recorded) if dataset else recorded()  # with --dataset, said for export only
+        if not dataset:
+            if source and Path(source).is_dir():
+                rows = rows_of(source)
+                for qid, facts in facts_of_rows(rows.values()).items():
+                    if truth.setdefault(qid, facts) != facts:
+                        raise SourceError(
+                            f"its dataset {source} and another input's disagree on {qid}: pass --dataset",
+                            file=str(path),
+                        )
+            elif source:
+                notes.append(
+                    f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
+                )
+        try:
+            got = load(rows)
+        except NoResults as e:
+            notes.append(f"skipped {e}")
+            continue
+        records += got
+        origins += [(path, source)] * len(got)
+    if not records:
+        raise ValueError("no judged results in any input")
+    return Inputs(  # notes sorted: the output never depends on the order of the inputs
+        records=records,
+        expected=set(loaded[dataset]) if dataset else None,
+        truth=truth,
+        notes=sorted(notes),
+        origins=origins,
+    )
+
+
+def _quiet(recorded: Callable[[], str | None]) -> str | None:
+    try:
+        return recorded()
+    except SourceError:  # several datasets: --dataset settles it
+        return None
+
+
+def _parts(path: str) -> list[tuple[str, Callable[[], str | None], Callable[[dict], list[Record]]]]:
+    """(name, the dataset it recorded, its records given the rows to check against) of an input; a
+    shared results dataset gives one per input it was exported from, each with the dataset that
+    input recorded, so reading it back reads as its inputs did."""
+    shared = open_shared(path)
+    if shared is None:
+        return [(path, lambda: recorded_dataset(Path(path)), lambda rows: load_records(Path(path), rows))]
+    return [
+        (name, lambda d=d: d, lambda rows, key=(name, d): from_shared(shared, rows, only=key))
+        for name, d in shared.sources()
+    ]
+
+
+def read_for_command(command: str, inputs: list[str], dataset: str | None):
+    """Every input's records with the facts to check them against; notes (skipped inputs...) on stderr."""
+    import sys
+
+    got = read_inputs(inputs, dataset)
+    for note in got.notes:
+        print(f"oab-bench {command}: note: {note}", file=sys.stderr)
+    return got

@@ -1,0 +1,91 @@
+"""The leaderboard as a picture: mean exam score with its 95% interval and the pass line,
+and a model x area heatmap, one row of panels per judge."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no screen
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from oab_bench.dataset_builder.schema import PASS_MARK
+from oab_bench.judge.leaderboard.formats import area_name, ordered_areas, points
+from oab_bench.judge.leaderboard.tables import Table
+
+
+def plot_tables(tables: list[Table], path: Path) -> Path:
+    """Write the picture as a PNG file, whole or not at all."""
+    from oab_bench.judge.output import write_atomic
+
+    return write_atomic(Path(path), plot_png_bytes(tables))
+
+
+def plot_png_bytes(tables: list[Table]) -> bytes:
+    n_models = max((len(t.rows) for t in tables), default=1)
+    height = len(tables) * (2.2 + 0.55 * n_models)
+    fig, axes = plt.subplots(
+        len(tables), 2, figsize=(14, height), squeeze=False, gridspec_kw={"width_ratios": [1, 1.3]}
+    )
+    for (bars, heat), table in zip(axes, tables, strict=True):
+        rows = [r for r in table.rows if r.mean_exam_score is not None][::-1]  # best on top
+        y = np.arange(len(rows))
+        means = np.array([r.mean_exam_score for r in rows])
+        colors = ["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means]
+        bars.barh(y, means, color=colors, alpha=0.85, height=0.6)
+        lows = np.array([r.ci_low if r.ci_low is not None else r.mean_exam_score for r in rows])
+        highs = np.array([r.ci_high if r.ci_high is not None else r.mean_exam_score for r in rows])
+        bars.errorbar(
+            means, y, xerr=[means - lows, highs - means], fmt="none", ecolor="black", capsize=4, lw=1.2
+        )
+        bars.axvline(PASS_MARK, color="black", ls="--", lw=1)
+        bars.text(
+            PASS_MARK + 0.08,
+            0.02,
+            "aprovação (6,0)",
+            transform=bars.get_xaxis_transform(),
+            fontsize=8,
+            rotation=90,
+            va="bottom",
+        )
+        labels = [
+            f"{r.model}{' *' if not r.complete else ''}{' †' if r.same_family_as_judge else ''} ({r.passed}/{r.exams})"
+            for r in rows
+        ]
+        bars.set_yticks(y, labels, fontsize=9)
+        for yi, m in zip(y, means, strict=True):
+            bars.text(0.1, yi, points(m), va="center", color="white", fontsize=8, fontweight="bold")
+        bars.set_xlim(0, 10)
+        bars.set_xlabel("nota média por exame (0-10), IC 95%; (aprovados/exames)")
+        bars.set_title(f"Juiz: {table.judge}", fontsize=10, loc="left")
+
+        areas = ordered_areas(a for r in table.rows for a in r.per_area)  # as in `--by area`
+        models = [r for r in table.rows if r.per_area][::-1]
+        grid = (
+            np.array([[r.per_area.get(a, np.nan) for a in areas] for r in models])
+            if models
+            else np.zeros((0, 0))
+        )
+        if grid.size:
+            im = heat.imshow(
+                np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=10, aspect="auto", origin="lower"
+            )
+            heat.set_xticks(
+                range(len(areas)), [area_name(a) for a in areas], rotation=30, ha="right", fontsize=9
+            )
+            heat.set_yticks(range(len(models)), [r.model for r in models], fontsize=9)
+            for i in range(grid.shape[0]):
+                for j in range(grid.shape[1]):
+                    if not np.isnan(grid[i, j]):
+                        heat.text(j, i, f"{grid[i, j]:.1f}", ha="center", va="center", fontsize=8)
+            fig.colorbar(im, ax=heat, fraction=0.04, pad=0.02, label="nota média")
+        heat.set_title("Nota média por área", fontsize=10, loc="left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130)
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,23 @@
+"""File names, markers and grace periods every stage shares, defined once.
+
+A name written by one command and read by another (a run's judgments read by the leaderboard, a
+cache file read by a rerun) must not be spelled twice: a second copy drifts.
+"""
+
+# Files in a cache folder, a run's output folder or a probe's folder.
+JUDGMENTS_FILE = "judgments.jsonl"  # the judgment cache; a run's and a probe's judgments
+ANSWERS_FILE = "answers.jsonl"  # the answer store
+BATCH_FILE = "batches.jsonl"  # Batch API batches of a judgment cache, next to its judgments
+SUMMARY_FILE = "oab_bench_summary.json"  # what `oab-bench run` scored
+PROBE_REPORT_FILE = "report.json"  # what `oab-bench probe` concluded
+HTML_REPORT_FILE = "report.html"  # the audit report a run leaves in its output folder
+PROBE_ANSWERS_DIR = "answers"  # a probe's answers beside its judgments, one FastChat file per probe
+
+# Markers: a folder holding one was written by us, so a later command may write there again.
+RUN_MARKER = ".oab-bench-run"  # every output folder `run` makes or fills
+BUILD_MARKER = ".oab-bench-build"  # a dataset folder `build` wrote; lists what it wrote
+EXPORT_MARKER = ".oab-bench-export"  # a results folder `export` wrote; lists what it wrote
+
+# Grace periods after a stop (Ctrl-C, SIGTERM, SIGHUP).
+JUDGE_STOP_GRACE_S = 10.0  # judge calls in flight may finish (and be stored) this long
+CHILD_STOP_GRACE_S = 15.0  # the lighteval child: its calls in flight may finish, then it exits

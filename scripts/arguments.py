@@ -1,0 +1,68 @@
+"""Argument types every subcommand shares: a bad value is argparse's error naming the flag."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
+
+
+def whole(least: int):
+    """An argparse type: a whole number >= `least` (`--resamples 0` is no interval, not a traceback)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
+        return value
+
+    return parse
+
+
+def number(kind: type, least: float, *, above: bool = False):
+    """An argparse type: a finite `kind` of at least `least` (more than `least` when `above`); a bad
+    value is argparse's error naming the flag (lighteval would take -1 samples as all but one)."""
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < least or (above and value == least):
+            raise argparse.ArgumentTypeError(
+                f"must be {'more than' if above else 'at least'} {least}, not {text}"
+            )
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    """What every command reading judged results shares: the questions expected and the bootstrap."""
+    p.add_argument(
+        "--dataset",
+        help="dataset folder or Hub id: the questions expected (default: those seen in the inputs)",
+    )
+    p.add_argument(
+        "--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help="bootstrap resamples of whole exams"
+    )
+    p.add_argument("--seed", type=whole(0), default=0)
+
+
+SHARED_RESULTS_HELP = "shared results (hf:OWNER/NAME[@REV], hf:/abs/folder)"
+
+
+def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    """What `export` and `push-results` share: the sources, the answers, the leaderboard's flags."""
+    p.add_argument(
+        "sources",
+        nargs="+",
+        help="run folders, judgment files, probe folders, upstream judgment files, or " + SHARED_RESULTS_HELP,
+    )
+    p.add_argument("--answers", nargs="+", help="answer files too (FastChat JSONL or lighteval details)")
+    add_report_arguments(p)

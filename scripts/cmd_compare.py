@@ -1,0 +1,33 @@
+"""`oab-bench compare`: paired comparison of two models over the exams both completed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
+
+HELP = "paired comparison of two models over the exams both completed"
+
+
+def main(args: argparse.Namespace) -> int:
+    from oab_bench.judge.leaderboard import formats as render
+    from oab_bench.judge.leaderboard import tables as lb
+    from oab_bench.judge.leaderboard.inputs import read_for_command
+
+    got = read_for_command(args.command, args.inputs, args.dataset)
+    tables, _ = lb.build_tables(
+        got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
+    )
+    comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
+    if not comparisons:
+        raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")
+    sys.stdout.write(render.render_comparisons(comparisons))
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model_a")
+    p.add_argument("model_b")
+    p.add_argument("inputs", nargs="+", help="what the leaderboard reads, " + SHARED_RESULTS_HELP)
+    add_report_arguments(p)

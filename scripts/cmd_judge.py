@@ -1,0 +1,35 @@
+"""`oab-bench judge`: grade answer files against each question's rubric (judge/grading/judge_answers.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from oab_bench.judge import settings as judge_settings
+from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
+
+HELP = "grade answers against each question's rubric"
+
+
+def main(args: argparse.Namespace) -> int:
+    from oab_bench.judge.grading.judge_answers import run_judge_command
+    from oab_bench.judge.validity.jury_report import jury_lines
+
+    return run_judge_command(args, jury_lines)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
+    p.add_argument(
+        "--answers",
+        required=True,
+        nargs="+",
+        help="FastChat answer files (.jsonl), lighteval details, or " + SHARED_RESULTS_HELP,
+    )
+    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
+    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
+    p.add_argument("--output", required=True, help="judgments JSONL to write")
+    p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
+    p.add_argument("--no-progress", action="store_true")
+    judge_settings.add_arguments(p)
+    add_estimate_arguments(p)

@@ -1,0 +1,38 @@
+"""`oab-bench report`: one self-contained HTML file, leaderboard down to each rubric item (judge/audit/)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
+
+HELP = "one self-contained HTML file: leaderboard down to each rubric item"
+
+
+def main(args: argparse.Namespace) -> int:
+    from oab_bench.judge.audit.write import write_report
+
+    path = write_report(
+        [Path(p) for p in args.inputs],
+        Path(args.output),
+        answers=[Path(p) for p in args.answers or []],
+        dataset=args.dataset,
+        resamples=args.resamples,
+        seed=args.seed,
+    )
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files, "
+        + SHARED_RESULTS_HELP,
+    )
+    p.add_argument("--answers", nargs="+", help="more answer files (FastChat JSONL or lighteval details)")
+    p.add_argument("--output", required=True, help="HTML file to write")
+    add_report_arguments(p)

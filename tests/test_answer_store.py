@@ -1,0 +1,102 @@
+"""The answer store: a paid answer is kept once and served to every later run."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+from oab_bench.judge.generation.answer_store import (
+    STORE_FILE,
+    AnswerStore,
+    answer_key,
+    generation_settings,
+)
+from oab_bench.scripts.cli import build_parser
+from tests.helpers import (
+    answer,
+)
+
+
+def test_the_answer_store_keeps_good_answers_only_and_survives_a_torn_line(tmp_path):
+    store = AnswerStore(tmp_path)
+    assert store.put(answer("a" * 64, "Resposta A."))
+    assert not store.put(answer("b" * 64, ""))  # an empty generation is never an answer
+    assert not store.put(answer("c" * 64, "   \n"))
+    path = tmp_path / STORE_FILE
+    with path.open("ab") as f:
+        f.write(b'{"key": "dddd", "model": "m", "te')  # killed mid-write
+    again = AnswerStore(tmp_path)
+    assert len(again) == 1 and again.get("a" * 64).texts == ["Resposta A."]
+    assert again.put(answer("e" * 64, "Resposta E."))  # appends after sealing the torn line
+    assert {k for k in (AnswerStore(tmp_path)._items)} == {"a" * 64, "e" * 64}
+    assert len(AnswerStore(tmp_path, read=False)) == 0  # --fresh-answers: nothing served
+
+
+def test_the_key_is_model_settings_and_prompt_never_the_server():
+    messages = [{"role": "user", "content": "Pergunta"}]
+    base = {
+        "model": "openai/m",
+        "messages": messages,
+        "generation": generation_settings({"temperature": 0.7}, 8192),
+    }
+    key = answer_key(**base)
+    assert key == answer_key(
+        **base | {"generation": generation_settings({"temperature": 0.7, "seed": None}, 8192)}
+    )
+    for change in (
+        {"model": "openai/other"},
+        {"messages": [{"role": "user", "content": "Outra"}]},
+        {"generation": generation_settings({"temperature": 0.0}, 8192)},
+        {"generation": generation_settings({"temperature": 0.7}, 4096)},
+    ):
+        assert answer_key(**base | change) != key, change
+
+
+def test_two_threads_asking_for_one_answer_pay_once(tmp_path):
+    store = AnswerStore(tmp_path)
+    calls = []
+
+    def generate() -> None:
+        with store.claim("f" * 64):
+            if store.get("f" * 64) is None:
+                calls.append(1)
+                time.sleep(0.2)
+                store.put(answer("f" * 64, "Resposta."))
+
+    threads = [threading.Thread(target=generate) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+
+
+def test_answer_store_lines_are_json(tmp_path):
+    store = AnswerStore(tmp_path)
+    store.put(answer("9" * 64, "Resposta com acentuação."))
+    (line,) = (tmp_path / STORE_FILE).read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["texts"] == ["Resposta com acentuação."]
+
+
+def test_the_lighteval_child_gets_the_stores_and_fresh_answers(tmp_path, monkeypatch):
+    from oab_bench.judge.generation import run as run_mod
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--model", "openai/x", "--output-dir", "o", "--answer-cache", "ac", "--judge-cache", "jc"]
+    args = build_parser().parse_args(argv)
+    env = run_mod.child_env(args, tmp_path / "o")
+    # absolute: lighteval runs in the output folder
+    assert env["OAB_ANSWER_CACHE"] == str(tmp_path / "ac") and env["OAB_JUDGE_CACHE"] == str(tmp_path / "jc")
+    assert "OAB_FRESH_ANSWERS" not in env
+    fresh = build_parser().parse_args([*argv, "--fresh-answers", "--answer-cache", "off"])
+    env = run_mod.child_env(fresh, tmp_path / "o")
+    assert env["OAB_FRESH_ANSWERS"] == "1" and env["OAB_ANSWER_CACHE"] == "off"
+    monkeypatch.setattr(sys, "argv", ["oab-bench", *argv, "--fresh-answers"])
+    monkeypatch.setattr(run_mod, "stored_progress", lambda *a: (15, 7, 3))
+    line = run_mod.stopped_line(args, run_mod.judge_settings(args), "SIGTERM")
+    assert line == (
+        f"oab-bench run: stopped (SIGTERM); kept 7 of 15 answers ({tmp_path / 'ac'}) and 3 judgments "
+        f"({tmp_path / 'jc'}); resume with: oab-bench {' '.join(argv)}"
+    )

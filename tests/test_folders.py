@@ -1,0 +1,240 @@
+"""Folders we write: only into a folder we made; what is not ours is refused, untouched."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from oab_bench.dataset_builder.build import build_rows
+from oab_bench.dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, write_dataset
+from oab_bench.scripts.cli import main
+from tests import synthetic as syn
+from tests.helpers import (
+    _answers_file,
+    cli_build,
+    snapshot,
+)
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_build(tmp_path):
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    proc = cli_build(src, precious, "--overwrite")
+    assert proc.returncode == 2 and "not a folder written by `oab-bench build`" in proc.stderr
+    assert (precious / "thesis.tex").read_text() == "years of work"
+    out = tmp_path / "ds"
+    assert cli_build(src, out).returncode == 0 and (out / MARKER).is_file()
+    assert cli_build(src, out, "--overwrite").returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "precious", "src"]  # nothing left aside
+
+
+@pytest.mark.parametrize("target", ["file", "under-a-file"])
+def test_output_that_cannot_be_a_folder(tmp_path, target):
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file")
+    out = blocker if target == "file" else blocker / "ds"
+    proc = cli_build(src, out, "--overwrite")
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("oab-bench build: error:") and str(blocker) in line
+    assert blocker.read_text() == "a file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "src"]
+
+
+def test_a_folder_that_looks_like_a_hub_dataset_is_refused_and_untouched(tmp_path, source):
+    hub = tmp_path / "clone"
+    (hub / "data").mkdir(parents=True)
+    (hub / DATA_FILE).write_bytes(b"PAR1 someone else's parquet")
+    (hub / "README.md").write_text("---\nlicense: mit\n---\nA clone of someone's dataset.\n")
+    for name in ("HEAD", "config", "index", "objects/ab/cdef"):
+        (hub / ".git" / name).parent.mkdir(parents=True, exist_ok=True)
+        (hub / ".git" / name).write_text(name)
+    before = snapshot(hub)
+    proc = cli_build(source, hub, "--overwrite")
+    assert proc.returncode == 2, proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("oab-bench build: error:") and "not a folder written by `oab-bench build`" in line
+    assert ".git/ (" in line and "README.md" in line and DATA_FILE in line  # what it would have removed
+    assert snapshot(hub) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clone", "src"]  # no temporary folder left
+
+
+def test_our_build_with_a_users_notebook_is_refused_naming_it(tmp_path, source):
+    rows, report = build_rows(source, source / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    (out / "analysis.ipynb").write_text("{}")
+    (out / "data" / "extra.csv").write_text("a,b\n")
+    before = snapshot(out)
+    with pytest.raises(FileExistsError) as e:
+        write_dataset(rows, report, out, overwrite=True)
+    assert "analysis.ipynb" in str(e.value) and "data/extra.csv" in str(e.value)
+    assert "README.md" not in str(e.value)  # ours: not listed
+    assert snapshot(out) == before
+    proc = cli_build(source, out, "--overwrite")
+    assert proc.returncode == 2 and "would have removed: analysis.ipynb, data/extra.csv" in proc.stderr
+    assert snapshot(out) == before
+
+
+def test_an_edited_card_is_not_what_we_wrote(tmp_path, source):
+    rows, report = build_rows(source, source / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    (out / "README.md").write_text((out / "README.md").read_text() + "\nMy notes.\n")
+    with pytest.raises(FileExistsError, match=r"README.md \(changed since the build\)"):
+        write_dataset(rows, report, out, overwrite=True)
+    assert (out / "README.md").read_text().endswith("My notes.\n")
+
+
+def test_our_clean_build_is_replaced(tmp_path, source):
+    out = tmp_path / "ds"
+    assert cli_build(source, out).returncode == 0
+    marker = (out / MARKER).read_text().splitlines()
+    assert marker[0] == MARKER_HEAD and any(line.endswith("  README.md") for line in marker)
+    proc = cli_build(source, out, "--overwrite")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "src"]
+    # a build from before markers listed files (head line only) is still ours
+    (out / MARKER).write_text(MARKER_HEAD + "\n")
+    rows, report = build_rows(source, source / "errata.yaml")
+    assert write_dataset(rows, report, out, overwrite=True) == out.resolve()
+    # a marker with another text is not ours
+    (out / MARKER).write_text("hello\n")
+    with pytest.raises(FileExistsError, match=r"no \.oab-bench-build marker"):
+        write_dataset(rows, report, out, overwrite=True)
+
+
+def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, monkeypatch):
+    import huggingface_hub
+    import pyarrow as pa
+
+    from oab_bench.dataset_builder.publish import push_dataset
+
+    calls = []
+
+    class FakeApi:
+        def __getattr__(self, name):
+            return lambda *a, **kw: calls.append(name)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    foreign = tmp_path / "foreign"
+    (foreign / "data").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2]}), foreign / DATA_FILE)  # someone's dataset, our file names
+    (foreign / "README.md").write_text("# notes\n")
+    with pytest.raises(FileNotFoundError, match=r"not a dataset folder made by `oab-bench build`"):
+        push_dataset(foreign, "org/x")
+    rows, report = build_rows(source, source / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    built = (out / DATA_FILE).read_bytes()
+    pq.write_table(pq.read_table(out / DATA_FILE).slice(1), out / DATA_FILE)  # a row removed by hand
+    with pytest.raises(ValueError, match=rf"{DATA_FILE}: changed since the build"):
+        push_dataset(out, "org/x")
+    (out / DATA_FILE).write_bytes(built)
+    (out / "README.md").write_text("My own card, no metadata.\n")
+    with pytest.raises(ValueError, match=r"README.md: .*front matter"):
+        push_dataset(out, "org/x")
+    assert calls == []  # nothing reached the Hub
+
+
+def test_build_fills_an_existing_empty_folder(built_rows, tmp_path):
+    rows, report = built_rows
+    (tmp_path / "empty").mkdir()
+    out = write_dataset(rows, report, tmp_path / "empty")
+    assert (out / "data").is_dir() and (out / "README.md").exists()
+
+
+def test_an_output_that_cannot_be_written_fails_before_any_call(
+    stub, judge_key, tmp_path, upstream_v1, built_dataset, capsys
+):
+    """`--output` an existing folder: exit 2 naming the flag before the judge is called (not after
+    paying for every judgment), and no temporary file left; the same for probe's and run's folders."""
+    from oab_bench.judge.output import write_atomic
+
+    server = stub()
+    answers, _ = _answers_file(tmp_path, upstream_v1, 1)
+    outdir = tmp_path / "outdir"
+    outdir.mkdir()
+    argv = ["judge", "--dataset", str(built_dataset), "--answers", str(answers), "--no-progress"]
+    argv += ["--judge-model", "openai/judge-test", "--api-base", server.url, "--cache", str(tmp_path / "c")]
+    assert main([*argv, "--output", str(outdir)]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--output {outdir}: is a folder" in err
+    with pytest.raises(IsADirectoryError):  # should it fail anyway, it leaves nothing behind
+        write_atomic(outdir, "x")
+    assert not server.requests and not list(tmp_path.glob(".outdir.*"))
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    probe = ["probe", "--dataset", str(built_dataset), "--questions", "39_direito_penal_questao_3"]
+    probe += ["--judge-model", "openai/judge-test", "--api-base", server.url, "--no-progress"]
+    assert main([*probe, "--cache", str(tmp_path / "c"), "--output", str(a_file)]) == 2
+    assert f"{a_file} is a file, not a folder" in capsys.readouterr().err
+    run = ["run", "--model", "openai/cand", "--dataset", str(built_dataset), "--judge-model", "openai/j"]
+    assert main([*run, "--output-dir", str(a_file)]) == 2
+    assert f"--output-dir {a_file}: is a file, not a folder" in capsys.readouterr().err
+    assert not server.requests and a_file.read_text() == ""
+
+
+def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path, built_dataset, capsys):
+    """`oab-bench run` opened its judge cache only in the task, after generating, and found a
+    `judgments.jsonl` folder in its output only at the end: both now fail first, naming the flag."""
+    run = ["run", "--model", "openai/cand", "--dataset", str(built_dataset), "--judge-model", "openai/j"]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "judgments.jsonl").write_text('{"question_id": "q", "score": 1}\n')
+    before = (foreign / "judgments.jsonl").read_bytes()
+    assert main([*run, "--output-dir", str(tmp_path / "o1"), "--judge-cache", str(foreign)]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "--judge-cache (OAB_JUDGE_CACHE):" in err and "not an oab-bench judgment store" in err
+    assert (foreign / "judgments.jsonl").read_bytes() == before and not (tmp_path / "o1").exists()
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    assert main([*run, "--output-dir", str(tmp_path / "o2"), "--judge-cache", str(a_file)]) == 2
+    assert "--judge-cache (OAB_JUDGE_CACHE): " in capsys.readouterr().err
+
+    out = tmp_path / "o3"
+    (out / "judgments.jsonl").mkdir(parents=True)
+    assert main([*run, "--output-dir", str(out), "--judge-cache", str(tmp_path / "c")]) == 2
+    assert "--output-dir" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_dataset, capsys, monkeypatch):
+    """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
+    before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
+    import oab_bench.judge.generation.run as run_mod
+
+    server = stub()
+    started = []
+    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: started.append(1) or 1)
+    run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
+    run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
+    run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac"), "--no-check-call"]
+    notes = tmp_path / "notes"
+    (notes / "drafts").mkdir(parents=True)
+    (notes / "judgments.jsonl").write_text("someone else's\n")
+    (notes / "model_config.yaml").write_text("mine: true\n")
+    assert main([*run, "--output-dir", str(notes)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench run: error: --output-dir {notes}: not a folder written by")
+    assert "drafts/, judgments.jsonl, model_config.yaml" in line
+    assert sorted(p.name for p in notes.iterdir()) == ["drafts", "judgments.jsonl", "model_config.yaml"]
+    assert (notes / "judgments.jsonl").read_text() == "someone else's\n" and not started
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for _ in range(2):  # an empty folder, then the same folder again: ours now
+        assert main([*run, "--output-dir", str(fresh)]) == 1
+    assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
+
+    older = tmp_path / "older"  # a run folder from before the marker: its summary is ours
+    older.mkdir()
+    (older / "judgments.jsonl").write_text("")
+    summary = {"model": "m", "api_base": None, "judge_model": "j", "results": "r.json", "figures": {}}
+    (older / run_mod.SUMMARY_FILE).write_text(json.dumps(summary))
+    assert main([*run, "--output-dir", str(older)]) == 1 and (older / run_mod.RUN_MARKER).is_file()
+    (notes / run_mod.SUMMARY_FILE).write_text(json.dumps({"model": "m"}))  # not our summary's shape
+    assert main([*run, "--output-dir", str(notes)]) == 2

@@ -1,0 +1,138 @@
+"""The task with no set-up: upstream's raw layout is built on the fly, once per revision, then cached."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from oab_bench.dataset_builder import prepared
+from tests import synthetic as syn
+from tests.conftest import REPO
+
+
+def without_provenance(rows):
+    return [r.model_dump(mode="json", exclude={"provenance"}) for r in rows]
+
+
+@pytest.fixture
+def builds(tmp_path, monkeypatch):
+    monkeypatch.setattr(prepared, "builds_dir", lambda: tmp_path / "builds")
+    monkeypatch.setattr(prepared, "_SEEN", {})
+    return tmp_path / "builds"
+
+
+@pytest.fixture(scope="module")
+def raw_folder(upstream_v1, tmp_path_factory):
+    return syn.hub_layout_from_files(upstream_v1, tmp_path_factory.mktemp("raw") / "oab-bench")
+
+
+def test_raw_folder_is_built_once_then_cached(raw_folder, built_rows, builds, capsys):
+    from oab_bench.judge.dataset import load_rows
+
+    first = prepared.prepare_dataset(str(raw_folder))
+    assert not first.cached and first.path.startswith(str(builds))
+    assert "is upstream's raw layout" in first.note and "built 105 questions in memory" in first.note
+    started = time.perf_counter()
+    prepared._SEEN.clear()  # a new process
+    second = prepared.prepare_dataset(str(raw_folder))
+    assert second.cached and second.path == first.path and "using the build cached at" in second.note
+    assert time.perf_counter() - started < 1.0
+    assert capsys.readouterr().err.count("oab_bench: ") == 2  # one line per start
+    rows, _ = built_rows
+    assert without_provenance(load_rows(str(raw_folder))) == without_provenance(rows)
+
+
+def test_a_changed_raw_folder_gets_a_new_build(tmp_path, builds):
+    pairs = syn.exam(92, "civil")
+    folder = syn.write_hub_layout(tmp_path / "raw", [q for q, _ in pairs], [g for _, g in pairs])
+    errata = tmp_path / "errata.yaml"
+    errata.write_text("[]\n")
+    first = prepared.prepare_dataset(str(folder), announce=False, errata=errata)
+    pairs[0][0]["system"] = "Outro prompt de sistema inventado."
+    syn.write_hub_layout(folder, [q for q, _ in pairs], [g for _, g in pairs])
+    second = prepared.prepare_dataset(str(folder), announce=False, errata=errata)
+    assert not second.cached and second.path != first.path
+
+
+def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
+    """`oab-bench run --dataset RAW`: the preflight's prompts come from the on-the-fly build (the
+    lighteval child gets the folder in OAB_BENCH_DATASET; the e2e test below runs lighteval on one)."""
+    from oab_bench.judge.generation.run import candidate_prompts
+
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(raw_folder))
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    prompts = candidate_prompts(str(raw_folder), "oab_bench:penal")
+    assert len(prompts) == 15 and all(m[0]["role"] == "system" for _, m in prompts)
+
+
+def test_built_layouts_pass_through(built_dataset, upstream_v1, builds):
+    assert prepared.prepare_dataset(str(built_dataset)) == (str(built_dataset), None, False)
+    assert prepared.raw_source(str(upstream_v1)) == str(upstream_v1)  # upstream's JSONL files: raw
+    assert prepared.raw_source("maritaca-ai/oab-bench") == "hf:maritaca-ai/oab-bench"  # no network needed
+    assert prepared.raw_source("maritaca-ai/oab-bench@v2") == "hf:maritaca-ai/oab-bench@v2"
+    assert not builds.exists()
+
+
+def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
+    monkeypatch.delenv("OAB_BENCH_DATASET", raising=False)
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    import oab_bench_task
+    from oab_bench.scripts.cli import build_parser
+
+    assert oab_bench_task.DEFAULT_DATASET == "maritaca-ai/oab-bench"
+    # importing the task (offline here) fetched nothing: hf_repo is resolved when lighteval reads it
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
+    oab_bench_task.dataset_path.cache_clear()
+    assert oab_bench_task.TASKS_TABLE[0].hf_repo == str(built_dataset)
+    oab_bench_task.dataset_path.cache_clear()
+    monkeypatch.delenv("OAB_BENCH_DATASET")
+    args = build_parser().parse_args(["run", "--model", "openai/x", "--output-dir", "o"])
+    assert args.dataset == "maritaca-ai/oab-bench"
+
+
+@pytest.mark.e2e
+def test_plain_lighteval_on_a_raw_folder_twice(stub, built_rows, raw_folder, tmp_path):
+    """No `oab-bench build`: OAB_BENCH_DATASET is upstream's Hub layout on disk; the second start reuses the build."""
+    from tests.helpers import TASK, check_candidate_requests, env_for, expected_figures, results_json
+
+    rows, _ = built_rows
+    server = stub(policy="alternate")
+    env = env_for(
+        OAB_BENCH_DATASET=str(raw_folder),
+        HF_HOME=str(tmp_path / "hf"),
+        OAB_JUDGE_MODEL="openai/judge-raw",
+        OAB_JUDGE_API_BASE=server.url,
+        OAB_JUDGE_CACHE=str(tmp_path / "jc"),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+
+    def run(n: int, *extra: str) -> subprocess.CompletedProcess:
+        config = tmp_path / f"model{n}.yaml"
+        params = {"model_name": "openai/cand-raw", "base_url": server.url, "max_model_length": 32768}
+        params["cache_dir"] = str(tmp_path / f"lighteval-cache-{n}")
+        config.write_text(yaml.safe_dump({"model_parameters": params}))
+        cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), f"{TASK}|0"]
+        cmd += ["--custom-tasks", str(REPO / "oab_bench_task.py"), "--output-dir", str(tmp_path / f"out{n}")]
+        return subprocess.run(
+            [*cmd, *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    first = run(1)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stderr.count("oab_bench: ") == 1  # one log line, though lighteval imports the task twice
+    assert "is upstream's raw layout" in first.stderr and "built 105 questions in memory" in first.stderr
+    got = results_json(tmp_path / "out1")["results"][f"{TASK}|0"]
+    for key, value in expected_figures(rows).items():
+        assert got[key] == pytest.approx(value), key
+    check_candidate_requests(server, rows)
+
+    second = run(2, "--max-samples", "2")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "using the build cached at" in second.stderr and "built 105" not in second.stderr
+    assert list((tmp_path / "hf" / "oab-bench" / "builds").iterdir()) == [
+        next((tmp_path / "hf" / "oab-bench" / "builds").iterdir())
+    ]  # one build, reused
