@@ -22,14 +22,10 @@ COMMANDS = (
     "compare",
     "report",
     "agreement",
+    "judge-sweep",
     "export",
     "push-results",
 )
-
-
-def command_module(name: str) -> str:
-    """The module of subcommand `name` (`push-results` -> oab_bench.scripts.cmd_push_results)."""
-    return f"oab_bench.scripts.cmd_{name.replace('-', '_')}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(command_module(name))
+        module = importlib.import_module(f"oab_bench.scripts.cmd_{name.replace('-', '_')}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(func=module.main)
@@ -74,7 +70,12 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 
 
-JUDGING_COMMANDS = {"judge", "run", "probe"}  # a stop keeps what they judged (judge/grading/runner.py)
+JUDGING_COMMANDS = {
+    "judge",
+    "run",
+    "probe",
+    "judge-sweep",
+}  # a stop keeps what they judged (judge/grading/runner.py)
 
 
 def main(argv: list[str] | None = None) -> int:

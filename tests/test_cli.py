@@ -131,7 +131,7 @@ def test_a_signal_before_judging_starts_is_one_line_too(monkeypatch, capsys, sig
 
     import oab_bench.judge.grading.judge_answers
 
-    def slow_start(args):
+    def slow_start(args, *_):
         os.kill(os.getpid(), getattr(signal, sig))
         time.sleep(5)  # a handler raises before this ends
         return 0

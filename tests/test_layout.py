@@ -27,6 +27,7 @@ LAYERS = [
     "oab_bench.judge.grading",
     "oab_bench.judge.leaderboard",
     "oab_bench.judge.validity",
+    "oab_bench.judge.sweep",  # which judge: composes validity's probe and agreement
     "oab_bench.judge.audit",
     "oab_bench.judge.sharing",  # export reads what the leaderboard and the report read
     "oab_bench.judge.generation",
@@ -147,10 +148,10 @@ def test_no_two_modules_share_a_name():
 
 
 def test_every_subcommand_is_one_module_in_scripts():
-    from oab_bench.scripts.cli import COMMANDS, command_module
+    from oab_bench.scripts.cli import COMMANDS
 
     for name in COMMANDS:
-        path = REPO / "scripts" / f"{command_module(name).rpartition('.')[2]}.py"
+        path = REPO / "scripts" / f"cmd_{name.replace('-', '_')}.py"
         assert path.exists(), path
         source = path.read_text()
         assert "def add_arguments(" in source and "def main(" in source and "HELP = " in source

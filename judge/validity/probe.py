@@ -32,16 +32,40 @@ def default_output(judge_model: str) -> Path:
     return Path("runs") / ("probe_" + re.sub(r"[^A-Za-z0-9._-]+", "_", judge_model))
 
 
-def run_probe_command(args: argparse.Namespace) -> int:
+def probe_pairs(rows, probes, folder: Path | None):
+    """(pairs to judge, (row, model)s with no probe answer): the probes written as answer files in
+    `folder` (a scratch folder when None) and read back, so what is judged is what the files hold."""
     from oab_bench.judge.answers import load_answers
+    from oab_bench.judge.grading.judge_answers import pair_answers
+    from oab_bench.judge.validity.probes import write_answer_files
+
+    answers = []
+    with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:
+        for path in write_answer_files(probes, folder or Path(scratch)):
+            answers += load_answers(path)
+    pairs, missing, _ = pair_answers(rows, answers)
+    return pairs, missing
+
+
+def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int):
+    """The probe's figures and verdict for `judge` (a judge, or a jury under its own name)."""
+    from oab_bench.judge.validity.probe_report import build_report
+
+    name = getattr(judge, "name", judge.settings.judge_model)  # a jury's own name, as in its records
+    label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
+    variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
+    return build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
+
+
+def run_probe_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.dataset import load_rows, select_rows
-    from oab_bench.judge.grading.judge_answers import command_judge, pair_answers, print_outcome
+    from oab_bench.judge.grading.judge_answers import command_judge, print_outcome
     from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.settings import settings_from
     from oab_bench.judge.validity.jury_report import jury_lines
-    from oab_bench.judge.validity.probe_report import build_report, render_json, render_text
-    from oab_bench.judge.validity.probes import build_probes, write_answer_files
+    from oab_bench.judge.validity.probe_report import render_json, render_text
+    from oab_bench.judge.validity.probes import build_probes
 
     settings = settings_from(args, os.environ)
     kinds = parse_kinds(args.probes)
@@ -55,11 +79,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     if not args.estimate:  # a folder in the way fails now, not after paying for the judgments
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
-    answers = []
-    with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:  # --estimate writes nothing
-        for path in write_answer_files(probes, Path(scratch) if args.estimate else out / PROBE_ANSWERS_DIR):
-            answers += load_answers(path)  # what is judged is what the files hold
-    pairs, missing, _ = pair_answers(rows, answers)
+    pairs, missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
 
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
@@ -80,10 +100,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
     print_outcome(judgments, jury_lines)
 
-    name = getattr(judge, "name", settings.judge_model)  # a jury's own name, as in its records
-    label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
-    variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
-    report = build_report(label, rows, judgments, variants, resamples=args.resamples, seed=args.seed)
+    report = probe_report(judge, rows, probes, judgments, resamples=args.resamples, seed=args.seed)
     write_atomic(out / REPORT_FILE, render_json(report))
     sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
     print(f"wrote {out / PROBE_ANSWERS_DIR}, {out / JUDGMENTS_FILE}, {out / REPORT_FILE}", file=sys.stderr)

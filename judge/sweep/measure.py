@@ -1,0 +1,85 @@
+"""One judge of a sweep through the normal judge path: the probes and the real answers graded
+(cache first), its judgments written, its calls, time, cost, and whether its calls failed."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oab_bench.conventions import JUDGMENTS_FILE
+from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
+from oab_bench.judge.output import write_atomic
+from oab_bench.judge.records import Judgment
+from oab_bench.judge.redact import redact
+from oab_bench.judge.sweep.cost import fresh_calls, leaves
+from oab_bench.judge.validity.probe_report import JUDGED_MIN
+
+PROBE_JUDGMENTS_FILE = "probe_judgments.jsonl"
+CALL_FAILURES = {"api_error", "budget"}  # the calls did not happen: nothing about the judge's grading
+
+
+@dataclass
+class Measured:
+    spec: str  # as the user wrote it (redacted)
+    judge: object
+    folder: Path
+    probes: list[Judgment] = field(default_factory=list)
+    answers: list[Judgment] = field(default_factory=list)
+    gradings: list = field(default_factory=list)  # (judge that called, judgment), members apart
+    calls: int = 0
+    seconds: float = 0.0
+    failed: str | None = None
+
+    @property
+    def answers_file(self) -> Path:
+        return self.folder / JUDGMENTS_FILE
+
+
+def failure(gradings) -> str | None:
+    """Why the judge's figures would say nothing about it: too many gradings whose calls failed
+    (a rejected key, an unknown model, a server down, the sweep's cost cap)."""
+    if not gradings:
+        return None
+    bad = [j for _, j in gradings if j.status in CALL_FAILURES]
+    if len(bad) <= (1 - JUDGED_MIN) * len(gradings):
+        return None
+    first = bad[0]
+    return redact(
+        f"{len(bad)} of {len(gradings)} gradings not made ({first.status}): {first.error or ''}"
+    ).strip()
+
+
+def measure(
+    spec: str,
+    judge,
+    folder: Path,
+    probe_pairs,
+    probe_missing,
+    answer_pairs,
+    answer_missing,
+    *,
+    progress: bool,
+) -> Measured:
+    """Grade the probes and the answers in one run (one pool of concurrent calls); write both."""
+    start = time.monotonic()
+    done = run_judge_all(judge, [*probe_pairs, *answer_pairs], progress=progress)
+    seconds = time.monotonic() - start
+    probes = done[: len(probe_pairs)] + [judge.unanswered(r, m, "no probe answer") for r, m in probe_missing]
+    answers = done[len(probe_pairs) :] + [
+        judge.unanswered(r, m, "the answer files have no answer to this question") for r, m in answer_missing
+    ]
+    write_atomic(folder / PROBE_JUDGMENTS_FILE, dump_jsonl(probes))
+    write_atomic(folder / JUDGMENTS_FILE, dump_jsonl(answers))
+    gradings = leaves(judge, done)
+    return Measured(
+        spec=spec,
+        judge=judge,
+        folder=folder,
+        probes=probes,
+        answers=answers,
+        gradings=gradings,
+        calls=fresh_calls(gradings),
+        seconds=seconds,
+        failed=failure(gradings),
+    )

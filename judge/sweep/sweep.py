@@ -1,0 +1,239 @@
+"""`oab-bench judge-sweep`: the reference judge and every candidate probed, compared with the
+reference on the same real answers, priced; then the decision (decide.py). Every call goes
+through the normal judge path: one judgment cache (a rerun calls nothing, a new candidate pays
+only for itself), `--estimate` before anything, one `--max-cost-usd` for the whole sweep."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+from oab_bench.judge.redact import redact
+
+SWEEP_FILE = "sweep.json"
+ANSWERS_DIR = "answers"
+
+
+def _folder(i: int, spec: str) -> str:
+    return f"{i:02d}_" + re.sub(r"[^A-Za-z0-9._-]+", "_", redact(spec))[:60]
+
+
+def make_judges(args: argparse.Namespace, store) -> list[tuple[str, object]]:
+    """(spec as written, redacted; its judge or jury) for the reference, then each candidate."""
+    from oab_bench.judge.grading.jury import make_judge
+    from oab_bench.judge.sweep.spec import parse_spec
+
+    specs = [args.reference_judge, *args.candidate]
+    seen = [s.strip() for s in specs]
+    twice = sorted({s for s in seen if seen.count(s) > 1})
+    if twice:
+        raise ValueError(f"judge {twice[0]!r} is given twice (as the reference or a candidate)")
+    judges = []
+    for spec in specs:
+        settings = parse_spec(spec, os.environ)
+        try:
+            judges.append((redact(spec.strip()), make_judge(settings, store)))
+        except ValueError as e:
+            raise ValueError(f"judge {spec!r}: {e}") from None
+    return judges
+
+
+def share_budget(judges, cap: float | None) -> None:
+    """One --max-cost-usd across the sweep: every judge (each jury member) reserves against it."""
+    from oab_bench.judge.grading.grader import Budget
+
+    if cap is None:
+        return
+    leaves = [m for _, j in judges for m in getattr(j, "members", [j])]
+    for leaf in leaves:
+        if leaf.settings.batch:
+            raise ValueError(
+                f"--max-cost-usd and batch=true ({leaf.settings.judge_model}) do not go together "
+                "(a batch is submitted whole): check the bill with --estimate, then sweep without a cap"
+            )
+        Budget(leaf, cap)  # every judge needs a known price under a cap (an error names it)
+    shared = Budget(leaves[0], cap)
+    for leaf in leaves:
+        leaf.budget = shared
+
+
+def load_material(args: argparse.Namespace):
+    """(every row of the dataset, the chosen rows, answer pairs, unanswered (row, model)s)."""
+    from oab_bench.judge.answers import load_answers
+    from oab_bench.judge.dataset import load_rows, select_rows
+    from oab_bench.judge.grading.judge_answers import pair_answers
+
+    pool = load_rows(args.dataset)
+    rows = select_rows(pool, args.questions)
+    if not rows:
+        raise ValueError(f"no questions in {args.dataset} match {args.questions}")
+    answers = []
+    for path in args.answers:
+        got = load_answers(Path(path))
+        if not got:
+            raise ValueError(f"{path}: no answers in it (empty file?)")
+        probes = sorted({a.model for a in got if a.model.startswith("probe:")})
+        if probes:
+            raise ValueError(f"{path}: model {probes[0]!r}: the probe: prefix is the sweep's own")
+        answers += got
+    pairs, missing, unknown = pair_answers(rows, answers)
+    if unknown and not args.questions:
+        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+    if len({a.model for _, a in pairs}) < 2:
+        raise ValueError("--answers: the agreement needs the answers of two models or more")
+    return pool, rows, pairs, missing
+
+
+def print_bill(judges, probe_pairs, answer_pairs, fmt: str) -> int:
+    """--estimate: the sweep's whole bill, per judge; nothing is called or written."""
+    import json
+
+    from oab_bench.judge.grading.estimate.core import estimate
+
+    lines = []
+    for spec, judge in judges:
+        est = estimate(judge, [*probe_pairs, *answer_pairs]).total
+        lines.append({"judge": spec, **est.model_dump(exclude={"model"})})
+    total = {k: sum(x[k] for x in lines) for k in ("calls", "prompt_tokens", "completion_tokens")}
+    for k in ("cost_usd", "cost_usd_batch"):
+        total[k] = None if any(x[k] is None for x in lines) else sum(x[k] for x in lines)
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"judges": lines, "total": total}, indent=2) + "\n")
+        return 0
+
+    def usd(x):
+        return "unknown" if x is None else f"${x:.4f}"
+
+    print("estimate for the sweep; nothing was called (cached gradings cost nothing)")
+    header = ("judge", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
+    rows = [
+        (
+            x["judge"],
+            x["calls"],
+            x["prompt_tokens"],
+            x["completion_tokens"],
+            usd(x["cost_usd"]),
+            usd(x["cost_usd_batch"]),
+        )
+        for x in [*lines, {"judge": "total", **total}]
+    ]
+    width = [max(len(str(v)) for v in col) for col in zip(header, *rows, strict=True)]
+    for line in [header, *rows]:
+        print("  ".join(str(v).ljust(w) for v, w in zip(line, width, strict=True)).rstrip())
+    return 0
+
+
+def agreement_figures(reference, candidate, dataset: dict, *, resamples: int, seed: int):
+    """The candidate against the reference on the same answers (validity/agreement.py's figures)."""
+    from oab_bench.judge.sweep.decide import AgreementFigures
+    from oab_bench.judge.validity.agreement import compare_two
+    from oab_bench.judge.validity.sources import load_source
+    from oab_bench.judge.validity.stats import Figure
+
+    a = load_source("A", reference.answers_file, dataset)
+    b = load_source("B", candidate.answers_file, dataset)
+    report = compare_two(a, b, dataset, resamples=resamples, seed=seed)
+    exam = report["exam"]
+    return AgreementFigures(
+        exam_ccc=Figure(**exam["ccc"]),
+        kappa_pass=Figure(**exam["kappa_pass"]),
+        flips=exam["flips"],
+        flip_rate=exam["flips"] / exam["n"] if exam["n"] else None,
+        exam_mae=Figure(**exam["mae"]),
+        ranking_tau=Figure(**report["ranking_tau"]),
+    )
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
+    from oab_bench.judge.output import check_output, write_atomic
+    from oab_bench.judge.sweep.cost import per_model
+    from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
+    from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure
+    from oab_bench.judge.sweep.sweep_table import render_text
+    from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
+    from oab_bench.judge.validity.probes import build_probes
+
+    rule = Rule(min_kappa=args.min_kappa, kappa_on=args.kappa_on, max_flip_rate=args.max_flip_rate)
+    try:
+        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    except StoreError as e:
+        raise StoreError(f"--cache {e}") from None
+    judges = make_judges(args, store)
+    pool, rows, answer_pairs, answer_missing = load_material(args)
+    probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
+    out = Path(args.output or "runs/judge_sweep")
+    folders = [out / _folder(i, spec) for i, (spec, _) in enumerate(judges)]
+    if not args.estimate:  # anything in the way fails now, before a paid call
+        for f in folders:
+            check_output(f / PROBE_JUDGMENTS_FILE)
+        check_output(out / SWEEP_FILE)
+    p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
+    if args.estimate:
+        return print_bill(judges, p_pairs, answer_pairs, args.format)
+    share_budget(judges, args.max_cost_usd)
+
+    measured = []
+    for (spec, judge), folder in zip(judges, folders, strict=True):
+        print(
+            f"oab-bench judge-sweep: {spec}: {len(p_pairs)} probe and {len(answer_pairs)} answer judgments",
+            file=sys.stderr,
+        )
+        m = measure(
+            spec,
+            judge,
+            folder,
+            p_pairs,
+            p_missing,
+            answer_pairs,
+            answer_missing,
+            progress=not args.no_progress,
+        )
+        print(
+            f"oab-bench judge-sweep: {spec}: {m.calls} calls, {m.seconds:.1f} s"
+            + (f"; FAILED: {m.failed}" if m.failed else ""),
+            file=sys.stderr,
+        )
+        measured.append(m)
+
+    dataset = {r.question_id: r for r in pool}
+    answer_models = {a.model for _, a in answer_pairs}
+    scaled = ""
+    built = []
+    for i, m in enumerate(measured):
+        direct, batch, scaled = per_model([g for g in m.gradings if g[1].model in answer_models], rows, pool)
+        probe = None
+        if not m.failed:
+            report = probe_report(m.judge, rows, probes, m.probes, resamples=args.resamples, seed=args.seed)
+            stats = report.probes
+            probe = ProbeFigures(
+                verdict=report.verdict,
+                reference_pct=stats["reference"].mean_pct if "reference" in stats else None,
+                swapped_pct=stats["swapped"].mean_pct if "swapped" in stats else None,
+                ordering=report.ordering,
+            )
+        agreement = None
+        if i and not m.failed and not measured[0].failed:
+            agreement = agreement_figures(measured[0], m, dataset, resamples=args.resamples, seed=args.seed)
+        built.append(
+            JudgeRow(
+                judge=m.spec,
+                probe=probe,
+                agreement=agreement,
+                cost_usd_per_model=direct,
+                cost_usd_per_model_batch=batch,
+                calls=m.calls,
+                seconds=round(m.seconds, 3),
+                pareto=False,
+                failed=m.failed,
+            )
+        )
+    report, why = decide(built[0], built[1:], rule)
+    text = report.model_dump_json(indent=2) + "\n"
+    write_atomic(out / SWEEP_FILE, text)
+    sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled))
+    print(f"wrote {out / SWEEP_FILE} and each judge's judgments under {out}", file=sys.stderr)
+    return 1 if args.strict and report.recommended is None else 0

@@ -1,0 +1,278 @@
+"""`oab-bench judge-sweep` against the stub judge: three made-up judges of known behaviour (one that
+credits content, one that gives full marks, one that gives zero) and a reference that credits content."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oab_bench.judge.grading.jury import make_judge
+from oab_bench.judge.sweep.decide import AgreementFigures, JudgeRow, ProbeFigures, Rule, decide
+from oab_bench.judge.sweep.spec import parse_spec
+from oab_bench.judge.validity.probes import build_probes
+from oab_bench.judge.validity.stats import Figure
+from oab_bench.scripts.cli import main
+from tests.helpers import answers_file
+from tests.openai_stub import count_prompt_tokens
+
+EXAMS = ["39_direito_penal", "40_direito_civil"]  # two whole exams: 10 questions
+MARK = "Fim da resposta."  # in every real answer: tells them from the probes at the server
+PRICE = {"ref": (2.0, 8.0), "content": (1.0, 4.0), "max": (0.01, 0.01), "zero": (0.01, 0.02)}
+
+
+# --- the spec ---------------------------------------------------------------------------------------
+
+
+def test_a_spec_carries_a_judges_own_settings():
+    s = parse_spec(
+        "openai/gpt-5-mini,effort=low,temperature=none,max_tokens=800,api_base=http://127.0.0.1:9/v1"
+    )
+    assert (s.judge_model, s.reasoning_effort, s.temperature, s.max_tokens) == (
+        "openai/gpt-5-mini",
+        "low",
+        None,
+        800,
+    )
+    assert s.api_base == "http://127.0.0.1:9/v1"
+    jury = parse_spec("jury-mean:openai/a,effort=low|openai/b,temperature=0.5")
+    judge = make_judge(jury)
+    assert judge.name == "jury-mean(openai/a, openai/b)"
+    assert [m.settings.reasoning_effort for m in judge.members] == ["low", None]
+    assert [m.settings.temperature for m in judge.members] == [0.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("openai/a,foo=1", "'foo' is not a judge's own setting"),
+        ("openai/a,max_cost_usd=3", "'max_cost_usd' is not a judge's own setting"),
+        ("openai/a,max_tokens=abc", "max_tokens=abc"),
+        ("openai/a,effort", "'effort' is not SETTING=VALUE"),
+        ("openai/a,effort=low,effort=high", "'effort' given twice"),
+        ("jury:openai/a", "a jury needs two members or more"),
+        ("effort=low", "does not start with a model name"),
+        ("openai/a,api_base=localhost:8000", "is not an http(s) URL"),
+    ],
+)
+def test_a_bad_spec_is_an_error_quoting_it(spec, says):
+    with pytest.raises(ValueError, match="judge '") as e:
+        parse_spec(spec)
+    assert says in str(e.value) and repr(spec) in str(e.value)
+
+
+# --- the decision -----------------------------------------------------------------------------------
+
+
+def _row(name, cost, verdict="discriminates", kappa=0.9, low=0.85, flips=0.0, failed=None):
+    fig = Figure(value=kappa, ci_low=low, ci_high=1.0)
+    return JudgeRow(
+        judge=name,
+        probe=ProbeFigures(verdict=verdict, reference_pct=95.0, swapped_pct=1.0, ordering=1.0),
+        agreement=AgreementFigures(
+            exam_ccc=fig,
+            kappa_pass=fig,
+            flips=int(flips * 10),
+            flip_rate=flips,
+            exam_mae=fig,
+            ranking_tau=fig,
+        ),
+        cost_usd_per_model=cost,
+        cost_usd_per_model_batch=None if cost is None else cost / 2,
+        calls=1,
+        seconds=1.0,
+        pareto=False,
+        failed=failed,
+    )
+
+
+def test_cheapest_valid_candidate_pareto_front_and_the_bound_kappa_is_read_on():
+    ref = _row("ref", 5.0).model_copy(update={"agreement": None})
+    rows = [
+        _row("blind", 0.01, verdict="does not discriminate", kappa=1.0, low=1.0),  # cheapest, invalid
+        _row("broken", 0.001, failed="404"),
+        _row("wide", 0.5, kappa=0.95, low=0.7),  # valid on its value, not on its lower bound
+        _row("good", 1.0, kappa=0.9, low=0.85),
+        _row("dear", 3.0, kappa=0.9, low=0.85),  # as valid as good, dearer: off the front
+        _row("flippy", 0.2, kappa=0.9, low=0.85, flips=0.2),
+    ]
+    report, why = decide(ref, rows, Rule())
+    assert report.recommended == "good" and "lower end" in report.rule
+    assert [r.judge for r in report.judges] == ["broken", "blind", "flippy", "wide", "good", "dear", "ref"]
+    front = {r.judge for r in report.judges if r.pareto}
+    assert front == {"blind", "flippy", "wide"}  # good is beaten by wide (cheaper, kappa 0.95)
+    assert why["broken"].startswith("failed") and why["blind"] == "probe: does not discriminate"
+    assert why["wide"] == "kappa_pass lower bound 0.70 < 0.8" and why["flippy"] == "flip_rate 0.20 > 0.1"
+    report, _ = decide(ref, rows, Rule(kappa_on="value"))
+    assert report.recommended == "wide" and "its value" in report.rule
+    report, why = decide(ref, rows[:2], Rule())
+    assert report.recommended is None and "none recommended" in report.rule and "blind" in report.rule
+    failed_ref = ref.model_copy(update={"failed": "401"})
+    assert decide(failed_ref, rows, Rule())[0].recommended is None
+
+
+# --- end to end ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def material(built_rows, tmp_path):
+    """Real answers of three made-up models: the official answer, half of it, nothing."""
+    pool = built_rows[0]
+    rows = [r for r in pool if r.exam_id in EXAMS]
+    probes = build_probes(rows, pool, ["reference", "partial"])
+    texts = {
+        k: {p.question_id: "\n".join(p.turns) + f"\n{MARK}" for p in probes if p.kind == k}
+        for k in ("reference", "partial")
+    }
+    return [
+        answers_file(tmp_path / "good.jsonl", "m-good", texts["reference"]),
+        answers_file(tmp_path / "half.jsonl", "m-half", texts["partial"]),
+        answers_file(tmp_path / "bad.jsonl", "m-bad", {q: f"Não sei. {MARK}" for q in texts["reference"]}),
+    ]
+
+
+def spec(name, server, suffix=""):
+    pin, pout = PRICE[name]
+    return f"openai/judge-{name}{suffix},api_base={server.url},price_input={pin},price_output={pout}"
+
+
+def sweep(capsys, dataset, answers, tmp_path, ref, *candidates, extra=()):
+    args = ["judge-sweep", "--dataset", str(dataset), "--questions", *EXAMS, "--answers", *map(str, answers)]
+    args += ["--reference-judge", ref, *[x for c in candidates for x in ("--candidate", c)]]
+    args += ["--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out"), "--no-progress"]
+    args += ["--resamples", "200", "--format", "json", *extra]
+    capsys.readouterr()
+    rc = main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def records(folder):
+    return [
+        json.loads(x)
+        for f in ("judgments.jsonl", "probe_judgments.jsonl")
+        for x in (folder / f).read_text().splitlines()
+    ]
+
+
+def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset, material, tmp_path, capsys):
+    content, full, zero = stub(policy="overlap"), stub(policy="max"), stub(policy="min")
+    ref = spec("ref", content)
+    cands = [spec("content", content), spec("max", full), spec("zero", zero)]
+
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, *cands, extra=["--estimate"])
+    assert rc == 0 and content.count + full.count + zero.count == 0 and not (tmp_path / "out").exists()
+    bill = json.loads(out)
+    assert [j["calls"] for j in bill["judges"]] == [80, 80, 80, 80]  # 50 probes + 3 models x 10 questions
+    assert bill["total"]["cost_usd"] == pytest.approx(sum(j["cost_usd"] for j in bill["judges"]))
+
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, *cands)
+    assert rc == 0, err
+    report = json.loads(out)
+    assert set(report) == {"reference", "judges", "recommended", "rule"}
+    assert report["reference"] == ref and report["recommended"] == cands[0]
+    by = {j["judge"]: j for j in report["judges"]}
+    assert [j["judge"] for j in report["judges"]] == [cands[1], cands[2], cands[0], ref]  # by cost
+    for j in report["judges"]:
+        assert set(j) == {
+            "judge", "probe", "agreement", "cost_usd_per_model", "cost_usd_per_model_batch",
+            "calls", "seconds", "pareto", "failed",
+        }  # fmt: skip
+        assert j["failed"] is None and j["calls"] == 80
+    assert (
+        by[cands[0]]["probe"]["verdict"] == "discriminates"
+        and by[cands[0]]["agreement"]["kappa_pass"]["value"] == 1.0
+    )
+    assert (
+        by[cands[0]]["agreement"]["flips"] == 0 and by[cands[0]]["agreement"]["ranking_tau"]["value"] == 1.0
+    )
+    for blind in cands[1:]:
+        assert by[blind]["probe"]["verdict"] == "does not discriminate"
+        assert by[blind]["agreement"]["flip_rate"] > 0.1
+    assert by[cands[1]]["probe"]["swapped_pct"] == 100.0 and by[cands[2]]["probe"]["reference_pct"] == 0.0
+    assert by[ref]["agreement"] is None and set(report["judges"][0]["agreement"]) == {
+        "exam_ccc", "kappa_pass", "flips", "flip_rate", "exam_mae", "ranking_tau"
+    }  # fmt: skip
+
+    # costs add up to the calls the server saw: tokens of every request, priced
+    assert sum(j["calls"] for j in report["judges"]) == content.count + full.count + zero.count == 320
+    folders = sorted(p for p in (tmp_path / "out").iterdir() if p.name[:2].isdigit())
+    for folder, (name, server) in zip(
+        folders, [("ref", content), ("content", content), ("max", full), ("zero", zero)], strict=True
+    ):
+        mine = [r for r in server.requests if r["body"]["model"] == f"judge-{name}"]
+        got = records(folder)
+        assert len(mine) == len(got) == 80
+        assert sum(r["usage"]["prompt_tokens"] for r in got) == sum(
+            count_prompt_tokens(r["body"]["messages"]) for r in mine
+        )
+        pin, pout = PRICE[name]
+        paid = (
+            sum(r["usage"]["prompt_tokens"] * pin + r["usage"]["completion_tokens"] * pout for r in got) / 1e6
+        )
+        assert sum(r["cost_usd"] for r in got) == pytest.approx(paid)
+        answers = [r for r in got if r["model"].startswith("m-")]
+        per_question = sum(r["cost_usd"] for r in answers) / 3 / 10
+        row = by[spec(name, server)]
+        assert row["cost_usd_per_model"] > per_question * 100  # scaled to the whole dataset, not 10 questions
+        assert row["cost_usd_per_model_batch"] == pytest.approx(row["cost_usd_per_model"] / 2)
+
+    # a rerun makes no call; the text report
+    before = content.count + full.count + zero.count
+    rc, text, _ = sweep(capsys, built_dataset, material, tmp_path, ref, *cands, extra=["--format", "text"])
+    assert rc == 0 and content.count + full.count + zero.count == before
+    assert f"recommended: {cands[0]}" in text and "scaled: 10 of" in text and "(reference)" in text
+
+    # a cheaper content judge added: it alone is paid for, and it is recommended
+    cheap = spec("content", content, "-b").replace("price_input=1.0", "price_input=0.5")
+    rc, out, _ = sweep(capsys, built_dataset, material, tmp_path, ref, *cands, cheap)
+    assert rc == 0 and content.count + full.count + zero.count == before + 80
+    report = json.loads(out)
+    assert report["recommended"] == cheap and {j["judge"]: j["calls"] for j in report["judges"]}[cheap] == 80
+    assert sum(j["calls"] for j in report["judges"]) == 80
+
+
+def test_blind_judges_are_never_recommended_and_failed_calls_are_not_findings(
+    stub, built_dataset, material, tmp_path, capsys
+):
+    content, full, zero = stub(policy="overlap"), stub(policy="max"), stub(policy="min")
+    gone = stub(policy="overlap", faults=[{"kind": "404", "count": None}])
+    ref = spec("ref", content)
+    cands = [spec("max", full), spec("zero", zero), spec("content", gone)]
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, *cands, extra=["--strict"])
+    assert rc == 1, err
+    report = json.loads(out)
+    assert report["recommended"] is None and "none recommended" in report["rule"]
+    failed = {j["judge"]: j for j in report["judges"]}[cands[2]]
+    assert failed["failed"].startswith("80 of 80 gradings not made (api_error)")
+    assert failed["probe"] is None and failed["agreement"] is None and not failed["pareto"]
+
+
+def test_the_cost_cap_covers_the_whole_sweep(stub, built_dataset, material, tmp_path, capsys):
+    content = stub(policy="overlap")
+    ref, cand = spec("ref", content), spec("content", content)
+    rc, out, err = sweep(
+        capsys, built_dataset, material, tmp_path, ref, cand, extra=["--max-cost-usd", "0.000001"]
+    )
+    assert rc == 0, err
+    report = json.loads(out)
+    assert content.count == 0 and all(j["failed"] and "(budget)" in j["failed"] for j in report["judges"])
+    rc, _, err = sweep(
+        capsys, built_dataset, material, tmp_path, ref, "openai/judge-unpriced", extra=["--max-cost-usd", "1"]
+    )
+    assert rc == 2 and "no known price" in err
+
+
+def test_bad_input_writes_nothing(stub, built_dataset, material, tmp_path, capsys):
+    content = stub(policy="overlap")
+    ref = spec("ref", content)
+    for cands, says in [
+        ([ref], "is given twice"),
+        (["openai/x,foo=1"], "'foo' is not a judge's own setting"),
+        (["jury:openai/x,concurrency=2|openai/y"], "jury member"),
+    ]:
+        rc, _, err = sweep(capsys, built_dataset, material, tmp_path, ref, *cands)
+        assert rc == 2 and says in err, err
+    rc, _, err = sweep(capsys, built_dataset, material[:1], tmp_path, ref, spec("content", content))
+    assert rc == 2 and "two models or more" in err
+    assert content.count == 0 and not (tmp_path / "out").exists()
