@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from oab_bench.dataset_builder.errors import SourceError
 
@@ -54,11 +54,61 @@ class SourceQuestion(BaseModel):
     system: NonEmptyText
 
 
+class GenerationUsage(BaseModel):
+    """What generating an answer cost, as the newer release's answer files record it per turn
+    (OpenRouter's usage: tokens, `completion_tokens_details.reasoning_tokens`, `cost` in USD)."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    prompt_tokens: int | None = Field(None, ge=0)
+    completion_tokens: int | None = Field(None, ge=0)
+    reasoning_tokens: int | None = Field(None, ge=0)
+    cost: float | None = Field(None, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reasoning_from_details(cls, data):
+        if isinstance(data, dict) and "reasoning_tokens" not in data:
+            details = data.get("completion_tokens_details")
+            if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+                return {**data, "reasoning_tokens": details["reasoning_tokens"]}
+        return data
+
+    def __add__(self, other: GenerationUsage) -> GenerationUsage:
+        """Turns of one answer together; a figure one of them lacks is unknown for the whole."""
+
+        def both(a, b):
+            return None if a is None or b is None else a + b
+
+        return GenerationUsage(
+            **{k: both(getattr(self, k), getattr(other, k)) for k in GenerationUsage.model_fields}
+        )
+
+
+class AnswerTurn(BaseModel):
+    """A turn of an answer file: a text (the older release), or `{"content": ..., "usage": {...}}`
+    (the newer release's files), read alike."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    content: str
+    usage: GenerationUsage | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_or_object(cls, data):
+        if isinstance(data, str):
+            return {"content": data}
+        if not isinstance(data, dict | AnswerTurn):
+            raise ValueError(f"a turn is a text or an object with `content`, not {type(data).__name__}")
+        return data
+
+
 class AnswerChoice(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     index: int = 0
-    turns: list[str] = Field(min_length=1)
+    turns: list[AnswerTurn] = Field(min_length=1)
 
 
 class SourceAnswer(BaseModel):
@@ -74,7 +124,19 @@ class SourceAnswer(BaseModel):
 
     @property
     def turns(self) -> list[str]:
-        return self.choices[0].turns
+        return [t if isinstance(t, str) else t.content for t in self.choices[0].turns]
+
+    @property
+    def usage(self) -> GenerationUsage | None:
+        """What generating the whole answer cost (its turns added); None when no turn says."""
+        turns = self.choices[0].turns
+        if all(isinstance(t, str) or t.usage is None for t in turns):
+            return None
+        total = None
+        for t in turns:
+            got = GenerationUsage() if isinstance(t, str) or t.usage is None else t.usage
+            total = got if total is None else total + got
+        return total
 
 
 class ReferenceChoice(AnswerChoice):

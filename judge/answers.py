@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import SourceAnswer, read_jsonl
+from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, read_jsonl
 from oab_bench.judge.results_source import open_shared
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -22,6 +22,7 @@ class Answer(BaseModel):
     turns: list[str]  # one text, or one per item (upstream's two-turn conversations)
     source: str = ""
     line: int = 0  # in `source`: a JSONL line or a details row (1-based); 0 when unknown
+    usage: GenerationUsage | None = None  # what generating it cost, when its file says (newer release)
 
     @property
     def text(self) -> str:
@@ -60,6 +61,7 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
                 turns=a.turns,
                 source=str(path),
                 line=lineno,
+                usage=a.usage,
             )
         )
     return out
@@ -71,13 +73,36 @@ def load_answers(path: Path) -> list[Answer]:
     shared = open_shared(path)
     if shared is not None:
         return [
-            Answer(model=r.model, question_id=r.question_id, turns=r.turns, source=label, line=n)
+            Answer(
+                model=r.model,
+                question_id=r.question_id,
+                turns=r.turns,
+                source=label,
+                line=n,
+                usage=r.usage and r.usage.model_dump(),
+            )
             for label, n, r in shared.answers()
         ]
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)
+
+
+def answer_files_in(path: Path) -> list[Path]:
+    """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its
+    details), a folder of FastChat answer files (upstream's `model_answer/`), or a shared results
+    dataset (itself)."""
+    if open_shared(path) is not None:
+        return [path]
+    if not path.exists():
+        raise SourceError("not found", file=str(path))
+    if not path.is_dir() or any(path.rglob("details_*.parquet")):
+        return [path]
+    files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    if not files:
+        raise SourceError("no answer files in this folder (*.jsonl, or lighteval details)", file=str(path))
+    return files
 
 
 def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:

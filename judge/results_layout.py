@@ -102,6 +102,7 @@ class JudgmentRow(Strict):
     cost_usd: float | None = None
     usage: UsageRow | None = None
     settings: str | None = None  # JSON: the judge settings the record names
+    panel: str | None = None  # a published answer judged beside a candidate (`--panel`): its source
     members: list[GradingRow] | None = None
     repeats: list[GradingRow] | None = None
     turn_scores: list[float | None] | None = None  # upstream: each turn's score (-1: none found)
@@ -120,6 +121,15 @@ class JudgmentRow(Strict):
         return value
 
 
+class GenerationRow(Strict):
+    """What generating an answer cost, when its file said (dataset_builder/source.py GenerationUsage)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost: float | None = None
+
+
 class AnswerRow(Strict):
     model: str
     question_id: str
@@ -127,6 +137,7 @@ class AnswerRow(Strict):
     area: str
     edition: int
     turns: list[str]
+    usage: GenerationRow | None = None
     source: str
     source_file: str
     source_line: int
@@ -166,7 +177,8 @@ def judgments_schema():
 def answers_schema():
     import pyarrow as pa
 
-    types = {"edition": pa.int64(), "turns": pa.list_(pa.string()), "source_line": pa.int64()}
+    usage = pa.struct({k: pa.float64() if k == "cost" else pa.int64() for k in GenerationRow.model_fields})
+    types = {"edition": pa.int64(), "turns": pa.list_(pa.string()), "usage": usage, "source_line": pa.int64()}
     return pa.schema({name: types.get(name, pa.string()) for name in AnswerRow.model_fields})
 
 
@@ -188,6 +200,7 @@ RECORD_KEYS = (  # a judgment record's fields a row keeps (judge/records.py Judg
     "attempts",
     "cached",
     "cost_usd",
+    "panel",
 )
 
 

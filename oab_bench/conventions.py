@@ -9,6 +9,7 @@ JUDGMENTS_FILE = "judgments.jsonl"  # the judgment cache; a run's and a probe's 
 ANSWERS_FILE = "answers.jsonl"  # the answer store
 BATCH_FILE = "batches.jsonl"  # Batch API batches of a judgment cache, next to its judgments
 SUMMARY_FILE = "oab_bench_summary.json"  # what `oab-bench run` scored
+PANEL_JUDGMENTS_FILE = "panel_judgments.jsonl"  # `run --panel`: the panel's judgments, beside the run's
 PROBE_REPORT_FILE = "report.json"  # what `oab-bench probe` concluded
 HTML_REPORT_FILE = "report.html"  # the audit report a run leaves in its output folder
 PROBE_ANSWERS_DIR = "answers"  # a probe's answers beside its judgments, one FastChat file per probe

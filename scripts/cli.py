@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset")  # what a command reads
+INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
 
 
 OUTPUT_ARGS = ("output", "plot")  # what a command writes

@@ -6,6 +6,7 @@ import argparse
 
 from oab_bench.judge import settings as judge_settings
 from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
+from oab_bench.judge.panel.option import add_panel_argument
 from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
 
 HELP = "grade answers against each question's rubric"
@@ -15,7 +16,12 @@ def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.judge_answers import run_judge_command
     from oab_bench.judge.validity.jury_report import jury_lines
 
-    return run_judge_command(args, jury_lines)
+    beside = None
+    if args.panel:  # published answers judged beside the candidates (judge/panel/)
+        from oab_bench.judge.panel.judging import judge_command_share
+
+        beside = judge_command_share(args.panel)
+    return run_judge_command(args, jury_lines, beside)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,3 +39,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     judge_settings.add_arguments(p)
     add_estimate_arguments(p)
+    add_panel_argument(p)

@@ -12,6 +12,7 @@ from oab_bench.judge.generation.defaults import (
     VALUE_FLAGS,
 )
 from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
+from oab_bench.judge.panel.option import add_panel_argument
 from oab_bench.judge.settings import add_arguments as add_judge_arguments
 from oab_bench.scripts.arguments import number
 
@@ -123,3 +124,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_judge_arguments(p, prefix="judge-")
     add_estimate_arguments(p)
+    add_panel_argument(p)

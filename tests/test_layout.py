@@ -29,6 +29,7 @@ LAYERS = [
     "oab_bench.judge.validity",
     "oab_bench.judge.sweep",  # which judge: composes validity's probe and agreement
     "oab_bench.judge.audit",
+    "oab_bench.judge.panel",  # --panel: judged through grading by judge and run; read by nobody below it
     "oab_bench.judge.sharing",  # export reads what the leaderboard and the report read
     "oab_bench.judge.generation",
     "oab_bench_task",
@@ -197,3 +198,13 @@ def test_the_cli_starts_without_heavy_imports():
 def test_python_dash_m_runs_the_cli(module):
     out = subprocess.run([sys.executable, "-m", module, "-h"], capture_output=True, text=True, cwd="/")
     assert out.returncode == 0 and "leaderboard" in out.stdout
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject.toml lists the packages by hand (the folders are mapped into the namespace): a new
+    subpackage left out would work in the checkout and be missing once installed."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {name for name, path in modules().items() if path.name == "__init__.py"}
+    assert packages == listed, f"missing: {sorted(packages - listed)}; extra: {sorted(listed - packages)}"

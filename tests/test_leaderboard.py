@@ -400,3 +400,28 @@ def test_leaderboard_skips_the_folder_of_a_killed_run(tmp_path):
     proc = oab("leaderboard", good, killed)
     assert proc.returncode == 0, proc.stderr
     assert "model-a" in proc.stdout and "skipped" in proc.stderr and str(killed) in proc.stderr
+
+
+def test_a_mean_a_floats_width_outside_its_interval_still_plots():
+    """Three exams of 0.10 average to 0.10000000000000002 while the interval is [0.1, 0.1]: the
+    error bar's length is clipped at zero instead of failing the plot (and report.html)."""
+    from oab_bench.judge.leaderboard.plot import plot_png_bytes
+
+    row = lb.Row(
+        model="m",
+        judge=J1,
+        exams=3,
+        passed=0,
+        mean_exam_score=sum([0.1, 0.1, 0.1]) / 3,
+        ci_low=0.1,
+        ci_high=0.1,
+        coverage=1.0,
+        per_area={"civil": 0.1},
+        per_edition={"90": 0.1},
+        best_area="civil",
+        complete=True,
+        same_family_as_judge=False,
+        exam_totals={},
+    )
+    assert row.mean_exam_score > row.ci_high
+    assert plot_png_bytes([lb.Table(judge=J1, rows=[row])]).startswith(b"\x89PNG")

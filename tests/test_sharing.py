@@ -236,8 +236,11 @@ def test_judge_reads_its_answers_back(shared_run, built_dataset, capsys, tmp_pat
 EXAM = "90_direito_civil"
 
 
-def made_up_judgments(path: Path, *, error: str = "injected: the judge server answered 500") -> Path:
-    """Two judges grade one made-up exam of two models; model-b's questão 2 failed under judge-x."""
+def made_up_judgments(
+    path: Path, *, error: str = "injected: the judge server answered 500", panel: str | None = None
+) -> Path:
+    """Two judges grade one made-up exam of two models; model-b's questão 2 failed under judge-x.
+    `panel`: model-b's answers are published ones judged beside model-a (`--panel`), from there."""
     lines = []
     for judge, model, peca, questao in (
         ("openai/judge-x", "model-a", 4.0, 1.0),
@@ -274,6 +277,8 @@ def made_up_judgments(path: Path, *, error: str = "injected: the judge server an
                     "settings": {"max_tokens": 16000, "temperature": 0.0, "reasoning_effort": None},
                 }
             )
+            if panel and model == "model-b":
+                lines[-1]["panel"] = panel
     path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
     return path
 
@@ -302,6 +307,71 @@ def test_upstream_judgments_round_trip(upstream_v1, tmp_path, capsys):
     html = tmp_path / "report.html"
     assert cli(capsys, "report", f"hf:{out}", "--output", html, "--resamples", "100")[0] == 0
     assert two_turns["turn_texts"][0][:60] in html.read_text(encoding="utf-8").replace("\\n", "\n")
+
+
+def test_a_panel_mark_and_what_an_answer_cost_survive_the_round_trip(tmp_path, capsys):
+    """`--panel`'s mark on a judgment and a newer answer file's generation usage are kept."""
+    from oab_bench.judge.answers import load_answers
+    from oab_bench.judge.audit.collect import read_inputs
+
+    source = made_up_judgments(tmp_path / "j.jsonl", panel="/published/model_answer")
+    usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 1200,
+        "completion_tokens_details": {"reasoning_tokens": 300},
+    }
+    turn = {"content": "a published answer", "usage": {**usage, "cost": 0.0125}}
+    line = {
+        "question_id": f"{EXAM}_questao_1",
+        "model_id": "model-b",
+        "choices": [{"index": 0, "turns": [turn]}],
+    }
+    answers = tmp_path / "published.jsonl"
+    answers.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli(capsys, "export", source, "--answers", answers, "--output", out, "--resamples", "100")[0] == 0
+    boards = {}
+    for fmt in ("markdown", "json"):
+        _, original, _ = cli(capsys, "leaderboard", source, "--format", fmt, "--resamples", "100")
+        rc, boards[fmt], err = cli(capsys, "leaderboard", f"hf:{out}", "--format", fmt, "--resamples", "100")
+        assert rc == 0 and boards[fmt] == original, err
+    assert "(panel) published answers (/published/model_answer)" in boards["markdown"]
+    rows = rows_of(out / judge_file("openai-judge-x-oab-pt-v1-structured"))
+    assert {(r["model"], r["panel"]) for r in rows} == {
+        ("model-a", None),
+        ("model-b", "/published/model_answer"),
+    }
+    (back,) = load_answers(f"hf:{out}")
+    assert back.usage.cost == 0.0125 and back.usage.reasoning_tokens == 300
+    shown = read_inputs([Path(f"hf:{out}")]).generation  # what report.html shows beside the answer
+    assert shown[("model-b", f"{EXAM}_questao_1")]["cost"] == 0.0125
+
+
+def test_judge_takes_a_shared_datasets_answers_as_its_panel(
+    stub, built_dataset, upstream_v1, tmp_path, capsys, monkeypatch
+):
+    """`--panel hf:...`: the answers an export holds, judged beside the candidate, marked with the spec."""
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test")
+    folder = upstream_v1 / "model_answer"
+    out = tmp_path / "shared"
+    args = ["export", made_up_judgments(tmp_path / "j.jsonl"), "--answers", folder / "o3-2025-04-16.jsonl"]
+    assert cli(capsys, *args, "--output", out, "--resamples", "100")[0] == 0
+    candidate = tmp_path / "cand.jsonl"
+    lines = [
+        json.loads(x) for x in (folder / "gpt-4o-2024-08-06.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    candidate.write_text(
+        "".join(json.dumps({**d, "model_id": "cand"}) + "\n" for d in lines), encoding="utf-8"
+    )
+    server = stub(policy="max")
+    judged = tmp_path / "judged.jsonl"
+    args = ["judge", "--dataset", built_dataset, "--answers", candidate, "--judge-model", "openai/judge-p"]
+    args += ["--api-base", server.url, "--cache", tmp_path / "jc", "--output", judged, "--no-progress"]
+    rc, _, err = cli(capsys, *args, "--questions", "39_direito_penal_*", "--panel", f"hf:{out}")
+    assert rc == 0, err
+    got = [json.loads(x) for x in judged.read_text(encoding="utf-8").splitlines()]
+    assert server.count == 10 and len(got) == 10  # 5 questions x (the candidate + the shared model)
+    assert {(r["model"], r.get("panel")) for r in got} == {("cand", None), ("o3-2025-04-16", f"hf:{out}")}
 
 
 def test_export_writes_only_a_folder_it_wrote(tmp_path, capsys):

@@ -13,10 +13,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR
+from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMARY_FILE
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.origin import HF_PREFIX
 from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.answers import Answer, details_files, details_judgments, load_answers, one_per_question
+from oab_bench.judge.answers import (
+    Answer,
+    answer_files_in,
+    details_files,
+    details_judgments,
+    load_answers,
+    one_per_question,
+)
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
 from oab_bench.judge.results_layout import judgment_record
 from oab_bench.judge.results_source import open_shared
@@ -37,6 +45,7 @@ class Inputs(BaseModel):
     records: list[Record]
     trails: dict[tuple[str, int], Trail]  # (source, line) of a record -> its trail
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
+    generation: dict[tuple[str, str], dict] = Field(default_factory=dict)  # what generating it cost, if known
     notes: list[str]
 
 
@@ -117,13 +126,20 @@ def _trails_shared(shared) -> dict:
     return out
 
 
-def carried_answers(path: Path) -> list[Answer]:
-    """The answers a folder carries beside its judgments: a run folder's (lighteval details), a probe
-    folder's (its answers/*.jsonl); none for a file."""
+def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
+    """The answers a folder carries beside its judgments, and a note for each panel answer file that
+    is gone: a run folder's (lighteval details, and with `run --panel` the panel's answer files its
+    summary names), a probe folder's (its answers/*.jsonl); none for a file."""
     path = Path(path)
     if is_probe_folder(path):
-        return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)]
-    return load_answers(path) if _is_run_folder(path) else []
+        return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)], []
+    if not _is_run_folder(path):
+        return [], []
+    answers, gone = load_answers(path), []
+    if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():
+        files, gone = _panel_answer_files(path)
+        answers += [a for file in files for f in answer_files_in(file) for a in load_answers(f)]
+    return answers, gone
 
 
 def _first_keys(path: Path) -> set[str]:
@@ -134,6 +150,26 @@ def _first_keys(path: Path) -> set[str]:
 
 def _is_run_folder(path: Path) -> bool:
     return path.is_dir() or path.suffix == ".parquet"
+
+
+def _panel_answer_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The panel answer files a run folder's summary names (`run --panel`: for their texts), and a
+    note for each that is gone since."""
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        files = summary["panel"]["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return [], []
+    if not isinstance(files, list):
+        return [], []
+    named = [Path(f) for f in files if isinstance(f, str)]
+    here = [f for f in named if f.exists() or str(f).startswith(HF_PREFIX)]  # hf:: read back, or an error
+    gone = [
+        f"{folder}: the panel's answers {f} are gone: their texts are not shown"
+        for f in named
+        if f not in here
+    ]
+    return here, gone
 
 
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
@@ -164,16 +200,22 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
             trails.update(_trails_jsonl(path / JUDGMENTS_FILE))
         elif _is_run_folder(path):
             trails.update(_trails_lighteval(path))
+            if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():  # `run --panel`: judged beside it
+                trails.update(_trails_jsonl(path / PANEL_JUDGMENTS_FILE))
         else:
             trails.update(_trails_jsonl(path))
-        answers += carried_answers(path)
+        got, gone = carried_answers(path)
+        answers += got
+        notes += gone
     for path in map(Path, answer_files):
         answers += load_answers(path)
     if not records:
         raise ValueError("no judged results in any input")
+    chosen = sorted(one_per_question(answers).items())
     return Inputs(
         records=records,
         trails=trails,
-        answers={key: a.text for key, a in sorted(one_per_question(answers).items())},
+        answers={key: a.text for key, a in chosen},
+        generation={key: a.usage.model_dump() for key, a in chosen if a.usage is not None},
         notes=sorted(notes),  # whatever the order of the inputs
     )

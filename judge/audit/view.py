@@ -146,6 +146,7 @@ def _table_view(t: Table, anchors: dict) -> dict:
                 "anchor": anchors[(t.judge, r.model)],
                 "model": r.model,
                 "marks": ("*" if not r.complete else "") + ("†" if r.same_family_as_judge else ""),
+                "panel": r.panel,
                 "mean": _f(r.mean_exam_score),
                 "ci": f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a",
                 "passed": r.passed,
@@ -228,6 +229,19 @@ def _probes(records: list[Record], latest: dict) -> list[dict]:
     return out
 
 
+def generation_cost(inputs: Inputs, model: str, judged: set[str]) -> str | None:
+    """What generating a model's answers to the `judged` questions cost, when its answer files say
+    (the newer release's usage)."""
+    costs = [u.get("cost") for (m, q), u in inputs.generation.items() if m == model and q in judged]
+    if not costs:
+        return None
+    known = [c for c in costs if c is not None]
+    total = f"${sum(known):.4f}" if known else "unknown"
+    return (
+        f"{total} for {len(known)} of its answers with a recorded cost" if len(known) < len(costs) else total
+    )
+
+
 def _error(inputs: Inputs, r: Record) -> str | None:
     t = inputs.trails.get(trail_key(r))
     return t.error if t else None
@@ -273,6 +287,10 @@ def build_view(
                     "coverage": f"{r.coverage:.0%}",
                     "counts": Counter(e["verdict"] for e in exams),
                     "exams": exams,
+                    "panel": r.panel,
+                    "generation": generation_cost(
+                        inputs, r.model, {q for j, m, q in latest if (j, m) == (t.judge, r.model)}
+                    ),
                 }
             )
     failures = [
@@ -292,6 +310,7 @@ def build_view(
     view = {
         "tables": [_table_view(t, anchors) for t in tables],
         "incomplete": any(not r.complete for t in tables for r in t.rows),
+        "panel_sources": sorted({r.panel for t in tables for r in t.rows if r.panel}),
         "same_family": any(r.same_family_as_judge for t in tables for r in t.rows),
         "models": models,
         "failures": failures,
@@ -311,5 +330,6 @@ def build_view(
         "judgments": judgment_blob(records, inputs),
         "questions": question_blob(rows, ids),
         "answers": {f"{m}\t{q}": text for (m, q), text in inputs.answers.items() if (m, q) in pairs},
+        "generation": {f"{m}\t{q}": u for (m, q), u in inputs.generation.items() if (m, q) in pairs},
     }
     return view, blobs, tables

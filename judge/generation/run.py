@@ -32,7 +32,13 @@ from pathlib import Path
 
 import yaml
 
-from oab_bench.conventions import CHILD_STOP_GRACE_S, JUDGMENTS_FILE, RUN_MARKER, SUMMARY_FILE
+from oab_bench.conventions import (
+    CHILD_STOP_GRACE_S,
+    JUDGMENTS_FILE,
+    PANEL_JUDGMENTS_FILE,
+    RUN_MARKER,
+    SUMMARY_FILE,
+)
 from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
@@ -217,14 +223,18 @@ def read_judgments(path: Path) -> list[dict]:
     return [r for _, r in read_objects(path)]
 
 
-def leaderboard(out: Path) -> str:
-    """The run's row, as `oab-bench leaderboard` prints it (with its 95% interval)."""
+def leaderboard(out: Path) -> tuple[str, list]:
+    """The run's row (and the panel's, with --panel), as `oab-bench leaderboard` prints them (with
+    their 95% intervals), and the tables."""
     from oab_bench.judge.leaderboard.formats import render_markdown
     from oab_bench.judge.leaderboard.inputs import load_records
     from oab_bench.judge.leaderboard.tables import build_tables
 
-    tables, notes = build_tables(load_records(out / JUDGMENTS_FILE))
-    return render_markdown(tables, notes)
+    records = load_records(out / JUDGMENTS_FILE)
+    if (out / PANEL_JUDGMENTS_FILE).is_file():
+        records += load_records(out / PANEL_JUDGMENTS_FILE)
+    tables, notes = build_tables(records)
+    return render_markdown(tables, notes), tables
 
 
 def run(args: argparse.Namespace) -> int:
@@ -234,10 +244,13 @@ def run(args: argparse.Namespace) -> int:
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
+    panel = run_panel(args)  # --panel: fetched, read and checked before any call
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
 
-        return estimate_run(args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)])
+        return estimate_run(
+            args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)], panel
+        )
     out = Path(args.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
@@ -253,15 +266,27 @@ def run(args: argparse.Namespace) -> int:
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
-            check_remote(args, settings)  # before any local server loads
+            check_remote(args, settings, panel)  # before any local server loads
             args, settings = start_local_servers(args, settings, out, servers)
             state.args, state.settings = args, settings
             preflight(args, settings)
-            return generate_and_judge(args, settings, out)
+            return generate_and_judge(args, settings, out, panel)
     except KeyboardInterrupt as e:
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
         print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
         return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
+
+
+def run_panel(args: argparse.Namespace):
+    """(Panel, its (row, answer) pairs) for --panel, None without it. A candidate named as a panel
+    model, by its name or the one litellm gets, is an error naming both."""
+    if not getattr(args, "panel", None):
+        return None
+    from oab_bench.judge.panel.runs import prepare
+
+    return prepare(
+        args.panel, selected_rows(args.dataset, args.tasks), {args.model, litellm_name(args.model)}
+    )
 
 
 def check_ours(out: Path, given: str) -> None:
@@ -366,9 +391,10 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     return len(rows), stored, judged if store is not None else None
 
 
-def check_remote(args: argparse.Namespace, settings: JudgeSettings) -> None:
+def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) -> None:
     """Keys, servers that answer, and one minimal real call to each remote model that this run
-    will call (`--no-check-call` skips it; nothing is called when everything is stored)."""
+    will call (`--no-check-call` skips it; nothing is called when everything is stored, the
+    panel's judgments included)."""
     check_credentials(args.model, args.api_base, settings)
     if not vllm_target(args.model):
         check_reachable(args.api_base, "candidate")
@@ -383,7 +409,12 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings) -> None:
         local = args.api_base and args.model.startswith("openai/")  # as child_env: any key will do
         key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
         check_call("candidate", args.model, api_base=args.api_base, api_key=key)
-    if judged is None or judged < questions:
+    calls_judge = judged is None or judged < questions
+    if not calls_judge and panel is not None:  # the panel's judgments: all stored, or some to make
+        from oab_bench.judge.panel.runs import pending_in
+
+        calls_judge = pending_in(settings, judge_cache(args), panel[1])
+    if calls_judge:
         from oab_bench.judge.grading.client import call_key
 
         for member in judges:
@@ -508,8 +539,9 @@ def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
     return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]
 
 
-def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path) -> int:
+def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path, panel=None) -> int:
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
+    (out / PANEL_JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier run's panel is not this one's
     started = time.time()
     ensure_offline_safe()
     cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
@@ -550,6 +582,21 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
             )
         return returncode or 1
 
+    panel_records = []
+    if panel is not None:
+        from oab_bench.judge.grading.batch.submit import BatchPending
+        from oab_bench.judge.panel.runs import judge_beside
+
+        try:
+            panel_records = judge_beside(settings, judge_cache(args), *panel, judgments, out)
+        except BatchPending as e:  # --judge-batch-wait ran out: the batches keep running
+            print(f"oab-bench run: the panel: {e}", file=sys.stderr)
+            print(
+                f"oab-bench run: answers and judgments are kept: resume with: {resume_command()}",
+                file=sys.stderr,
+            )
+            return 3
+
     figures = task_figures([QuestionResult.model_validate(j) for j in judgments])
     empty = [j["question_id"] for j in judgments if j["status"] == "no_answer"]
     failed = [
@@ -566,8 +613,16 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
         "empty_answers": empty,
         "failed_judgments": failed,
     }
+    board, tables = leaderboard(out)
+    if panel is not None:
+        from oab_bench.judge.panel.runs import rank_line, ranking
+
+        summary["panel"] = ranking(tables, args.model, panel[0], out, panel_records)
+        failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]  # the exit says them
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
-    print(leaderboard(out))
+    print(board)
+    if panel is not None:
+        print(rank_line(summary["panel"], args.model), file=sys.stderr)
     from oab_bench.judge.validity.jury_report import jury_lines  # a jury: its members' costs and agreement
 
     for line in jury_lines(judgments):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from oab_bench.judge.grading.estimate.core import (
     DEFAULT_ANSWER_TOKENS,
+    Estimate,
     estimate,
     placeholder_pairs,
     print_estimate,
@@ -11,8 +12,19 @@ from oab_bench.judge.grading.estimate.core import (
 from oab_bench.judge.grading.grader import Judge
 
 
-def estimate_run(args, settings, question_ids: list[str]) -> int:
-    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, with answers of
+def estimate_run(args, settings, question_ids: list[str], panel=None) -> int:
+    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, printed; with
+    `panel` (its Panel and (row, answer) pairs, `run --panel`), the panel's bill apart."""
+    judge, est, note = run_estimate(args, settings, question_ids)
+    if panel is None:
+        return print_estimate(est, args.format, note)
+    from oab_bench.judge.panel.estimate import print_with_panel
+
+    return print_with_panel(est, estimate(judge, panel[1]), panel[0], args.format, note)
+
+
+def run_estimate(args, settings, question_ids: list[str]) -> tuple[Judge, Estimate, str]:
+    """(the judge, its estimate, a note) for `oab-bench run --estimate`: answers of
     DEFAULT_ANSWER_TOKENS (they are not generated yet) and the run's judge cache."""
     from pathlib import Path
 
@@ -26,4 +38,4 @@ def estimate_run(args, settings, question_ids: list[str]) -> int:
     store = JudgmentStore(None if off else Path(where) if where else default_cache_dir())
     judge = Judge(settings, store)
     note = f"Answers not generated yet: assumed {DEFAULT_ANSWER_TOKENS} tokens per answer."
-    return print_estimate(estimate(judge, placeholder_pairs(rows, args.model, judge)), args.format, note)
+    return judge, estimate(judge, placeholder_pairs(rows, args.model, judge)), note

@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from oab_bench.judge.answers import Answer, load_answers, one_per_question
@@ -37,9 +38,24 @@ def pair_answers(rows, answers: list[Answer]):
     return pairs, missing, unknown
 
 
+@dataclass
+class Beside:
+    """Answers judged beside the candidates' (`judge --panel`, judge/panel/): after them, by the
+    same judge in the same pass; their bill shown apart by `print_estimate(candidates, beside,
+    fmt)`; their judgments written after the candidates' by `dump`."""
+
+    pairs: list
+    print_estimate: Callable[..., int]
+    dump: Callable[[list], str]
+
+
 def run_judge_command(
-    args: argparse.Namespace, jury_lines: Callable[[list[dict]], list[str]] | None = None
+    args: argparse.Namespace,
+    jury_lines: Callable[[list[dict]], list[str]] | None = None,
+    beside: Callable[[list, list[Answer]], Beside] | None = None,
 ) -> int:
+    """`beside(rows, answers)`: what to judge beside the candidates, read before any call (the
+    caller passes it, as it passes `jury_lines`)."""
     settings = settings_from(args, os.environ)
     if not args.estimate:  # --estimate writes nothing
         check_output(Path(args.output))
@@ -55,23 +71,32 @@ def run_judge_command(
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+    extra = beside(rows, answers) if beside is not None else None
+    extra_pairs = extra.pairs if extra is not None else []
 
     judge = command_judge(args, settings)
     if args.estimate:
         from oab_bench.judge.grading.estimate.core import estimate, print_estimate
 
+        if extra is not None:
+            return extra.print_estimate(estimate(judge, pairs), estimate(judge, extra_pairs), args.format)
         return print_estimate(estimate(judge, pairs), args.format)
-    try:
-        judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    try:  # the candidates first: a --max-cost-usd cap reaches them before what is beside them
+        judgments = run_judge_all(judge, pairs + extra_pairs, progress=not args.no_progress)
     except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
         print(f"oab-bench judge: {e}", file=sys.stderr)
         print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
         return 3
+    judgments, of_extra = judgments[: len(pairs)], judgments[len(pairs) :]
     judgments += [
         judge.unanswered(row, model, "the answer files have no answer to this question")
         for row, model in missing
     ]
-    write_atomic(Path(args.output), dump_jsonl(judgments))
+    text = dump_jsonl(judgments)
+    if extra is not None:
+        text += extra.dump(of_extra)
+        judgments += of_extra
+    write_atomic(Path(args.output), text)
     failed = print_outcome(judgments, jury_lines)
     print(f"wrote {args.output}", file=sys.stderr)
     return 1 if failed else 0

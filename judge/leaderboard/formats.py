@@ -49,6 +49,7 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
         for r in t.rows:
             mark = " *" if not r.complete else ""
             mark += " †" if r.same_family_as_judge else ""
+            mark += f" {PANEL_MARK}" if r.panel else ""
             rate = f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)"
             best = f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a"
             ci = f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a"
@@ -62,13 +63,15 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
             for r in t.rows:
                 values = r.per_area if by == "area" else r.per_edition
-                out.append(f"| {_cell(r.model)} | " + " | ".join(_f(values.get(k)) for k in keys) + " |")
+                name = _cell(r.model) + (f" {PANEL_MARK}" if r.panel else "")
+                out.append(f"| {name} | " + " | ".join(_f(values.get(k)) for k in keys) + " |")
         out.append("")
     legend = ["Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00."]
     if any(not r.complete for t in tables for r in t.rows):
         legend.append("* incomplete coverage: exam figures use complete exams only.")
     if any(r.same_family_as_judge for t in tables for r in t.rows):
         legend.append("† graded by a judge of the same model family.")
+    legend += panel_legend(tables)
     out += legend + [f"Note: {n}" for n in notes]
     return "\n".join(out) + "\n"
 
@@ -88,9 +91,22 @@ JSON_KEYS = [
 ]
 
 
+PANEL_MARK = "(panel)"
+
+
+def panel_legend(tables: list[Table]) -> list[str]:
+    """One line per panel source: which rows are published answers, and where they came from."""
+    sources = sorted({r.panel for t in tables for r in t.rows if r.panel})
+    return [
+        f"{PANEL_MARK} published answers ({source}), judged here by the same judge with the same settings."
+        for source in sources
+    ]
+
+
 def render_json(tables: list[Table], notes: list[str]) -> str:
     rows = [
         r.model_dump(include=set(JSON_KEYS) | {"complete", "same_family_as_judge"})
+        | {"panel": r.panel is not None, "panel_source": r.panel}
         for t in tables
         for r in t.rows
     ]
@@ -105,7 +121,7 @@ def render_csv(tables: list[Table]) -> str:
     w = csv.writer(buf)
     w.writerow(
         [k for k in JSON_KEYS if k not in ("per_area", "per_edition")]
-        + ["complete", "same_family_as_judge"]
+        + ["complete", "same_family_as_judge", "panel", "panel_source"]
         + [f"area_{a}" for a in areas]
         + [f"edition_{e}" for e in editions]
     )
@@ -123,6 +139,8 @@ def render_csv(tables: list[Table]) -> str:
                 r.best_area,
                 r.complete,
                 r.same_family_as_judge,
+                r.panel is not None,
+                r.panel or "",
             ]
             + [r.per_area.get(a) for a in areas]
             + [r.per_edition.get(e) for e in editions]

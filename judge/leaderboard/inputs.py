@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from oab_bench.conventions import JUDGMENTS_FILE, SUMMARY_FILE
+from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, SUMMARY_FILE
 from oab_bench.conventions import PROBE_REPORT_FILE as PROBE_REPORT
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
@@ -48,6 +48,7 @@ class Record(BaseModel):
     source: str
     line: int = 0  # in `source`; 0 when it has no lines
     repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
+    panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
 
 
 class Facts(BaseModel):
@@ -151,10 +152,10 @@ def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, Questio
     _check_texts(v, ("question_id", "exam_id", "status"), source, line)
     _check_texts(
         v,
-        ("judge_model", "prompt_version", "mode"),
+        ("judge_model", "prompt_version", "mode", "panel"),
         source,
         line,
-        optional=("judge_model", "prompt_version", "mode"),
+        optional=("judge_model", "prompt_version", "mode", "panel"),
     )
     row = rows.get(v["question_id"])
     status = v["status"]
@@ -174,6 +175,7 @@ def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, Questio
         source=source,
         line=line,
         repeat_scores=[m["score"] if m["status"] == "ok" else None for m in v.get("repeats") or []] or None,
+        panel=v.get("panel"),
     )
 
 
@@ -382,7 +384,10 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
             raise NoResults(
                 "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
             )
-        if path.is_dir() or path.suffix == ".parquet":
+        if path.is_dir():  # a run's folder: its candidate's details, and the panel judged beside it
+            panel = path / PANEL_JUDGMENTS_FILE
+            return _from_lighteval(path, dataset) + (load_records(panel, dataset) if panel.is_file() else [])
+        if path.suffix == ".parquet":
             return _from_lighteval(path, dataset)
         rows = _jsonl(path)
         if not rows:

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from oab_bench.dataset_builder.schema import PASS_MARK
-from oab_bench.judge.leaderboard.formats import area_name, ordered_areas, points
+from oab_bench.judge.leaderboard.formats import PANEL_MARK, area_name, ordered_areas, points
 from oab_bench.judge.leaderboard.tables import Table
 
 
@@ -36,12 +36,16 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
         y = np.arange(len(rows))
         means = np.array([r.mean_exam_score for r in rows])
         colors = ["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means]
-        bars.barh(y, means, color=colors, alpha=0.85, height=0.6)
+        drawn = bars.barh(y, means, color=colors, alpha=0.85, height=0.6)
+        for bar, r in zip(drawn, rows, strict=True):
+            if r.panel:  # published answers (--panel): lighter and hatched, the candidate stands out
+                bar.set_alpha(0.45)
+                bar.set_hatch("//")
         lows = np.array([r.ci_low if r.ci_low is not None else r.mean_exam_score for r in rows])
         highs = np.array([r.ci_high if r.ci_high is not None else r.mean_exam_score for r in rows])
-        bars.errorbar(
-            means, y, xerr=[means - lows, highs - means], fmt="none", ecolor="black", capsize=4, lw=1.2
-        )
+        # clipped: a mean of equal totals may land a float's width outside its interval (0.1 * 3 / 3)
+        xerr = [np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)]
+        bars.errorbar(means, y, xerr=xerr, fmt="none", ecolor="black", capsize=4, lw=1.2)
         bars.axvline(PASS_MARK, color="black", ls="--", lw=1)
         bars.text(
             PASS_MARK + 0.08,
@@ -53,7 +57,8 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
             va="bottom",
         )
         labels = [
-            f"{r.model}{' *' if not r.complete else ''}{' †' if r.same_family_as_judge else ''} ({r.passed}/{r.exams})"
+            f"{r.model}{' *' if not r.complete else ''}{' †' if r.same_family_as_judge else ''}"
+            f"{' ' + PANEL_MARK if r.panel else ''} ({r.passed}/{r.exams})"
             for r in rows
         ]
         bars.set_yticks(y, labels, fontsize=9)
@@ -77,7 +82,11 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
             heat.set_xticks(
                 range(len(areas)), [area_name(a) for a in areas], rotation=30, ha="right", fontsize=9
             )
-            heat.set_yticks(range(len(models)), [r.model for r in models], fontsize=9)
+            heat.set_yticks(
+                range(len(models)),
+                [r.model + (f" {PANEL_MARK}" if r.panel else "") for r in models],
+                fontsize=9,
+            )
             for i in range(grid.shape[0]):
                 for j in range(grid.shape[1]):
                     if not np.isnan(grid[i, j]):

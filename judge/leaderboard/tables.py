@@ -58,6 +58,7 @@ class Row(BaseModel):
     complete: bool  # coverage 1.0: every expected question judged ok
     same_family_as_judge: bool
     exam_totals: dict[str, float]  # exam id -> total, complete exams only
+    panel: str | None = None  # published answers judged beside a candidate (`--panel`): their source
 
 
 def _mean(xs: Iterable[float]) -> float | None:
@@ -129,6 +130,7 @@ def model_row(
         complete=ok == len(results),
         same_family_as_judge=family(model) is not None and family(model) == family(judge),
         exam_totals=totals,
+        panel=min((r.panel for r in records if r.panel), default=None),
     )
 
 

@@ -52,6 +52,7 @@ class Exported(BaseModel):
     judgments: list[JudgmentRow]
     answers: list[AnswerRow]
     inputs: Inputs  # as the leaderboard read them: the card's table
+    notes: list[str] = []  # what the answers' sources said (a panel's answer file gone)
 
 
 def _redacted(x, secrets: list[str] | None = None):
@@ -148,6 +149,7 @@ def _answer_row(a: Answer, given: str) -> AnswerRow:
                 "area": q.area,
                 "edition": q.edition,
                 "turns": a.turns,
+                "usage": a.usage and a.usage.model_dump(),
                 "source": given,
                 "source_file": _relative(a.source, given),
                 "source_line": a.line,
@@ -156,15 +158,19 @@ def _answer_row(a: Answer, given: str) -> AnswerRow:
     )
 
 
-def _answers(inputs: list[str], answer_files: list[str]) -> list[AnswerRow]:
-    """Each (model, question)'s answer once; two different texts stop naming both places."""
+def _answers(inputs: list[str], answer_files: list[str]) -> tuple[list[AnswerRow], list[str]]:
+    """Each (model, question)'s answer once, and notes (a panel's answer file gone since its run);
+    two different texts stop naming both places."""
     rows: list[AnswerRow] = []
+    notes: list[str] = []
     for given in inputs:
         shared = open_shared(given)
         if shared is not None:
             rows += [r for _, _, r in shared.answers()]
         else:
-            rows += [_answer_row(a, given) for a in carried_answers(Path(given))]
+            got, gone = carried_answers(Path(given))
+            rows += [_answer_row(a, given) for a in got]
+            notes += gone
     for given in answer_files:
         rows += [_answer_row(a, given) for a in load_answers(Path(given))]
     rows.sort(key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line))
@@ -182,7 +188,7 @@ def _answers(inputs: list[str], answer_files: list[str]) -> list[AnswerRow]:
     kept: dict[tuple[str, str], AnswerRow] = {}
     for r in rows:
         kept.setdefault((r.model, r.question_id), r)
-    return list(kept.values())
+    return list(kept.values()), notes
 
 
 def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> Exported:
@@ -201,8 +207,8 @@ def collect(sources: list[str], dataset: str | None = None, answer_files: list[s
     ]
     contributed = {given for given, _ in inputs.origins}  # a folder skipped (no results) gives no answers
     answer_inputs = [s for s in sources if s in contributed or open_shared(s) is not None]
-    answers = _answers(answer_inputs, list(answer_files))
-    return Exported(judgments=judgments, answers=answers, inputs=inputs)
+    answers, notes = _answers(answer_inputs, list(answer_files))
+    return Exported(judgments=judgments, answers=answers, inputs=inputs, notes=sorted(notes))
 
 
 def _order(r: JudgmentRow):
@@ -258,7 +264,7 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
         f"{len(exported.judgments)} judgments ({judges} judges), {len(exported.answers)} answers",
         file=sys.stderr,
     )
-    for note in exported.inputs.notes:
+    for note in exported.inputs.notes + exported.notes:
         print(f"oab-bench {command}: note: {note}", file=sys.stderr)
     return folder
 

@@ -203,6 +203,7 @@ As `oab-bench leaderboard` prints it for these judgments (checked against {check
 | `cost_usd`, `usage`, `attempts`, `cached` | what the judgment cost (null: unknown), its tokens and calls |
 | `judge_text`, `error`, `note`, `parse_method` | the judge's reply, why it failed, what was done to the answer |
 | `members`, `repeats` | a jury's members' gradings; each repeat's grading (`--repeats`) |
+| `panel` | a published answer judged beside a candidate (`--panel`): where the answers came from |
 | `turn_scores`, `turn_texts` | upstream's judgment files: each turn's score (-1: none found) and text |
 | `source`, `source_kind`, `source_file`, `source_line`, `dataset` | where it was read, and the dataset that input recorded |
 

@@ -102,9 +102,13 @@
       page.append(el("p", "na", "Question text not available (give --dataset)."));
     }
     const answer = data("answers")[j.model + "\t" + j.q];
+    const made = data("generation")[j.model + "\t" + j.q];  // what generating it cost, when its file says
+    const cost = made ? el("p", "muted", "generating this answer: " + (made.prompt_tokens ?? "?") + " prompt, " +
+      (made.completion_tokens ?? "?") + " completion tokens (" + (made.reasoning_tokens ?? "?") + " reasoning), " +
+      (made.cost === null || made.cost === undefined ? "cost unknown" : "$" + Number(made.cost).toFixed(4))) : null;
     const reference = q ? q.reference.map((r, i) => (q.items.length > 1 ? (q.items[i] ? q.items[i].label : i) + ") " : "") + r).join("\n\n") : "";
     page.append(el("div", "pair",
-      el("div", null, el("h3", null, "Candidate's answer"), textBlock(answer, "answer not available"), null),
+      el("div", null, el("h3", null, "Candidate's answer"), textBlock(answer, "answer not available"), cost),
       el("div", null, el("h3", null, "Official answer"), textBlock(reference, "official answer not available (give --dataset)"))));
     const rubric = q ? q.rubric : [];
     if (rubric.length || (j.items && j.items.length)) {

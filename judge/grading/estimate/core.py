@@ -126,7 +126,7 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
     A jury (its members) or a repeated judge (its runs) costs what each of its judges costs."""
     parts = getattr(judge, "members", None) or getattr(judge, "runs", None)
     if parts:
-        return _added([estimate(p, pairs) for p in parts], getattr(judge, "name", judge.settings.judge_model))
+        return added([estimate(p, pairs) for p in parts], getattr(judge, "name", judge.settings.judge_model))
     kinds = {row.question_id: row.kind for row, _ in pairs}
     completion_per, source = _history(judge, kinds)
     per: dict[str, ModelEstimate] = {}
@@ -158,8 +158,9 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
     )
 
 
-def _added(parts: list[Estimate], judge_model: str) -> Estimate:
-    """Several judges' estimates of the same answers, added per candidate model."""
+def added(parts: list[Estimate], judge_model: str) -> Estimate:
+    """Estimates added per candidate model: several judges of the same answers (a jury, repeats), or
+    the bills of different answers judged together (`--panel`)."""
 
     def zero(model: str) -> ModelEstimate:
         return ModelEstimate(model=model, cost_usd=0.0, cost_usd_batch=0.0)

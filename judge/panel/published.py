@@ -1,0 +1,70 @@
+"""`--panel upstream | PATH [PATH ...]` -> the panel's answers, each model labelled with its source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.origin import HF_PREFIX
+from oab_bench.judge.answers import Answer, answer_files_in, load_answers
+
+UPSTREAM = "upstream"
+
+
+class Panel(BaseModel):
+    """Published answers to judge beside a candidate. `sources`: model -> where its answers came
+    from (upstream's repository at its commit, or the path given), shown on its leaderboard row."""
+
+    answers: list[Answer]
+    sources: dict[str, str]
+    files: list[str]  # every answer file (or lighteval folder) read, absolute
+
+    @property
+    def models(self) -> list[str]:
+        return sorted(self.sources)
+
+    def label(self) -> str:
+        return ", ".join(sorted(set(self.sources.values())))
+
+
+def resolve_panel(specs: list[str]) -> Panel:
+    """Read every answer of the panel. `upstream`: the six published files (fetched once, verified);
+    `hf:...`: a shared results dataset's answers; anything else: a path. Bad input stops here, before any call, naming file and line."""
+    from oab_bench.judge.panel.upstream import LABEL, upstream_files
+
+    answers: list[Answer] = []
+    sources: dict[str, set[str]] = {}
+    read: list[str] = []
+    for spec in dict.fromkeys(specs):  # the same argument twice is one
+        if spec == UPSTREAM:
+            files, label = upstream_files(), LABEL
+        elif spec.startswith(HF_PREFIX):  # a shared results dataset (`oab-bench export`): its answers
+            files, label = [spec], spec
+        else:
+            path = Path(spec).expanduser().resolve()
+            files, label = answer_files_in(path), str(path)
+        for file in files:
+            if str(file) in read:  # a file given again, or inside a folder also given
+                continue
+            read.append(str(file))
+            got = load_answers(file)
+            if not got:
+                raise SourceError("no answers in it (empty file?)", file=str(file))
+            answers += got
+            for a in got:
+                sources.setdefault(a.model, set()).add(label)
+    return Panel(answers=answers, sources={m: ", ".join(sorted(s)) for m, s in sources.items()}, files=read)
+
+
+def check_names(candidates: set[str], panel: Panel) -> None:
+    """A candidate named as a panel model would share its leaderboard row: an error naming both."""
+    by_name = {m.casefold(): m for m in panel.models}
+    for name in sorted(candidates):
+        twin = by_name.get(name.casefold())
+        if twin is not None:
+            raise ValueError(
+                f"the candidate {name!r} has the name of the panel's model {twin!r} ({panel.sources[twin]}): "
+                "rename the candidate or leave that model's answers out of --panel"
+            )
