@@ -77,14 +77,15 @@ def dataset_path() -> str:
     return prepare_dataset(os.environ.get("OAB_BENCH_DATASET") or DEFAULT_DATASET).path
 
 
-@functools.cache
-def _check_judge_configured() -> None:
-    settings_from_env()  # fail while loading the task, not after every answer was generated
+def check_judge_configured() -> None:
+    """The judge's settings and cache, checked when lighteval prepares an evaluation of our documents:
+    after browsing (`lighteval tasks inspect`, `tasks dump`: no judge needed), before any answer is
+    generated (and paid for) only to stay unjudged."""
+    settings_from_env()
     check_store_from_env()
 
 
 def oab_prompt(line: dict, task_name: str = "") -> Doc:
-    _check_judge_configured()
     row = QuestionRow.model_validate(line)
     return Doc(
         task_name=task_name,
@@ -96,7 +97,7 @@ def oab_prompt(line: dict, task_name: str = "") -> Doc:
     )
 
 
-lighteval_compat.install(task=TASK, system_key=SYSTEM_KEY)
+lighteval_compat.install(task=TASK, system_key=SYSTEM_KEY, before_evaluating=check_judge_configured)
 
 
 class OabJudge(SampleLevelComputation):

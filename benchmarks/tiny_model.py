@@ -14,6 +14,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from oab_bench.conventions import TINY_MODEL_MARKER
+from oab_bench.folders import Writer, check_folder, claim
+
+TINY = Writer("python -m benchmarks.tiny_model", TINY_MODEL_MARKER)
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -34,6 +39,7 @@ def _texts(corpus: list[Path]) -> list[str]:
 
 
 def build(out: Path, corpus: list[Path] | None = None, vocab_size: int = 1024, seed: int = 0) -> Path:
+    check_folder(out, TINY, "OUT_DIR")  # it replaces config.json, the weights, the tokenizer: only in ours
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -80,7 +86,7 @@ def build(out: Path, corpus: list[Path] | None = None, vocab_size: int = 1024, s
     ]
     with torch.no_grad():
         model.lm_head.weight[blank] = 0.0
-    out.mkdir(parents=True, exist_ok=True)
+    claim(out, TINY)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out

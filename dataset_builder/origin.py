@@ -147,7 +147,17 @@ def resolve_revision(spec: HubSpec) -> str:
     """The commit sha a Hub revision (default: main) stands for; a local folder's content hash."""
     if spec.folder is not None:
         if not spec.folder.is_dir():
-            raise SourceError("folder not found", file=spec.spec)
+            raise SourceError(
+                "is a file, not a folder" if spec.folder.exists() else "folder not found", file=spec.spec
+            )
+        if not (spec.folder / "README.md").is_file():
+            jsonl = (spec.folder / QUESTIONS_FILE).is_file() or (spec.folder / "data").is_dir()
+            hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
+            raise SourceError(
+                "no README.md: not upstream's Hub layout (a README.md declaring the configs "
+                f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/){hint}",
+                file=spec.spec,
+            )
         files = [p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*") if p.is_file()]
         return files_hash([spec.folder / "README.md", *files], spec.folder)
     import datasets

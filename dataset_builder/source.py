@@ -206,3 +206,54 @@ def validate_objects(
         except ValidationError as e:
             field, msg = _field_of(e)
             raise SourceError(msg, file=label, line=lineno, field=field) from None
+
+
+# --- records read back by other readers (judgments, details rows): the same words for a wrong shape
+
+_KINDS = {  # pydantic's error type -> what the value should have been
+    "list_type": "a list",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "float_type": "a number",
+    "int_type": "a whole number",
+    "string_type": "a string",
+    "string_too_short": "a non-empty string",
+    "bool_type": "true or false",
+    "literal_error": "one of the known values",
+}
+
+
+def plain(x):
+    """Parquet gives numpy arrays and scalars where JSON had lists and numbers: plain Python."""
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
+        return [plain(v) for v in x]
+    if hasattr(x, "item") and type(x).__module__ == "numpy":
+        return x.item()
+    return x
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<record>"
+
+
+def shape_error(e: ValidationError) -> SourceError:
+    """A pydantic error as `field 'x': what is wrong` (the caller adds file and line)."""
+    first = e.errors()[0]
+    if first["type"] == "json_invalid":
+        return SourceError(f"not JSON ({first['ctx']['error']})")
+    if first["type"] == "missing":
+        why = "missing"
+    else:
+        shown = repr(first["input"])
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        kind = _KINDS.get(first["type"])
+        if first["type"] == "greater_than_equal":
+            kind = f"a number >= {first['ctx']['ge']}"
+        why = f"{shown} is not {kind}" if kind else f"{shown}: {first['msg']}"
+    return SourceError(why, field=_loc(first["loc"]))

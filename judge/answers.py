@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, read_jsonl
+from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
+from oab_bench.judge.records import NonEmpty
 from oab_bench.judge.results_source import open_shared
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -125,6 +126,31 @@ def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
 # --- lighteval details files of the oab_bench task (`DIR/details/<model>/<time>/*.parquet`) ---
 
 
+class _Specific(BaseModel):
+    question_id: NonEmpty
+
+
+class _Doc(BaseModel):
+    specific: _Specific
+
+
+class _Response(BaseModel):
+    text_post_processed: list[str] | None = None
+    text: list[str] | None = None
+
+
+class DetailsRow(BaseModel):
+    """What an answer is read from in a details row: its question and the model's text."""
+
+    doc: _Doc
+    model_response: _Response
+
+    @property
+    def text(self) -> str:
+        texts = self.model_response.text_post_processed or self.model_response.text or []
+        return texts[0] if texts else ""
+
+
 def details_files(path: Path) -> list[Path]:
     path = Path(path)
     if path.is_file():
@@ -148,15 +174,29 @@ def model_of(file: Path) -> str:
     return file.parent.parent.name
 
 
-def plain(x):
-    """Parquet gives numpy arrays where JSON had lists: back to plain Python (for JSON, and models)."""
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
-        return [plain(v) for v in x]
-    if hasattr(x, "item") and type(x).__module__ == "numpy":
-        return x.item()
-    return x
+def run_folder_of(file: Path) -> Path:
+    """The run (lighteval output folder) a details file belongs to: the folder holding its `details/`."""
+    parts = file.parts
+    if "details" in parts:
+        return Path(*parts[: len(parts) - 1 - parts[::-1].index("details")])
+    return file.parent
+
+
+def one_run(path: Path) -> list[Path]:
+    """The details files of the one run under `path`. A folder holding several runs is refused:
+    read as one, two runs of a model (at two temperatures, say) would collapse into whichever
+    sorts last; each run is its own input."""
+    files = details_files(path)
+    runs = sorted({run_folder_of(f) for f in files})
+    if len(runs) > 1:
+        names = ", ".join(str(r.relative_to(path)) if r.is_relative_to(path) else str(r) for r in runs[:4])
+        more = f" and {len(runs) - 4} more" if len(runs) > 4 else ""
+        raise SourceError(
+            f"holds {len(runs)} runs ({names}{more}): name one run folder, or give each as its own "
+            f"input ({Path(path) / '*'}/)",
+            file=str(path),
+        )
+    return files
 
 
 def details_judgments(file: Path) -> dict[int, dict]:
@@ -168,23 +208,20 @@ def details_judgments(file: Path) -> dict[int, dict]:
 
 
 def load_lighteval_answers(path: Path) -> list[Answer]:
+    """Every answer in the folder's details files, each with its file and row. Two runs of one
+    model in one folder are both returned: one_per_question keeps identical copies as one and
+    stops on two different answers, naming both, so no run wins by being later."""
     import pandas as pd
 
-    out: dict[tuple[str, str], Answer] = {}
-    for file in details_files(path):
+    out: list[Answer] = []
+    for file in one_run(path):
         df = pd.read_parquet(file, columns=["doc", "model_response"])
         model = model_of(file)
-        for n, (doc, response) in enumerate(zip(df["doc"], df["model_response"], strict=True)):
-            specific = doc.get("specific") or {}
-            qid = specific.get("question_id")
-            if not qid:
-                raise SourceError(
-                    "row has no doc.specific.question_id: not an oab_bench details file",
-                    file=str(file),
-                    line=n + 1,
-                )
-            texts = list(response.get("text_post_processed") or response.get("text") or [])
-            out[(model, qid)] = Answer(
-                model=model, question_id=qid, turns=[texts[0] if texts else ""], source=str(file), line=n + 1
-            )
-    return list(out.values())
+        for n, (doc, response) in enumerate(zip(df["doc"], df["model_response"], strict=True), start=1):
+            try:
+                row = DetailsRow.model_validate({"doc": plain(doc), "model_response": plain(response)})
+            except ValidationError as e:
+                raise shape_error(e).at(file=str(file), line=n) from None
+            qid = row.doc.specific.question_id
+            out.append(Answer(model=model, question_id=qid, turns=[row.text], source=str(file), line=n))
+    return out

@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from oab_bench.keyed_store import allowed
+
 
 def check_output(path: Path, flag: str = "--output") -> None:
     """Fail now, naming the flag, if `path` cannot be written as a file: a command that judges
@@ -19,8 +21,11 @@ def check_output(path: Path, flag: str = "--output") -> None:
         parent = parent.parent
     if not parent.is_dir():
         raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{flag} {path}: cannot write in {parent} (permission denied)")
+    if not allowed(parent, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{flag} {path}: cannot write in {parent} (permission denied): make it writable (group "
+            "write: chmod g+w, and umask 002 for what runs create) or give another path"
+        )
 
 
 def _umask() -> int:

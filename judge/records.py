@@ -5,9 +5,9 @@ The settings that go in live in settings.py.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from oab_bench.judge.settings import Mode
 
@@ -52,7 +52,7 @@ class MemberScore(BaseModel):
     """A jury member's own grading of the question (judge/grading/jury.py), or one repeat's (judge/grading/repeats.py)."""
 
     judge_model: str
-    repeat: int | None = None  # --repeats: which grading of the answer (0 is the one a single run makes)
+    repeat: int | None = Field(default=None, ge=0)  # --repeats: which grading (0: the one a single run makes)
     status: Status
     score: float | None = None
     items: dict[str, float] = Field(default_factory=dict)  # item id -> score
@@ -115,6 +115,35 @@ class Judgment(BaseModel):
         if self.cached:
             out["cost_usd"] = 0.0  # paid by an earlier run
         return out
+
+
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+
+class JudgmentLine(BaseModel):
+    """A judgment as every reader takes it back (judgments files, lighteval details, the cache):
+    the shape, checked before any number is read (the numbers: trust.problem). Looser than
+    Judgment where older files are (no prompt version, no judge model), never on types: validate
+    it strict, so "0.5" is not a score and a dict is not a list of items."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: NonEmpty
+    exam_id: NonEmpty
+    model: NonEmpty  # a details row's is its folder's
+    judge_model: NonEmpty | None
+    prompt_version: NonEmpty | None = None
+    mode: Mode | None = None
+    status: Status
+    score: float | None
+    max_score: float
+    items: list[ItemScore] | None = None
+    members: list[MemberScore] | None = None
+    repeats: list[MemberScore] | None = None
+    panel: NonEmpty | None = None  # a panel's published answers (`--panel`)
+    judge_text: str | None = None  # texts the report shows
+    error: str | None = None
+    note: str | None = None
 
 
 RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}

@@ -60,7 +60,10 @@ class JudgeSettings(BaseModel):
         None, ge=0, allow_inf_nan=False, description="USD per 1M completion tokens"
     )
     max_cost_usd: float | None = Field(
-        None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="stop starting judgments once spent + in-flight cost could pass this (USD)",
     )
     max_answer_tokens: int = Field(
         32768, ge=1, description="longer answers are not sent to the judge (status too_long)"
@@ -71,7 +74,10 @@ class JudgeSettings(BaseModel):
     )
     batch: bool = Field(False, description="judge through the provider's Batch API (OpenAI-style)")
     batch_wait: float | None = Field(
-        None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="seconds to wait for batches; then exit non-zero (rerun to reattach)",
     )
     price_batch_discount: float = Field(
         0.5, ge=0, le=1, allow_inf_nan=False, description="batch price as a fraction of the direct one"
@@ -300,6 +306,12 @@ def _problem(err: dict, prefix: str) -> str:
         else "judge settings"
     )
     raw = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "finite_number":  # NaN passes no comparison: "greater than or equal to 0" misled
+        raw = (
+            f"{err['input']!r} is not a number"
+            if err["input"] != err["input"]
+            else f"{err['input']!r} is not finite"
+        )
     # a rule over several settings names each as the user wrote it: <field> -> --flag (OAB_JUDGE_X)
     named = re.sub(
         r"<(\w+)>",

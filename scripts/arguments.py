@@ -31,7 +31,9 @@ def number(kind: type, least: float, *, above: bool = False):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            value = math.nan
+        if value != value:  # NaN: "must be at least 0" would mislead
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
         if not math.isfinite(value) or value < least or (above and value == least):
             raise argparse.ArgumentTypeError(
                 f"must be {'more than' if above else 'at least'} {least}, not {text}"

@@ -28,11 +28,26 @@ COMMANDS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """A flag the subcommand does not know is its error, with its usage: argparse would give the
+    top-level usage, which lists the subcommands but none of their flags."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            commands = getattr(self, "commands", {})
+            commands.get(getattr(parsed, "command", None), self).error(
+                f"unrecognized arguments: {' '.join(extras)}"
+            )
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="oab-bench", description="build and publish the dataset, judge answers, run lighteval, report"
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.commands = sub.choices  # name -> its parser, for Parser.parse_args
     for name in COMMANDS:
         module = importlib.import_module(f"oab_bench.scripts.cmd_{name.replace('-', '_')}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
@@ -45,17 +60,23 @@ INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "p
 
 
 OUTPUT_ARGS = ("output", "plot")  # what a command writes
+# --output is a file in these (a folder in build and probe)
+FILE_OUTPUT_COMMANDS = {"judge", "leaderboard", "report", "agreement"}
 
 
 def check_output_is_not_an_input(args: argparse.Namespace) -> None:
     """`--output` (or `--plot`) never replaces what the same command reads, nor a folder holding
-    it: a typo must not turn an answers file into a judgments file."""
+    it: a typo must not turn an answers file into a judgments file. A file output that cannot be
+    written (a folder given) is said first, as what it is, not as an input it holds."""
+    from oab_bench.judge.output import check_output
     from oab_bench.judge.results_source import local_path
 
     for flag in OUTPUT_ARGS:
         output = getattr(args, flag, None)
         if not output:
             continue
+        if flag == "plot" or args.command in FILE_OUTPUT_COMMANDS:
+            check_output(Path(output), f"--{flag}")
         out = Path(output).resolve()
         for name in INPUT_ARGS:
             given = getattr(args, name, None)

@@ -17,13 +17,11 @@ def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.validity.agreement_text import render_json, render_text
     from oab_bench.judge.validity.sources import load_source, shared_judges, source_names
 
+    if args.repeats and args.sources:
+        raise ValueError("--repeats takes one run and no other sources")
+    dataset = _dataset(args)
     if args.repeats:
-        return _repeats(args)
-    dataset = {}
-    if args.dataset:
-        from oab_bench.judge.dataset import load_rows
-
-        dataset = {r.question_id: r for r in load_rows(args.dataset)}
+        return _repeats(args, dataset)
     shared = shared_judges(args.sources)
     if shared:  # one shared results dataset of several judges: its judges compared with each other
         names = source_names(len(shared))
@@ -42,13 +40,21 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _repeats(args: argparse.Namespace) -> int:
+def _dataset(args: argparse.Namespace) -> dict:
+    """The dataset's rows by question id (`--dataset`), or none."""
+    if not args.dataset:
+        return {}
+    from oab_bench.judge.dataset import load_rows
+
+    return {r.question_id: r for r in load_rows(args.dataset)}
+
+
+def _repeats(args: argparse.Namespace, dataset: dict) -> int:
     from oab_bench.judge.validity.agreement_text import render_json
     from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 
-    if args.sources:
-        raise ValueError("--repeats takes one run and no other sources")
-    report = repeats_report(read_repeated(Path(args.repeats)), resamples=args.resamples, seed=args.seed)
+    records = read_repeated(Path(args.repeats), dataset)
+    report = repeats_report(records, resamples=args.resamples, seed=args.seed, dataset=dataset)
     _write(args, render_json(report) if args.format == "json" else render_repeats(report))
     return 0
 

@@ -11,25 +11,41 @@ from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_argument
 HELP = "exam scores, pass rates, intervals, per area and edition, per judge"
 
 
+def _without_probes(got) -> list[str]:
+    """`oab-bench probe`'s answers of known worth are no models to rank (the report keeps them
+    apart too): left out, with a note, unless --probes."""
+    from oab_bench.conventions import PROBE_PREFIX
+
+    probes = sorted({r.model for r in got.records if r.model.startswith(PROBE_PREFIX)})
+    if not probes:
+        return []
+    got.records = [r for r in got.records if not r.model.startswith(PROBE_PREFIX)]
+    if not got.records:
+        raise ValueError(
+            f"only {PROBE_PREFIX}* models in the inputs ({', '.join(probes)}): pass --probes to rank them"
+        )
+    return [
+        f"{len(probes)} {PROBE_PREFIX}* models left out ({', '.join(probes)}): pass --probes to rank them"
+    ]
+
+
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.leaderboard import formats as render
     from oab_bench.judge.leaderboard import tables as lb
     from oab_bench.judge.leaderboard.inputs import read_for_command
-    from oab_bench.judge.output import check_output, write_atomic
+    from oab_bench.judge.output import write_atomic
 
-    for flag, path in (("--output", args.output), ("--plot", args.plot)):
-        if path:
-            check_output(Path(path), flag)
     got = read_for_command(args.command, args.inputs, args.dataset)
     if args.members:  # a jury's members, each as its own judge
         from oab_bench.judge.validity.jury_report import member_records_of
 
         for path in args.inputs:
             got.records += member_records_of(Path(path))
+    left_out = [] if args.probes else _without_probes(got)
     tables, notes = lb.build_tables(
         got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
     )
-    notes += got.notes
+    notes += got.notes + left_out
     if args.format == "markdown":
         text = render.render_markdown(tables, notes, by=args.by)
     elif args.format == "csv":
@@ -65,4 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")
     p.add_argument("--by", choices=["area", "edition"], help="add a breakdown table (markdown)")
     p.add_argument("--members", action="store_true", help="a jury's members too, each as its own judge")
+    p.add_argument(
+        "--probes",
+        action="store_true",
+        help="rank `oab-bench probe`'s probe:* answers too (left out by default)",
+    )
     add_report_arguments(p)

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--output", help="folder for the probe answers and judgments (default runs/probe_<judge model>)"
     )
-    p.add_argument("--strict", action="store_true", help="exit 1 when the verdict is `does not discriminate`")
+    p.add_argument("--strict", action="store_true", help="exit 1 on any verdict but `discriminates`")
     p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
     p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
     p.add_argument("--no-progress", action="store_true")

@@ -118,6 +118,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="generate every answer again (the new ones are stored; judgments of new texts are new)",
     )
     p.add_argument(
+        "--cache-read-only",
+        action="store_true",
+        help="go on when an answer or judgment cache this user cannot write would miss entries: "
+        "its hits are served, what is new is not kept",
+    )
+    p.add_argument(
         "--no-check-call",
         action="store_true",
         help="skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge",

@@ -480,3 +480,115 @@ def _pairs(n: int):
         )
         for i in range(n)
     ]
+
+
+# --- made-up judgment sources ---------------------------------------------------------------
+
+JUDGE = "openai/judge-made-up"  # made-up judgment sources (agreement, readers, strict figures)
+AGREEMENT_EXAMS = [f"{e}_direito_{a}" for e in (90, 91) for a in ("civil", "penal", "tributario")]
+
+
+def judgment(model, qid, exam, score, max_score, items, status="ok"):
+    return {
+        "question_id": qid,
+        "exam_id": exam,
+        "model": model,
+        "judge_model": JUDGE,
+        "prompt_version": "oab-pt-v1",
+        "mode": "structured",
+        "status": status,
+        "score": score if status == "ok" else None,
+        "max_score": max_score,
+        "items": [{"item_id": k, "score": v, "max_score": max_score} for k, v in items.items()]
+        if status == "ok"
+        else [],
+    }
+
+
+def exam(model, exam_id, peca, questao, skip=()):
+    """Peça `peca` (items P1 + P2), four questões at `questao` each (items A1 + B1)."""
+    out = []
+    if "peca" not in skip:
+        out.append(
+            judgment(
+                model,
+                f"{exam_id}_peca_praticoprofissional",
+                exam_id,
+                peca,
+                5.0,
+                {"P1": min(peca, 2.5), "P2": max(0.0, peca - 2.5)},
+            )
+        )
+    for n in range(1, 5):
+        if n in skip:
+            continue
+        out.append(
+            judgment(
+                model,
+                f"{exam_id}_questao_{n}",
+                exam_id,
+                questao,
+                1.25,
+                {"A1": questao / 2, "B1": questao / 2},
+            )
+        )
+    return out
+
+
+# exam totals of model m1 under source A: 9, 7, 5, 4, 8, 3 (peça + 4 x 1.0)
+PECAS = [5.0, 3.0, 1.0, 0.0, 4.0, 0.0]
+QUESTAO = [1.0, 1.0, 1.0, 1.0, 1.0, 0.75]
+
+
+def source_a(tmp_path, name="a.jsonl"):
+    recs = []
+    for e, p, q in zip(AGREEMENT_EXAMS, PECAS, QUESTAO, strict=True):
+        recs += exam("m1", e, p, q)
+        recs += exam("m2", e, max(0.0, p - 1.0), q)
+    return write_jsonl(tmp_path / name, recs)
+
+
+def details_run(folder: Path, model: str, records: list[dict]) -> Path:
+    """A lighteval run folder whose details file of the oab_bench task holds `records` as judgments."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = folder / "details" / model / "2025-01-01T00-00-00"
+    where.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist([{"metric": {"oab_judgment": r}} for r in records])
+    pq.write_table(table, where / "details_oab_bench|0_2025-01-01T00-00-00.parquet")
+    return folder
+
+
+def repeated(model, exam, pecas, questao=1.0):
+    """Exam `exam` graded len(pecas) times: the peça's score changes per repeat, the questões' do not."""
+    out = []
+    for n in range(5):
+        qid = f"{exam}_peca_praticoprofissional" if n == 0 else f"{exam}_questao_{n}"
+        scores = pecas if n == 0 else [questao] * len(pecas)
+        out.append(
+            {
+                "question_id": qid,
+                "exam_id": exam,
+                "model": model,
+                "judge_model": "openai/j",
+                "prompt_version": "oab-pt-v1",
+                "mode": "legacy",
+                "status": "ok",
+                "score": scores[0],
+                "max_score": 5.0 if n == 0 else 1.25,
+                "items": [],
+                "repeats": [
+                    {
+                        "judge_model": "openai/j",
+                        "repeat": k,
+                        "status": "ok",
+                        "score": s,
+                        "items": {},
+                        "cached": False,
+                    }
+                    for k, s in enumerate(scores)
+                ],
+            }
+        )
+    return out

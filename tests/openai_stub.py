@@ -228,6 +228,7 @@ class StubServer:
         self.port = site._server.sockets[0].getsockname()[1]
 
     def start(self, port: int = 0) -> StubServer:
+        _encoding()  # loaded now: loading it on the first request held every other request back (~1 s)
         ready = threading.Event()
 
         def run() -> None:

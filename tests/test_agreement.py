@@ -13,74 +13,9 @@ from oab_bench.judge.validity.agreement_text import render_json, render_text
 from oab_bench.judge.validity.sources import load_human, load_source
 from oab_bench.judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
 from tests.conftest import oab
-
-JUDGE = "openai/judge-made-up"
-EXAMS = [f"{e}_direito_{a}" for e in (90, 91) for a in ("civil", "penal", "tributario")]
-
-
-def judgment(model, qid, exam, score, max_score, items, status="ok"):
-    return {
-        "question_id": qid,
-        "exam_id": exam,
-        "model": model,
-        "judge_model": JUDGE,
-        "prompt_version": "oab-pt-v1",
-        "mode": "structured",
-        "status": status,
-        "score": score if status == "ok" else None,
-        "max_score": max_score,
-        "items": [{"item_id": k, "score": v, "max_score": max_score} for k, v in items.items()]
-        if status == "ok"
-        else [],
-    }
-
-
-def exam(model, exam_id, peca, questao, skip=()):
-    """Peça `peca` (items P1 + P2), four questões at `questao` each (items A1 + B1)."""
-    out = []
-    if "peca" not in skip:
-        out.append(
-            judgment(
-                model,
-                f"{exam_id}_peca_praticoprofissional",
-                exam_id,
-                peca,
-                5.0,
-                {"P1": min(peca, 2.5), "P2": max(0.0, peca - 2.5)},
-            )
-        )
-    for n in range(1, 5):
-        if n in skip:
-            continue
-        out.append(
-            judgment(
-                model,
-                f"{exam_id}_questao_{n}",
-                exam_id,
-                questao,
-                1.25,
-                {"A1": questao / 2, "B1": questao / 2},
-            )
-        )
-    return out
-
-
-# exam totals of model m1 under source A: 9, 7, 5, 4, 8, 3 (peça + 4 x 1.0)
-PECAS = [5.0, 3.0, 1.0, 0.0, 4.0, 0.0]
-QUESTAO = [1.0, 1.0, 1.0, 1.0, 1.0, 0.75]
-
-
-def write(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-def source_a(tmp_path, name="a.jsonl"):
-    recs = []
-    for e, p, q in zip(EXAMS, PECAS, QUESTAO, strict=True):
-        recs += exam("m1", e, p, q)
-        recs += exam("m2", e, max(0.0, p - 1.0), q)
-    return write(tmp_path / name, recs)
+from tests.helpers import AGREEMENT_EXAMS as EXAMS
+from tests.helpers import PECAS, QUESTAO, exam, source_a
+from tests.helpers import write_jsonl as write
 
 
 def report_of(*paths, resamples=300):
@@ -101,7 +36,11 @@ def test_identical_sources(tmp_path):
     assert e["ccc"]["value"] == pytest.approx(1.0) and e["pearson"]["value"] == pytest.approx(1.0)
     assert e["kappa_pass"]["value"] == pytest.approx(1.0)
     assert e["flips"] == 0 and e["confusion"]["pass_fail"] == e["confusion"]["fail_pass"] == 0
-    assert r["ranking_tau"]["value"] == pytest.approx(1.0)
+    assert r["ranking_tau"]["value"] is None  # two models: no ranking to speak of
+    assert any(
+        n.startswith("ranking_tau: null: 2 model(s) with complete exams: a ranking of fewer than 3")
+        for n in r["notes"]
+    )
     m1 = next(m for m in r["models"] if m["model"] == "m1")
     assert m1["mean_a"] == m1["mean_b"] == pytest.approx(36 / 6) and m1["passed_a"] == m1["passed_b"] == 3
     # the contract's keys
@@ -182,6 +121,17 @@ def test_one_exam_only_has_no_intervals(tmp_path):
     assert r["exam"]["mae"]["value"] == 0.0 and r["exam"]["mae"]["ci_low"] is None
     assert any("one exam only: no interval" in n for n in r["notes"])
     assert r["exam"]["pearson"]["value"] == pytest.approx(1.0)  # two models: two exam results
+
+
+def test_ranking_tau_needs_three_models(tmp_path):
+    recs = []
+    for e, p, q in zip(EXAMS, PECAS, QUESTAO, strict=True):
+        for n, model in enumerate(("m1", "m2", "m3")):
+            recs += exam(model, e, max(0.0, p - n), q)
+    a = write(tmp_path / "three.jsonl", recs)
+    r = report_of(a, a)
+    assert r["ranking_tau"]["value"] == pytest.approx(1.0)
+    assert not any(n.startswith("ranking_tau") for n in r["notes"])
 
 
 def test_constant_input_is_null_with_a_reason(tmp_path):

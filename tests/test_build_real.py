@@ -155,41 +155,25 @@ def test_failed_write_leaves_previous_output_intact(built_rows, tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
 
 
-def test_push_uploads_the_pushed_layout_and_it_loads_back(built_rows, built_dataset, monkeypatch, tmp_path):
-    """Offline: a fake HfApi keeps what push would send; `load_dataset` reads it back, per config."""
-    import shutil
-
+def test_push_uploads_the_pushed_layout_and_it_loads_back(built_rows, built_dataset, tmp_path):
+    """Offline: a fake HfApi keeps what push sends; `load_dataset` reads it back, per config."""
     import datasets
-    import huggingface_hub
 
     from oab_bench.dataset_builder.publish import push_dataset
+    from tests.fake_hub import FakeHub
 
-    calls = []
+    fake = FakeHub()
+    plan = push_dataset(built_dataset, "org/oab-bench", private=True, revision="v1", api=fake)
+    assert plan.url.startswith("https://hub.invalid/datasets/org/oab-bench/commit/")
+    assert fake.writes == ["create_repo", "create_branch", "create_commit"]
+    create = next(kw for name, _, kw in fake.calls if name == "create_repo")
+    assert create == {"repo_type": "dataset", "private": True, "exist_ok": False}
+    commit = next(kw for name, _, kw in fake.calls if name == "create_commit")
+    assert commit["revision"] == "v1"
     hub = tmp_path / "hub"
-
-    class FakeApi:
-        def create_repo(self, repo_id, **kw):
-            calls.append(("create_repo", repo_id, kw))
-
-        def create_branch(self, repo_id, **kw):
-            calls.append(("create_branch", repo_id, kw))
-
-        def upload_folder(self, **kw):
-            calls.append(("upload_folder", kw))
-            shutil.copytree(kw["folder_path"], hub)  # the staging folder is gone after push
-            return "https://hub/commit/1"
-
-    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
-    assert push_dataset(built_dataset, "org/oab-bench", private=True, revision="v1") == "https://hub/commit/1"
-    assert calls[0] == (
-        "create_repo",
-        "org/oab-bench",
-        {"repo_type": "dataset", "private": True, "exist_ok": True},
-    )
-    assert calls[1][0] == "create_branch" and calls[1][2]["branch"] == "v1"
-    upload = calls[2][1]
-    assert upload["repo_type"] == "dataset" and upload["revision"] == "v1"
-    assert not Path(upload["folder_path"]).exists()
+    for path, data in fake.files("org/oab-bench", "v1").items():
+        (hub / path).parent.mkdir(parents=True, exist_ok=True)
+        (hub / path).write_bytes(data)
 
     card = (hub / "README.md").read_text(encoding="utf-8")
     meta = yaml.safe_load(card.split("---\n")[1])

@@ -44,7 +44,7 @@ def test_no_litellm_cache_is_tracked():
             ["--batch", "--max-cost-usd", "1"],
             "--batch (OAB_JUDGE_BATCH) and --max-cost-usd (OAB_JUDGE_MAX_COST_USD) do not go together",
         ),
-        (["--price-input", "nan"], "--price-input (OAB_JUDGE_PRICE_INPUT): Input should be a finite number"),
+        (["--price-input", "nan"], "--price-input (OAB_JUDGE_PRICE_INPUT): nan is not a number"),
         (
             ["--api-base", " localhost:1/v1"],
             "--api-base (OAB_JUDGE_API_BASE): 'localhost:1/v1' is not an http",

@@ -116,7 +116,8 @@ def test_a_rejected_key_or_model_fails_in_seconds_with_the_providers_words(
     assert words in proc.stderr and SECRET not in proc.stderr
     assert [r["body"]["messages"][-1]["content"] for r in bad.requests] == [CHECK_PROMPT]
     assert bad.requests[0]["body"]["max_tokens"] == 1  # the fewest output tokens
-    assert not (tmp_path / "r" / "model_config.yaml").exists()  # lighteval never started
+    # lighteval never started, and the refused run left nothing: no output folder, marker or cache
+    assert not [p.name for p in tmp_path.iterdir()]
 
 
 def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_at_once(stub, monkeypatch):

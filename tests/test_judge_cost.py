@@ -129,7 +129,8 @@ def test_anthropic_prompts_mark_everything_but_the_answer_for_caching():
 def test_the_store_does_not_read_back_its_own_lines(stub, judge_key, tmp_path):
     store = JudgmentStore(tmp_path)
     run_judge_all(Judge(settings(stub()), store), _pairs(4), progress=False)
-    assert store._offset == store.path.stat().st_size and store._lines == 4  # nothing left to parse
+    kept = store._store  # the keyed store under it
+    assert kept.offset == store.path.stat().st_size and kept.lines == 4  # nothing left to parse
     assert len(JudgmentStore(tmp_path)) == 4
 
 

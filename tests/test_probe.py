@@ -302,11 +302,13 @@ def test_a_judge_that_credits_content_discriminates(stub, built_dataset, tmp_pat
     assert all({"name", "value", "threshold", "ok"} <= set(c) for c in report["checks"])
 
     # the judgments are a judgments file the leaderboard reads: one row per probe
-    assert main(["leaderboard", str(tmp_path / "out" / "judgments.jsonl"), "--format", "json"]) == 0
+    assert (
+        main(["leaderboard", str(tmp_path / "out" / "judgments.jsonl"), "--format", "json", "--probes"]) == 0
+    )
     board = json.loads(capsys.readouterr().out)
     models = {r["model"] for r in board["rows"]}
     assert models == {f"probe:{k}" for k in PROBE_KINDS}
-    assert main(["leaderboard", str(tmp_path / "out"), "--format", "json"]) == 0  # the probe's folder too
+    assert main(["leaderboard", str(tmp_path / "out"), "--format", "json", "--probes"]) == 0  # the folder too
     assert json.loads(capsys.readouterr().out) == board
 
 

@@ -75,6 +75,37 @@ def test_a_child_that_ignores_sigterm_dies_after_the_grace_when_its_parent_is_ki
                 os.kill(pid, signal.SIGKILL)
 
 
+# the child ends on SIGTERM, as a vLLM server does, but a worker of its group ignores it
+GROUP = """
+import subprocess, sys, time
+from oab_bench.judge.generation.processes import die_with_parent, reap_if_orphaned
+worker = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(600)"
+child = subprocess.Popen(
+    [sys.executable, "-c", f"import subprocess, sys, time; w = subprocess.Popen([sys.executable, '-c', {worker!r}], stdout=subprocess.PIPE); w.stdout.readline(); print(w.pid, flush=True); time.sleep(600)"],
+    start_new_session=True, preexec_fn=die_with_parent(), stdout=subprocess.PIPE,
+)
+worker_pid = int(child.stdout.readline())
+reaper = reap_if_orphaned(child, grace=1)
+print(child.pid, worker_pid, reaper.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_worker_left_in_the_group_of_an_ended_child_dies_after_the_grace():
+    parent = subprocess.Popen([sys.executable, "-c", GROUP], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    child, worker, reaper = map(int, parent.stdout.readline().split())
+    try:
+        parent.kill()
+        parent.wait()
+        assert wait_gone(child, 5)  # the kernel's SIGTERM ended the child at once
+        assert wait_gone(worker, 10), "a worker of the child's group outlived the grace"
+        assert wait_gone(reaper, 5)
+    finally:
+        for pid in (child, worker, reaper):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_the_backstop_ends_with_a_child_that_ended_normally():
     parent, child, reaper = start_parent("60", "finish")
     out, _ = parent.communicate(timeout=30)

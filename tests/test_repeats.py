@@ -14,42 +14,9 @@ from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.validity.agreement_text import render_json
 from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 from tests.conftest import oab
+from tests.helpers import repeated
 
 EXAMS = ["90_direito_civil", "90_direito_penal", "91_direito_civil", "91_direito_penal"]
-
-
-def repeated(model, exam, pecas, questao=1.0):
-    """Exam `exam` graded len(pecas) times: the peça's score changes per repeat, the questões' do not."""
-    out = []
-    for n in range(5):
-        qid = f"{exam}_peca_praticoprofissional" if n == 0 else f"{exam}_questao_{n}"
-        scores = pecas if n == 0 else [questao] * len(pecas)
-        out.append(
-            {
-                "question_id": qid,
-                "exam_id": exam,
-                "model": model,
-                "judge_model": "openai/j",
-                "prompt_version": "oab-pt-v1",
-                "mode": "legacy",
-                "status": "ok",
-                "score": scores[0],
-                "max_score": 5.0 if n == 0 else 1.25,
-                "items": [],
-                "repeats": [
-                    {
-                        "judge_model": "openai/j",
-                        "repeat": k,
-                        "status": "ok",
-                        "score": s,
-                        "items": {},
-                        "cached": False,
-                    }
-                    for k, s in enumerate(scores)
-                ],
-            }
-        )
-    return out
 
 
 @pytest.fixture
@@ -156,8 +123,8 @@ def _write(path, recs):
         (float("nan"), r"bad.jsonl:2: field 'repeats\[1\].score': nan is not a score"),
         (7.0, r"bad.jsonl:2: field 'repeats\[1\].score': 7.0 is not a score within 0..1.25"),
         (-1, r"bad.jsonl:2: field 'repeats\[1\].score': -1 is not a score"),
-        ("0.5", r"bad.jsonl:2: field 'repeats\[1\].score': '0.5' is not a score"),
-        (None, r"bad.jsonl:2: field 'repeats\[1\]': is not a grading with a status"),
+        ("0.5", r"bad.jsonl:2: field 'repeats\[1\].score': '0.5' is not a number"),
+        (None, r"bad.jsonl:2: field 'repeats\[1\].status': missing"),
     ],
 )
 def test_a_bad_repeat_stops_naming_file_line_and_field(run, tmp_path, value, message):
@@ -181,7 +148,7 @@ def test_repeats_report_ignores_line_order_and_identical_copies(run, tmp_path):
     report = render_json(repeats_report(read_repeated(path), resamples=200, seed=0))
     assert render_json(repeats_report(read_repeated(again), resamples=200, seed=0)) == report
     other = json.loads(json.dumps(recs[3]))
-    other["repeats"][0]["score"] = 0.5
+    other["repeats"][1]["score"] = 0.5  # a repeat other than 0: the record's own score is repeat 0's
     clash = _write(tmp_path / "clash.jsonl", [*recs, other])
     with pytest.raises(SourceError, match=r"clash.jsonl:21: .*differently on line 4"):
         read_repeated(clash)
@@ -212,3 +179,33 @@ def test_a_run_folder_with_several_judgments_files_is_not_guessed(run, tmp_path)
         read_repeated(folder)
     _write(folder / "judgments.jsonl", recs)
     assert len(read_repeated(folder)) == len(recs)
+
+
+def test_agreement_repeats_honours_the_dataset(run, tmp_path, capsys):
+    """`--dataset`: only its questions count, checked against it; its exams say what is complete."""
+    from oab_bench.dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.publish import write_dataset
+    from oab_bench.scripts.cli import main
+    from tests import synthetic as syn
+
+    def agreement(*extra) -> dict:
+        capsys.readouterr()
+        assert main([*map(str, base), *map(str, extra)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    path, recs = run
+    src = syn.write_source(tmp_path / "src", syn.exam(90, "civil") + syn.exam(91, "civil"))
+    ds = write_dataset(*build_rows(src, src / "errata.yaml"), tmp_path / "ds")
+    base = ["agreement", "--repeats", path, "--format", "json", "--resamples", "50"]
+    assert agreement()["n_exam_results"] == 4
+    r = agreement("--dataset", ds)
+    assert (r["n_questions"], r["n_exam_results"]) == (10, 2)  # the penal exams are not in the dataset
+    assert any(n.startswith("10 (model, question)s not in --dataset") for n in r["notes"])
+
+    recs = json.loads(json.dumps(recs))
+    recs[1]["max_score"] = recs[1]["score"] = 2.0  # 90_direito_civil_questao_1, worth 1.25 in the dataset
+    for m in recs[1]["repeats"]:
+        m["score"] = 2.0
+    path.write_text("".join(json.dumps(x) + "\n" for x in recs))
+    r = agreement("--dataset", ds)
+    assert r["n_exam_results"] == 1 and any(n.startswith("11 (model, question)s") for n in r["notes"])

@@ -167,7 +167,7 @@ def standin_vllm(tmp_path: Path, marker: str) -> Path:
     ids=["SIGTERM", "SIGHUP", "SIGINT"],
 )
 def test_no_process_outlives_a_signal(stub, built_dataset, tmp_path, sig, when):
-    marker = f"oab-standin-{tmp_path.name}"
+    marker = f"oab-standin-{os.getpid()}-{tmp_path.name}"  # tmp_path's name alone recurs in another session
     model = tmp_path / marker
     model.mkdir()
     judge = stub(latency=0.5)

@@ -79,7 +79,7 @@ def test_vllm_args_take_a_single_flag_as_their_value(tmp_path):
         ("--concurrency", "0", "must be at least 1, not 0"),  # was the default, silently
         ("--candidate-retries", "0", "must be at least 1, not 0"),  # lighteval: no call, empty answers
         ("--max-new-tokens", "-5", "must be at least 1, not -5"),
-        ("--temperature", "nan", "must be at least 0, not nan"),
+        ("--temperature", "nan", "'nan' is not a number"),  # NaN compares false: not "at least 0"
         ("--candidate-timeout", "0", "must be more than 0, not 0"),
         ("--vllm-start-timeout", "x", "'x' is not a number"),
     ],

@@ -23,6 +23,7 @@ from oab_bench.judge.results_layout import ANSWERS_FILE, judge_file
 from oab_bench.judge.results_source import front_matter
 from oab_bench.scripts.cli import main
 from tests.conftest import SECRET, oab
+from tests.fake_hub import FakeHub
 
 TASK = "oab_bench:penal"  # 3 whole exams, 15 questions
 PROBED = "39_direito_penal"
@@ -513,61 +514,15 @@ def test_a_probe_folder_reads_in_the_report_with_its_answers(tmp_path, capsys):
 # --- push-results against a stand-in for the Hub ---------------------------------------------------
 
 
-class FakeHub:
-    """HfApi's calls push-results makes, recorded; repos are {(repo_id, type): {path: text}}."""
-
-    def __init__(self, repos: dict):
-        self.repos = repos
-        self.writes: list[tuple] = []
-        self.uploaded: dict[str, bytes] = {}
-
-    def api(self):
-        hub = self
-
-        class Api:
-            def repo_exists(self, repo_id, *, repo_type=None):
-                return (repo_id, repo_type) in hub.repos
-
-            def create_repo(self, repo_id, *, repo_type, private, exist_ok):
-                hub.writes.append(("create_repo", repo_id, repo_type, private))
-                hub.repos.setdefault((repo_id, repo_type), {})
-
-            def upload_folder(
-                self, *, folder_path, repo_id, repo_type, commit_message, allow_patterns, delete_patterns
-            ):
-                hub.writes.append(
-                    ("upload_folder", repo_id, repo_type, sorted(allow_patterns), delete_patterns)
-                )
-                folder = Path(folder_path)
-                hub.uploaded = {p: (folder / p).read_bytes() for p in allow_patterns}
-                return "https://hub.example/commit/1"
-
-        return Api()
-
-    def download(self, tmp: Path):
-        def hf_hub_download(repo_id, filename, *, repo_type):
-            from huggingface_hub.errors import EntryNotFoundError
-
-            files = self.repos[(repo_id, repo_type)]
-            if filename not in files:
-                raise EntryNotFoundError(f"{filename} not in {repo_id}")
-            path = tmp / "hub" / repo_id / filename
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(files[filename], encoding="utf-8")
-            return str(path)
-
-        return hf_hub_download
-
-
 @pytest.fixture
-def hub(monkeypatch, tmp_path):
+def hub(monkeypatch):
+    """A stand-in Hub (tests/fake_hub.py) behind HfApi, and a token huggingface_hub finds (or none)."""
     import huggingface_hub
 
-    def install(repos: dict, token: str | None = "hf_test_token"):
-        fake = FakeHub(repos)
-        monkeypatch.setattr(huggingface_hub, "HfApi", fake.api)
+    def install(token: str | None = "hf_test_token") -> FakeHub:
+        fake = FakeHub()
+        monkeypatch.setattr(huggingface_hub, "HfApi", lambda *a, **k: fake)
         monkeypatch.setattr(huggingface_hub, "get_token", lambda: token)
-        monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake.download(tmp_path))
         return fake
 
     return install
@@ -579,59 +534,59 @@ def push(capsys, tmp_path, repo_id="me/oab-results", *extra):
 
 
 def test_push_results_uploads_exactly_what_the_export_wrote(hub, tmp_path, capsys):
-    fake = hub({})
+    fake = hub()
     rc, out, err = push(capsys, tmp_path, "me/oab-results", "--private")
     assert rc == 0, err
-    assert "pushed results to me/oab-results: https://hub.example/commit/1" in out
-    create, upload = fake.writes
-    assert create == ("create_repo", "me/oab-results", "dataset", True)
+    assert "pushed results to me/oab-results: https://hub.invalid/datasets/me/oab-results/commit/" in out
+    assert fake.writes == ["create_repo", "create_commit"]
     configs = ["openai-judge-x-oab-pt-v1-structured", "openai-judge-y-oab-pt-v1-structured"]
-    assert upload[3] == ["README.md", *(judge_file(c) for c in configs)]  # the marker stays home
-    assert upload[4] == ["judgments/**", "answers/**"]  # a judge no longer exported goes
-    card = front_matter(fake.uploaded["README.md"].decode())
+    files = fake.files("me/oab-results")
+    assert sorted(files) == [".gitattributes", "README.md", *(judge_file(c) for c in configs)]  # no marker
+    card = front_matter(files["README.md"].decode())
     assert card["oab_bench"] == {**card["oab_bench"], "kind": "results", "made_by": "oab-bench push-results"}
-    assert 'load_dataset("me/oab-results"' in fake.uploaded["README.md"].decode()
+    assert card["oab_bench"]["format"] == 1  # the layout's format survives the Hub guard's marker
+    assert 'load_dataset("me/oab-results"' in files["README.md"].decode()
 
-    # pushed again: the repo is ours now (its card says so), it is updated
-    fake.repos[("me/oab-results", "dataset")] = {"README.md": fake.uploaded["README.md"].decode()}
-    fake.writes.clear()
+    # a judge no longer exported goes; pushed again, the repo is ours (its card says so): one commit
+    fake.seed("me/oab-results", {**files, judge_file("openai-gone-oab-pt-v1-structured"): b"old"})
+    fake.calls.clear()
     rc, _, err = push(capsys, tmp_path, "me/oab-results")
     assert rc == 0, err
-    assert [w[0] for w in fake.writes] == ["create_repo", "upload_folder"]
+    assert fake.writes == ["create_commit"]
+    assert judge_file("openai-gone-oab-pt-v1-structured") not in fake.files("me/oab-results")
 
 
 @pytest.mark.parametrize(
-    ("repos", "why"),
+    ("files", "why"),
     [
-        ({("me/oab-results", "model"): {}}, "me/oab-results is a model repository, not a dataset"),
-        ({("me/oab-results", "space"): {}}, "me/oab-results is a space repository, not a dataset"),
         (
-            {("me/oab-results", "dataset"): {"README.md": "---\nlicense: mit\n---\n# someone's data\n"}},
-            "dataset me/oab-results has no `oab_bench: {kind: results}` in its card",
+            {"README.md": "---\nlicense: mit\n---\n# someone's data\n"},
+            "its README.md carries no oab-bench marker",
         ),
-        ({("me/oab-results", "dataset"): {}}, "dataset me/oab-results has no card"),
+        ({"data.csv": "a,b\n"}, "it has no README.md, so no oab-bench marker"),
         (
-            {("me/oab-results", "dataset"): {"README.md": "---\noab_bench: {kind: questions}\n---\n"}},
-            "has no `oab_bench: {kind: results}` in its card",
+            {"README.md": "---\noab_bench: {made_by: oab-bench push, kind: dataset}\n---\n"},
+            "its card says `oab-bench push` made it (kind: dataset)",
         ),
     ],
 )
-def test_push_results_refuses_a_repo_that_is_not_its_own(hub, tmp_path, capsys, repos, why):
-    fake = hub(repos)
+def test_push_results_refuses_a_repo_that_is_not_its_own(hub, tmp_path, capsys, files, why):
+    fake = hub()
+    fake.seed("me/oab-results", files)
     rc, _, err = push(capsys, tmp_path)
-    assert rc == 2 and why in err, err
+    assert rc == 2 and why in err and "refusing to write to it" in err, err
     assert fake.writes == []  # refused before any write
 
 
 def test_push_results_without_a_token_or_with_a_bad_repo_id(hub, tmp_path, capsys):
-    fake = hub({}, token=None)
+    fake = hub(token=None)
     rc, _, err = push(capsys, tmp_path)
     assert rc == 2 and "no Hugging Face token: set HF_TOKEN or run `hf auth login`" in err
-    fake = hub({})
+    fake = hub()
     for bad in ("datasets/me/x", "me", "me/x/y", "https://huggingface.co/me/x"):
         rc, _, err = push(capsys, tmp_path, bad)
         assert rc == 2 and f"--repo-id {bad!r}: expected OWNER/NAME" in err
-    assert fake.writes == []
+    assert fake.calls == []
 
 
 @pytest.mark.parametrize("token", ["", "  \n"])

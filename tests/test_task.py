@@ -47,36 +47,54 @@ def test_candidate_prompt_lists_items_with_values(task_module, built_rows):
     assert "(Valor: 5,00)" in p and "PEÇA PRÁTICO" not in p
 
 
-def test_missing_judge_fails_while_loading_the_task(task_module, monkeypatch, built_rows):
+def evaluation_docs(task_name: str) -> list:
+    """The documents lighteval's pipeline prepares for an evaluation of `task_name` (get_docs)."""
+    from lighteval.tasks.lighteval_task import LightevalTask
+    from lighteval.tasks.registry import Registry
+
+    tasks = Registry(tasks=f"{task_name}|0", custom_tasks=str(REPO / "oab_bench_task.py")).load_tasks()
+    LightevalTask.load_datasets(tasks, 1)
+    return [doc for task in tasks.values() for doc in task.get_docs()]
+
+
+def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
+    task_module, monkeypatch, built_rows
+):
+    """Browsing the task (its documents, `lighteval tasks inspect`) needs no judge; an evaluation
+    (lighteval's pipeline preparing our documents) fails before any model is loaded or called."""
     from oab_bench.judge.grading.lighteval_judge import JudgeNotConfigured
 
     rows, _ = built_rows
-    monkeypatch.delenv("OAB_JUDGE_MODEL")
-    task_module._check_judge_configured.cache_clear()
-    with pytest.raises(JudgeNotConfigured, match="OAB_JUDGE_MODEL is not set"):
-        task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
-    task_module._check_judge_configured.cache_clear()
+    for unset in (
+        lambda: monkeypatch.delenv("OAB_JUDGE_MODEL"),
+        lambda: monkeypatch.setenv("OAB_JUDGE_MODEL", ""),
+    ):
+        unset()
+        doc = task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
+        assert doc.specific[task_module.SYSTEM_KEY] == rows[0].system_prompt
+        with pytest.raises(
+            JudgeNotConfigured, match=r"^OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge"
+        ):
+            evaluation_docs("oab_bench:39")
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    assert {d.specific["question_id"] for d in evaluation_docs("oab_bench:39")} == {
+        r.question_id for r in rows if r.edition == 39
+    }
 
 
-def test_a_judge_cache_it_cannot_use_fails_while_loading_the_task(
-    task_module, monkeypatch, built_rows, tmp_path
-):
+def test_a_judge_cache_it_cannot_use_fails_before_the_evaluation(task_module, monkeypatch, tmp_path):
     """OAB_JUDGE_CACHE naming another tool's folder was refused only when the first answers were
     judged, after every answer had been generated (and paid for)."""
     from oab_bench.judge.grading.judgment_store import StoreError
 
-    rows, _ = built_rows
     (tmp_path / "judgments.jsonl").write_text('{"question_id": "q", "score": 1}\n')
     monkeypatch.setenv("OAB_JUDGE_CACHE", str(tmp_path))
-    task_module._check_judge_configured.cache_clear()
     with pytest.raises(
         StoreError, match=f"^OAB_JUDGE_CACHE: {tmp_path}/judgments.jsonl: not an oab-bench judgment store"
     ):
-        task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
+        task_module.check_judge_configured()
     monkeypatch.setenv("OAB_JUDGE_CACHE", "off")
-    task_module._check_judge_configured.cache_clear()
-    task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
-    task_module._check_judge_configured.cache_clear()
+    task_module.check_judge_configured()
 
 
 def test_corpus_figures_leave_out_incomplete_exams(task_module):

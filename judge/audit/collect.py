@@ -20,10 +20,10 @@ from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.answers import (
     Answer,
     answer_files_in,
-    details_files,
     details_judgments,
     load_answers,
     one_per_question,
+    one_run,
 )
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
 from oab_bench.judge.results_layout import judgment_record
@@ -106,10 +106,7 @@ def _trails_jsonl(path: Path) -> dict:
 
 def _trails_lighteval(path: Path) -> dict:
     return {  # keyed by rows as leaderboard/inputs.py counts them
-        (str(file), n): _ours(v)
-        for file in details_files(path)
-        for n, v in details_judgments(file).items()
-        if v
+        (str(file), n): _ours(v) for file in one_run(path) for n, v in details_judgments(file).items() if v
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.ids import AREAS
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs, trail_key
@@ -16,7 +17,6 @@ from oab_bench.judge.leaderboard.formats import points
 from oab_bench.judge.leaderboard.inputs import Record, facts_of_rows, unjudged
 from oab_bench.judge.leaderboard.tables import Table, build_tables
 
-PROBE_PREFIX = "probe:"
 TOP_DISAGREEMENTS = 100
 
 

@@ -6,7 +6,9 @@
 - `install`: the exam's rules as a real system message (no per-document system prompt in
   0.13), the exact name `oab_bench` meaning that task alone (not every `oab_bench:*` too),
   and no litellm response cache (lighteval sets one; a hit crashes inside litellm and the
-  run quietly returns empty answers).
+  run quietly returns empty answers). lighteval has no hook for "an evaluation of this task
+  starts": `install` runs the task's own check (the judge's configuration) when the
+  evaluation prepares our documents, never while they are merely browsed.
 - `install` also keeps the candidate's answers (answer_store.py, when OAB_ANSWER_CACHE names a
   folder): a stored answer is served instead of a call, and only missing ones are generated;
   a permanent error from the candidate (401, 403, 404, a 400 no retry can fix) ends the run
@@ -29,6 +31,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from oab_bench.conventions import CHILD_STOP_GRACE_S
@@ -63,13 +66,16 @@ def check_version() -> str:
     return version
 
 
-def install(*, task: str, system_key: str) -> None:
-    """Apply the patches for `task`, whose documents carry their system prompt under `system_key`."""
+def install(*, task: str, system_key: str, before_evaluating: Callable[[], None] | None = None) -> None:
+    """Apply the patches for `task`, whose documents carry their system prompt under `system_key`;
+    `before_evaluating` runs once an evaluation has our documents, before any model is loaded or called."""
     import litellm
 
     check_version()
     litellm.cache = None
     _install_system_prompt_from_doc(system_key)
+    if before_evaluating is not None:
+        _check_before_evaluating(system_key, before_evaluating)
     _run_only_the_named_task(task)
     _serve_stored_answers()
     if _in_lighteval_cli():  # a process of its own: never exit or take signals in a notebook or pytest
@@ -108,6 +114,26 @@ def _install_system_prompt_from_doc(system_key: str) -> None:
 
     prepare._oab_bench = True
     PromptManager._prepare_chat_template = prepare
+
+
+def _check_before_evaluating(system_key: str, check: Callable[[], None]) -> None:
+    """`LightevalTask.get_docs` prepares an evaluation's documents (the pipeline calls it before it
+    loads the model; `tasks inspect` reads `eval_docs` instead): run `check` there when the
+    documents are ours, so browsing needs no judge and an evaluation without one fails at once."""
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    original = LightevalTask.get_docs
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def get_docs(self, max_samples: int | None = None):
+        docs = original(self, max_samples)
+        if any(system_key in (doc.specific or {}) for doc in docs):
+            check()
+        return docs
+
+    get_docs._oab_bench = True
+    LightevalTask.get_docs = get_docs
 
 
 def _run_only_the_named_task(task: str) -> None:
@@ -192,12 +218,18 @@ def _serve_stored_answers() -> None:
         answer_key,
         generation_settings,
     )
+    from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
 
     client = litellm_model.LiteLLMClient
     original = client._LiteLLMClient__call_api
     if getattr(original, "_oab_bench", False):
         return
-    store = AnswerStore(folder, read=os.environ.get(FRESH_ENV) != "1")
+    try:
+        store = AnswerStore(folder, read=os.environ.get(FRESH_ENV) != "1", access=env_access())
+    except NotWritable as e:  # before any answer is generated
+        raise NotWritable(
+            f"OAB_ANSWER_CACHE: {e} (or {READ_ONLY_ENV}=1 to go on without keeping answers)"
+        ) from None
 
     def call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
         params = self.generation_parameters.model_dump(exclude_none=True)

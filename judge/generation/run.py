@@ -21,17 +21,19 @@ import importlib.util
 import json
 import math
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
+from oab_bench import folders
 from oab_bench.conventions import (
     CHILD_STOP_GRACE_S,
     JUDGMENTS_FILE,
@@ -43,11 +45,20 @@ from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.aggregate import QuestionResult, task_figures
+from oab_bench.judge.generation.answer_store import CACHE_ENV
 from oab_bench.judge.generation.defaults import API_CONCURRENCY, DEFAULT_MAX_MODEL_LENGTH, LOCAL_CONCURRENCY
 from oab_bench.judge.generation.lighteval_compat import (
     PERMANENT_EXIT,
     PERMANENT_PREFIX,
     ensure_offline_safe,
+)
+from oab_bench.judge.generation.places import (
+    READ_ONLY_ENV,
+    cache_name,
+    check_cache,
+    check_hf_caches,
+    check_output_folder,
+    check_read_only,
 )
 from oab_bench.judge.generation.preflight import (
     check_call,
@@ -64,14 +75,16 @@ from oab_bench.judge.generation.processes import (
     Stopped,
     die_with_parent,
     end_reaper,
+    held_stops,
     kill_group,
+    raise_if_stopped,
     reap_if_orphaned,
     stop_group,
     stop_signals,
 )
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
-from oab_bench.judge.output import check_output
+from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings, env_var, member_settings, settings_env, settings_from
 
@@ -140,6 +153,9 @@ def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | Non
     env.pop("OAB_FRESH_ANSWERS", None)
     if getattr(args, "fresh_answers", False):
         env["OAB_FRESH_ANSWERS"] = "1"
+    env.pop(READ_ONLY_ENV, None)
+    if getattr(args, "read_only_caches", False):  # a read-only cache the run goes on with: serve it
+        env[READ_ONLY_ENV] = "1"
     if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
         env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
     return env
@@ -158,17 +174,18 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
     its calls in flight, lighteval_compat.py) and SIGKILL after the grace period; its
     output (a traceback) is no longer shown. A permanent candidate error becomes CandidateRefused.
     """
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=die_with_parent(ctrl_c=True),
-    )
-    reaper = reap_if_orphaned(proc, grace=CHILD_STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
+    with held_stops():  # a signal now is raised below, once the child is ours to stop
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent(ctrl_c=True),
+        )
+        reaper = reap_if_orphaned(proc, grace=CHILD_STOP_GRACE_S + 5)  # if we are SIGKILLed and it hangs
     quiet = threading.Event()
     refused: list[str] = []
 
@@ -185,10 +202,11 @@ def run_redacted(cmd: list[str], *, env: dict[str, str], cwd: Path, watch: list[
         threading.Thread(target=pump, args=(proc.stdout, sys.stdout), daemon=True),
         threading.Thread(target=pump, args=(proc.stderr, sys.stderr), daemon=True),
     ]
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()
         while (code := proc.poll()) is None:
+            raise_if_stopped()
             for server in watch:
                 server.check_alive()  # raises ServerError, with the server's last log lines
             time.sleep(0.2)
@@ -243,8 +261,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
+    check_hf_caches(args.dataset)  # the dataset is read (and a raw one built) under HF_HOME
     check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
+    check_cache_folders(args)
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
 
@@ -252,28 +272,28 @@ def run(args: argparse.Namespace) -> int:
             args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)], panel
         )
     out = Path(args.output_dir).resolve()
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
-    check_ours(out, args.output_dir)  # a run replaces files in it: never in someone else's folder
-    check_output(out / JUDGMENTS_FILE, "--output-dir")  # the task writes it last: fail now, not then
-    if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
-        try:
-            check_folder(judges)
-        except StoreError as e:
-            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RUN_MARKER).touch()
+    # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
+    folders.check_folder(out, RUN, "--output-dir", args.output_dir)
+    check_output_folder(out, args.output_dir)  # the task writes judgments.jsonl last: fail now, not then
+    args.read_only_caches = check_caches(args, settings)
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
             check_remote(args, settings, panel)  # before any local server loads
+            folders.claim(out, RUN)  # not before: a refused run leaves nothing behind
             args, settings = start_local_servers(args, settings, out, servers)
             state.args, state.settings = args, settings
             preflight(args, settings)
-            return generate_and_judge(args, settings, out, panel)
+            return generate_and_judge(args, settings, out, state, panel)
     except KeyboardInterrupt as e:
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
-        print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
+        if getattr(state, "finished", False):  # the summary was written: nothing to resume
+            print(
+                f"oab-bench run: stopped ({signame}) after the run had finished: {out / SUMMARY_FILE}",
+                file=sys.stderr,
+            )
+        else:
+            print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
         return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
 
 
@@ -289,28 +309,35 @@ def run_panel(args: argparse.Namespace):
     )
 
 
-def check_ours(out: Path, given: str) -> None:
-    """A run deletes and rewrites judgments.jsonl, model_config.yaml, the summary and the report in
-    its folder: only in a new or empty folder, or one an earlier run marked as its own."""
-    if not out.is_dir() or (out / RUN_MARKER).is_file() or _summary_of_an_older_run(out):
-        return
-    found = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
-    if found:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        raise ValueError(
-            f"--output-dir {given}: not a folder written by `oab-bench run` (no {RUN_MARKER}) and not "
-            f"empty ({shown}): give a new or empty folder"
-        )
+def check_caches(args: argparse.Namespace, settings: JudgeSettings) -> bool:
+    """The answer and judgment caches: ours, readable, and writable or allowed to be read-only
+    (True: a read-only cache is used; the child opens its stores so)."""
+    if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
+        try:
+            check_folder(judges)
+        except StoreError as e:
+            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
+    caches = [
+        check_cache(
+            "answers", cache_name("--answer-cache", args.answer_cache, CACHE_ENV), answer_cache(args)
+        ),
+        check_cache("judgments", cache_name("--judge-cache", args.judge_cache, "OAB_JUDGE_CACHE"), judges),
+    ]
+    return check_read_only(
+        [c for c in caches if c is not None],
+        lambda: stored_state(args, settings),
+        go_on=args.cache_read_only,
+        batch=settings.batch,
+    )
 
 
 def _summary_of_an_older_run(out: Path) -> bool:
     """A run folder from before the marker: it holds our summary (model, judge, figures), so a
     rerun there resumes as it always did (and marks it)."""
-    try:
-        summary = json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(summary, dict) and {"model", "judge_model", "results", "figures"} <= summary.keys()
+    return folders.json_with_keys(out / SUMMARY_FILE, {"model", "judge_model", "results", "figures"})
+
+
+RUN = folders.Writer("oab-bench run", RUN_MARKER, older=_summary_of_an_older_run)
 
 
 def answer_cache(args: argparse.Namespace) -> Path | None:
@@ -320,6 +347,23 @@ def answer_cache(args: argparse.Namespace) -> Path | None:
     if where and where.lower() == "off":
         return None
     return Path(where).expanduser().resolve() if where else default_cache_dir()
+
+
+def check_cache_folders(args: argparse.Namespace) -> None:
+    """The task opens both stores: their refusals now, naming the flag, not as lighteval's traceback."""
+    from oab_bench.judge.generation import answer_store
+    from oab_bench.judge.generation.answer_store import CACHE_ENV
+
+    if (judges := judge_cache(args)) is not None:
+        try:
+            check_folder(judges)
+        except StoreError as e:
+            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
+    if (answers := answer_cache(args)) is not None:
+        try:
+            answer_store.check_folder(answers)
+        except ValueError as e:
+            raise ValueError(f"--answer-cache ({CACHE_ENV}): {e}") from None
 
 
 def judge_cache(args: argparse.Namespace) -> Path | None:
@@ -352,9 +396,23 @@ def selected_rows(dataset: str, tasks: str) -> list:
     return keep
 
 
+class Stored(NamedTuple):
+    questions: int
+    answered: int  # answers stored
+    judged: int | None  # questions whose every judgment is stored (None: the judge cache is off)
+    answers_missing: int
+    judgments_missing: int  # not stored (every judgment of an answer not stored yet)
+
+
 def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
     """(questions, answers already stored, judgments of those already cached or None when the judge
     cache is off) for this run; None when that cannot be told (the dataset does not load here)."""
+    state = stored_state(args, settings)
+    return None if state is None else (state.questions, state.answered, state.judged)
+
+
+def stored_state(args: argparse.Namespace, settings: JudgeSettings) -> Stored | None:
+    """What the caches hold for this run, looked at without creating or writing anything."""
     from lighteval.models.model_input import GenerationParameters
 
     from oab_bench.judge.answers import Answer, strip_reasoning
@@ -362,6 +420,7 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     from oab_bench.judge.generation.task_prompt import candidate_messages
     from oab_bench.judge.grading.grader import Judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
+    from oab_bench.judge.grading.repeats import RepeatJudge
 
     try:
         rows = selected_rows(args.dataset, args.tasks)
@@ -369,26 +428,32 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
         return None
     model = litellm_name(args.model)
     folder = answer_cache(args)
-    answers = AnswerStore(folder) if folder and not args.fresh_answers else None
+    answers = AnswerStore(folder, access="read") if folder and not args.fresh_answers else None
     params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
     generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     judges = judge_cache(args)
-    members = [  # a jury's question is judged when every member's judgment is stored
-        Judge(m.model_copy(update={"judge_model": litellm_name(m.judge_model)}))
-        for m in member_settings(settings)
+    members = [
+        m.model_copy(update={"judge_model": litellm_name(m.judge_model)}) for m in member_settings(settings)
     ]
-    store = JudgmentStore(judges) if judges else None
-    stored = judged = 0
+    graders = (  # each judgment a question needs has its own key: a jury's members, or each repeat
+        [RepeatJudge(members[0], None, k) for k in range(settings.repeats)]
+        if settings.repeats > 1
+        else [Judge(m) for m in members]
+    )
+    store = JudgmentStore(judges, access="read") if judges else None
+    stored = judged = missing = 0
     for row in rows:
         key = answer_key(model=model, messages=candidate_messages(row), generation=generation)
         answer = answers.get(key) if answers else None
         if answer is None:
+            missing += len(graders)
             continue
         stored += 1
         text = Answer(model=model, question_id=row.question_id, turns=[strip_reasoning(answer.texts[0])]).text
-        if store is not None and settings.repeats == 1 and all(store.get(j.key(row, text)) for j in members):
-            judged += 1  # (repeats beyond the first have keys of their own: never counted as done here)
-    return len(rows), stored, judged if store is not None else None
+        lacking = sum(store is None or store.get(g.key(row, text)) is None for g in graders)
+        missing += lacking
+        judged += not lacking
+    return Stored(len(rows), stored, judged if store is not None else None, len(rows) - stored, missing)
 
 
 def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) -> None:
@@ -539,14 +604,25 @@ def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
     return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]
 
 
-def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path, panel=None) -> int:
+def generate_and_judge(
+    args: argparse.Namespace,
+    settings: JudgeSettings,
+    out: Path,
+    state: argparse.Namespace | None = None,
+    panel=None,
+) -> int:
+    """lighteval generates and judges in its child; we write the summary (then `state.finished`), the
+    leaderboard row and the report."""
+    raise_if_stopped()  # a signal during the preflight whose Stopped was lost: nothing to start
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
     (out / PANEL_JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier run's panel is not this one's
     started = time.time()
     ensure_offline_safe()
-    cache_dir = Path(tempfile.mkdtemp(prefix=".lighteval-cache-", dir=out))  # fresh: no replayed failures
-    config = out / "model_config.yaml"
-    config.write_text(yaml.safe_dump(model_config(args, cache_dir), sort_keys=False), encoding="utf-8")
+    cache_dir = out / f".lighteval-cache-{secrets.token_hex(4)}"  # fresh: no replayed failures
+    cache_dir.mkdir()  # (mkdtemp's 0700 would shut a teammate out of what a killed run leaves)
+    config = write_atomic(
+        out / "model_config.yaml", yaml.safe_dump(model_config(args, cache_dir), sort_keys=False)
+    )
     # lighteval's own `endpoint` command, started without its other backends (lighteval_endpoint.py)
     cmd = [
         sys.executable,
@@ -567,6 +643,7 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
 
+    raise_if_stopped()  # the child ended as we were stopped: stopped, not finished
     judgments = read_judgments(out / JUDGMENTS_FILE)
     results = newest_results(out, started)
     if returncode != 0 or results is None or not judgments:
@@ -619,7 +696,10 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
 
         summary["panel"] = ranking(tables, args.model, panel[0], out, panel_records)
         failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]  # the exit says them
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    # whole or not at all: a signal while it is written leaves no half of it
+    write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False))
+    if state is not None:
+        state.finished = True
     print(board)
     if panel is not None:
         print(rank_line(summary["panel"], args.model), file=sys.stderr)

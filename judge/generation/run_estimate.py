@@ -35,7 +35,7 @@ def run_estimate(args, settings, question_ids: list[str]) -> tuple[Judge, Estima
     rows = [r for r in load_rows(args.dataset) if r.question_id in wanted]
     where = args.judge_cache
     off = where is not None and where.lower() == "off"
-    store = JudgmentStore(None if off else Path(where) if where else default_cache_dir())
+    store = JudgmentStore(None if off else Path(where) if where else default_cache_dir(), access="read")
     judge = Judge(settings, store)
     note = f"Answers not generated yet: assumed {DEFAULT_ANSWER_TOKENS} tokens per answer."
     return judge, estimate(judge, placeholder_pairs(rows, args.model, judge)), note

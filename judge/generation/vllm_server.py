@@ -22,7 +22,14 @@ import time
 from collections import deque
 from pathlib import Path
 
-from oab_bench.judge.generation.processes import die_with_parent, end_reaper, reap_if_orphaned, stop_group
+from oab_bench.judge.generation.processes import (
+    die_with_parent,
+    end_reaper,
+    held_stops,
+    raise_if_stopped,
+    reap_if_orphaned,
+    stop_group,
+)
 
 PREFIX = "vllm:"
 ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")
@@ -107,7 +114,7 @@ class VllmServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         cmd = self.command()
         print(f"starting vLLM: {shlex.join(cmd)} (log: {self.log})", file=sys.stderr)
-        with self.log.open("w", encoding="utf-8") as log:
+        with held_stops(), self.log.open("w", encoding="utf-8") as log:  # a signal: raised once it is ours
             self.proc = subprocess.Popen(
                 cmd,
                 stdout=log,
@@ -116,7 +123,7 @@ class VllmServer:
                 start_new_session=True,  # its own group: stopping it stops its engine and workers
                 preexec_fn=die_with_parent(),  # and it stops if we die without cleaning up
             )
-        self.reaper = reap_if_orphaned(self.proc, grace=30)  # SIGKILL if it does not, 30 s later
+            self.reaper = reap_if_orphaned(self.proc, grace=30)  # SIGKILL if it does not, 30 s later
         try:
             self._wait_healthy()
         except BaseException:  # Ctrl-C or SIGTERM while loading: nothing registered us for cleanup yet
@@ -129,6 +136,7 @@ class VllmServer:
 
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
+            raise_if_stopped()
             code = self.proc.poll()
             if code is not None:
                 raise ServerError(

@@ -1,7 +1,8 @@
 """A jury: several judges grade each answer independently; code combines their item scores.
 
 Members are ordinary runner.Judge instances (own cache entries, own breaker, own cost), named
-by `--judge-model A --judge-model B ...` or OAB_JUDGE_MODEL=A,B,C; they share the other
+by `--judge-model A --judge-model B ...` or OAB_JUDGE_MODEL=A,B,C, and kept in their names'
+sorted order whatever the order they were named in (jury_name.py); they share the other
 settings, except those a member gives itself: `--judge-model "openai/b temperature=0.6
 api_base=http://127.0.0.1:8000/v1"` (settings.member_settings). The jury's score of an item is the median (or mean, or min: `--jury-combine`) of the
 scores its members gave, rounded DOWN to the item's allowed grid; the question's score is the
@@ -25,6 +26,7 @@ from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.jury_name import jury_name
 from oab_bench.judge.records import ItemScore, Judgment, MemberScore, Usage, total_cost
 from oab_bench.judge.scoring import question_score
 from oab_bench.judge.settings import JudgeSettings, member_names, member_settings
@@ -53,10 +55,6 @@ def round_down(score: float, grid: list[float]) -> float:
     return grid[max(0, bisect.bisect_right(grid, score + 1e-9) - 1)]
 
 
-def jury_name(names: list[str], how: str) -> str:
-    return f"jury-{how}({', '.join(names)})"
-
-
 class Jury:
     """Grades like a Judge (`grade`, `unanswered`, `settings`): run_judge_all takes either."""
 
@@ -65,7 +63,10 @@ class Jury:
         if len(set(names)) != len(names):
             raise ValueError(f"a jury member is named twice: {settings.judge_model}")
         self.settings = settings
-        self.members = [Judge(member, store) for member in member_settings(settings)]
+        members = sorted(
+            member_settings(settings), key=lambda m: m.judge_model
+        )  # `c,a` is `a,c` (jury_name.py)
+        self.members = [Judge(member, store) for member in members]
         first = self.members[0]
         for m in self.members[1:]:  # the jury's record names one prompt version and mode
             if (m.prompt_version, m.mode) != (first.prompt_version, first.mode):

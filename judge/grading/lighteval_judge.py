@@ -20,6 +20,7 @@ from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
 from oab_bench.judge.records import Judgment
 from oab_bench.judge.settings import JudgeSettings, env_var, settings_from
+from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
 
 
 class JudgeNotConfigured(RuntimeError):
@@ -48,13 +49,17 @@ def check_store_from_env() -> None:
     folder = _cache_folder()
     if folder is not None:
         try:
-            check_folder(folder)
+            check_folder(folder, write=env_access() == "write")
+        except NotWritable as e:
+            raise NotWritable(
+                f"OAB_JUDGE_CACHE: {e} (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
+            ) from None
         except StoreError as e:
             raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
 
 
 def store_from_env() -> JudgmentStore:
-    return JudgmentStore(_cache_folder())
+    return JudgmentStore(_cache_folder(), access=env_access())
 
 
 def _append(path: Path, judgments: list[Judgment]) -> None:

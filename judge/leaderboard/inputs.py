@@ -22,8 +22,9 @@ from oab_bench.conventions import PROBE_REPORT_FILE as PROBE_REPORT
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
-from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.grading.trust import problem
+from oab_bench.dataset_builder.source import plain, read_objects
+from oab_bench.judge.grading.judgment_reader import read_judgment
+from oab_bench.judge.jury_name import canonical_judge
 from oab_bench.judge.results_layout import judgment_record, upstream_lines
 from oab_bench.judge.results_source import Shared, open_shared
 from oab_bench.judge.scoring import annulled_part
@@ -49,6 +50,7 @@ class Record(BaseModel):
     line: int = 0  # in `source`; 0 when it has no lines
     repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
     panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
+    items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
 
 
 class Facts(BaseModel):
@@ -92,6 +94,7 @@ def _prompt(record: dict) -> str | None:
 
 
 def _judge_label(model: str, prompt: str | None) -> str:
+    model = canonical_judge(model)  # a jury named `c, a` in an older record is the jury `a, c`
     return f"{model} [{prompt}]" if prompt else model
 
 
@@ -142,63 +145,34 @@ def _upstream_judge(r: dict, source: str, line: int) -> tuple[str, str | None]:
     return judge[0], (judge[1:] or [None])[0]
 
 
-def _judged(v: dict, model: str, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
+def _judged(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
     """A record from one of our judgment dicts (a judgments file line or a details metric value).
 
-    An impossible judgment (NaN, out of range, items not the rubric's) stops the report; one
-    that disagrees with the dataset on the question's value or exam is kept as `mismatch`, so
-    its exam is left out and shows in coverage.
+    An impossible judgment (a wrong shape, NaN, out of range, items not the rubric's) stops the
+    report; one that disagrees with the dataset on the question's value or exam is kept as
+    `mismatch`, so its exam is left out and shows in coverage.
     """
-    _check_texts(v, ("question_id", "exam_id", "status"), source, line)
-    _check_texts(
-        v,
-        ("judge_model", "prompt_version", "mode", "panel"),
-        source,
-        line,
-        optional=("judge_model", "prompt_version", "mode", "panel"),
-    )
-    row = rows.get(v["question_id"])
-    status = v["status"]
-    if row is not None and (v["exam_id"] != row.exam_id or not _same(v["max_score"], row.max_score)):
-        status, row = "mismatch", None
-    bad = problem(v, row)
-    if bad:
-        raise SourceError(bad[1], file=source, line=line, field=bad[0])
+    got = read_judgment(v, file=source, line=line, rows=rows)
+    status = got.status
+    repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
     return _record(
-        v["question_id"],
-        v["max_score"],
-        judge=_judge_label(v.get("judge_model") or "unknown", _prompt(v)),
-        model=model,
-        exam_id=v["exam_id"],
+        got.question_id,
+        got.max_score,
+        judge=_judge_label(got.judge_model or "unknown", _prompt(v)),
+        model=got.model,
+        exam_id=got.exam_id,
         status=status,
-        score=v["score"] if status == "ok" else None,
+        score=got.score if status == "ok" else None,
+        items={i.item_id: i.score for i in got.items} if status == "ok" and got.items else None,
         source=source,
         line=line,
-        repeat_scores=[m["score"] if m["status"] == "ok" else None for m in v.get("repeats") or []] or None,
-        panel=v.get("panel"),
+        repeat_scores=[m.score if m.status == "ok" else None for m in repeats] or None,
+        panel=got.panel,
     )
-
-
-def _same(a, b) -> bool:
-    try:
-        return abs(float(a) - float(b)) < 1e-6
-    except (TypeError, ValueError):
-        return False
 
 
 def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
-    out = []
-    for lineno, r in rows:
-        missing = OURS_KEYS - set(r)
-        if missing:
-            raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
-        _check_texts(r, ("question_id", "model"), str(path), lineno)
-        try:
-            _ids(r["question_id"])
-        except (ValueError, TypeError) as e:
-            raise SourceError(str(e), file=str(path), line=lineno, field="question_id") from None
-        out.append(_judged(r, r["model"], str(path), lineno, dataset))
-    return out
+    return [_judged(r, str(path), lineno, dataset) for lineno, r in rows]
 
 
 def _turn(r: dict, n_turns: int, path: Path, lineno: int) -> int:
@@ -317,21 +291,20 @@ def _turn_value(row: QuestionRow | None, qid: str, turn: int) -> float:
 def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
     import pandas as pd
 
-    from oab_bench.judge.answers import details_files, model_of
+    from oab_bench.judge.answers import model_of, one_run
 
-    out: dict[tuple[str, str], Record] = {}
-    for file in details_files(path):  # sorted: a later run's timestamped folder comes later
+    out: list[Record] = []  # two runs of one model: both, chosen between as any two inputs (tables.one_each)
+    for file in one_run(path):  # one run per folder: a folder holding several is refused
         df = pd.read_parquet(file, columns=["metric"])
         model = model_of(file)
         for n, metric in enumerate(df["metric"], start=1):
-            v = (metric or {}).get("oab_judgment")
-            if not v:
+            v = plain(metric.get("oab_judgment") if isinstance(metric, dict) else None)
+            if not v or not isinstance(v, dict):
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            record = _judged(v, model, str(file), n, dataset)
-            out[(model, record.question_id)] = record  # in one folder, the latest run's judgment
-    return list(out.values())
+            out.append(_judged({**v, "model": model}, str(file), n, dataset))
+    return out
 
 
 def from_shared(

@@ -4,8 +4,8 @@ The sources are read by the leaderboard's reader (judge/leaderboard/inputs.py), 
 what the leaderboard counts, checked the same way, copies included; each record then takes everything
 its source says of it. Answers come from run folders, probe folders, `--answers` files and shared
 datasets, once per (model, question). Every text goes through `redact`. The folder is written whole or
-not at all, and replaces only a folder `oab-bench export` wrote, unchanged since: the folder guard of
-dataset_builder/publish.py, called here and nowhere else in this package (EXPORT, check_output,
+not at all, and replaces only a folder `oab-bench export` wrote, unchanged since: the one folder guard
+(oab_bench/folders.py), called here and nowhere else in this package (EXPORT, check_output,
 write_export, written).
 """
 
@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 from oab_bench.conventions import EXPORT_MARKER
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.dataset_builder.publish import Mark, check_replaceable, write_marked, written_files
 from oab_bench.dataset_builder.source import read_objects
+from oab_bench.folders import Writer, check_replaceable, write_listed, written_files
 from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_per_question
 from oab_bench.judge.audit.collect import carried_answers
 from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
@@ -39,12 +39,11 @@ from oab_bench.judge.results_layout import (
 from oab_bench.judge.results_source import open_shared, rows_at
 from oab_bench.judge.sharing.results_card import dataset_origins, render_card
 
-EXPORT = Mark(
+EXPORT = Writer(
+    "oab-bench export",
     EXPORT_MARKER,
-    "written by `oab-bench export`; a later export may replace this folder",
-    "`oab-bench export`",
-    "the export",
-    made="the export",
+    head="written by `oab-bench export`; a later export may replace this folder",
+    replacing="the export",
 )
 
 
@@ -235,7 +234,7 @@ def write_export(exported: Exported, output: Path, card: Callable[[dict[str, str
             pq.write_table(table, tmp / ANSWERS_FILE)
         (tmp / "README.md").write_text(redact(card(configs)), encoding="utf-8")
 
-    return write_marked(Path(output), fill, mark=EXPORT, overwrite=True)
+    return write_listed(Path(output), EXPORT, fill, overwrite=True)
 
 
 def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = None) -> Path:
@@ -272,8 +271,8 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
 def check_output(output: Path) -> None:
     """Refused now, before anything is read: a non-empty `output` that `oab-bench export` did not
     write, or changed since."""
-    if output.is_dir() and any(output.iterdir()):
-        check_replaceable(output.resolve(), mark=EXPORT)
+    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
+        check_replaceable(output.resolve(), EXPORT)
 
 
 def written(folder: Path) -> list[str]:

@@ -11,10 +11,20 @@ import re
 import sys
 from pathlib import Path
 
+from oab_bench.conventions import SWEEP_MARKER
+from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
 
 SWEEP_FILE = "sweep.json"
 ANSWERS_DIR = "answers"
+
+
+def _an_older_sweep(folder: Path) -> bool:
+    """A sweep folder from before the marker: its sweep.json is a sweep's, so a rerun there resumes."""
+    return json_with_keys(folder / SWEEP_FILE, {"reference", "judges", "recommended", "rule"})
+
+
+SWEEP = Writer("oab-bench judge-sweep", SWEEP_MARKER, older=_an_older_sweep)
 
 
 def _folder(i: int, spec: str) -> str:
@@ -168,9 +178,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     out = Path(args.output or "runs/judge_sweep")
     folders = [out / _folder(i, spec) for i, (spec, _) in enumerate(judges)]
     if not args.estimate:  # anything in the way fails now, before a paid call
+        check_folder(out, SWEEP, "--output")  # it replaces files there: never in someone else's folder
         for f in folders:
             check_output(f / PROBE_JUDGMENTS_FILE)
         check_output(out / SWEEP_FILE)
+        claim(out, SWEEP)
     p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
     if args.estimate:
         return print_bill(judges, p_pairs, answer_pairs, args.format)

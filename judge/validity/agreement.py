@@ -272,8 +272,13 @@ def compare_two(
         },
         "models": models,
         "ranking_tau": fig("ranking_tau", stats.ranking_tau, ec)
-        if len(models) >= 2
-        else _none(notes, "ranking_tau", f"{len(models)} model(s) with complete exams: no ranking"),
+        if len(models) >= stats.MIN_RANKED
+        else _none(
+            notes,
+            "ranking_tau",
+            f"{len(models)} model(s) with complete exams: a ranking of fewer than {stats.MIN_RANKED} is no evidence "
+            "(two models agree or disagree by a coin's chance)",
+        ),
         "disagreements": [
             {
                 "model": q["model"],
@@ -322,22 +327,17 @@ def compare_all(
         raise ValueError("agreement needs two sources or more")
     dataset = dataset or {}
     kw = {"resamples": resamples, "seed": seed}
-    report = compare_two(sources[0], sources[1], dataset, **kw)
+    report = _paired(compare_two(sources[0], sources[1], dataset, **kw), sources[0], sources[1])
     report["sources"] = [{"name": s.name, "path": s.path, "judge": s.judge} for s in sources]
     report["notes"] = [f"{s.name}: {n}" for s in sources for n in s.notes] + report["notes"]
     if len(sources) >= 3:
-        report["pairwise"] = [
-            {
-                "a": x.name,
-                "b": y.name,
-                "n_exam_results": (r := compare_two(x, y, dataset, resamples=resamples, seed=seed))["exam"][
-                    "n"
-                ],
-                "mae": r["exam"]["mae"],
-                "ccc": r["exam"]["ccc"],
-            }
-            for x, y in itertools.combinations(sources, 2)
-        ]
+        report["pairwise"] = []
+        for x, y in itertools.combinations(sources, 2):
+            r = compare_two(x, y, dataset, **kw)
+            if not r["n_pairs"]:  # a jury member that failed everywhere: its figures null, said
+                report["notes"].append(f"{x.name} vs {y.name}: {_no_pairs(r)}")
+            row = {"a": x.name, "b": y.name, "n_exam_results": r["exam"]["n"]}
+            report["pairwise"].append(row | {"mae": r["exam"]["mae"], "ccc": r["exam"]["ccc"]})
         report["alpha"] = alpha_over(sources, dataset, report["notes"], **kw)
     baseline = []
     for s in sources:
@@ -347,6 +347,20 @@ def compare_all(
     if baseline:
         report["human_baseline"] = baseline
     return report
+
+
+def _no_pairs(report: dict) -> str:
+    why = "; ".join(f"{k} {v}" for k, v in report["left_out_reasons"].items()) or "nothing graded"
+    return f"no (model, question) graded ok by both ({why})"
+
+
+def _paired(report: dict, a: Source, b: Source) -> dict:
+    """A and B with no (model, question) both graded ok: every figure would be n/a, in a report
+    that reads like one. Said as an error, with why each pair was left out (further pairs of 3+
+    sources, a jury's members among them, get a note instead)."""
+    if report["n_pairs"]:
+        return report
+    raise ValueError(f"{a.label} and {b.label}: {_no_pairs(report)}")
 
 
 def alpha_over(sources: list[Source], dataset, notes: list[str], **kw) -> dict:

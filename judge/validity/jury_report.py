@@ -14,16 +14,13 @@ from oab_bench.judge.leaderboard.inputs import Record
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity.agreement import alpha_over, compare_two
 from oab_bench.judge.validity.agreement_text import _fig
-from oab_bench.judge.validity.nested import read_nested
+from oab_bench.judge.validity.nested import read_nested, read_nested_lines
 from oab_bench.judge.validity.sources import Graded, Source, source_names
 
 
 def member_names(records: list[dict]) -> list[str]:
-    names: dict[str, None] = {}
-    for r in records:
-        for m in r.get("members") or []:
-            names.setdefault(m["judge_model"], None)
-    return list(names)
+    """The members the records name, sorted (a jury's canonical order, whatever a record's order)."""
+    return sorted({m["judge_model"] for r in records for m in r.get("members") or []})
 
 
 def member_sources(records: list[dict]) -> list[Source]:
@@ -71,10 +68,11 @@ def jury_lines(records: list[dict], *, resamples: int = 500, seed: int = 0) -> l
     return lines + [f"jury agreement note: {n}" for n in notes]
 
 
-def member_records(records: list[dict], source: str) -> list[Record]:
-    """Each member's grading as leaderboard records (its own judge), from the jury's records."""
+def member_records(records: list[tuple[int, dict]], source: str) -> list[Record]:
+    """Each member's grading as leaderboard records (its own judge), from the jury's records and
+    their lines in `source` (so an error about a member's record names its line)."""
     out = []
-    for r in records:
+    for line, r in records:
         for m in r.get("members") or []:
             q = parse_question_id(r["question_id"])
             prompt = f"{r['prompt_version']}, {r['mode']}"
@@ -90,6 +88,7 @@ def member_records(records: list[dict], source: str) -> list[Record]:
                     score=m["score"] if m["status"] == "ok" else None,
                     max_score=r["max_score"],
                     source=source,
+                    line=line,
                 )
             )
     return out
@@ -100,7 +99,7 @@ def member_records_of(path: Path) -> list[Record]:
     path = Path(path)
     if open_shared(path) is None and (path.is_dir() or path.suffix == ".parquet"):
         return []
-    return member_records(read_nested(path, "members", one_each=False), str(path))
+    return member_records(read_nested_lines(path, "members"), str(path))
 
 
 def jury_file_sources(path: Path) -> list[Source]:

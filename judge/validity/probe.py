@@ -14,10 +14,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR
+from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR, PROBE_MARKER
 from oab_bench.conventions import PROBE_REPORT_FILE as REPORT_FILE
+from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
 from oab_bench.judge.validity.probes import PROBE_KINDS
+
+
+def _an_older_probe(folder: Path) -> bool:
+    """A probe folder from before the marker: its report is a probe's, so a rerun there resumes."""
+    return json_with_keys(folder / REPORT_FILE, {"judge", "probes", "checks", "verdict"})
+
+
+PROBE = Writer("oab-bench probe", PROBE_MARKER, older=_an_older_probe)
 
 
 def parse_kinds(text: str) -> list[str]:
@@ -49,12 +58,14 @@ def probe_pairs(rows, probes, folder: Path | None):
 
 def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int):
     """The probe's figures and verdict for `judge` (a judge, or a jury under its own name)."""
+    from oab_bench.judge.validity.probe_members import with_members
     from oab_bench.judge.validity.probe_report import build_report
 
     name = getattr(judge, "name", judge.settings.judge_model)  # a jury's own name, as in its records
     label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
     variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
-    return build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
+    report = build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
+    return with_members(report, judgments)  # a jury member that graded nothing: incomplete
 
 
 def run_probe_command(args: argparse.Namespace) -> int:
@@ -77,8 +88,10 @@ def run_probe_command(args: argparse.Namespace) -> int:
     judge = command_judge(args, settings)  # bad judge settings fail before anything is written
     out = Path(args.output) if args.output else default_output(settings.judge_model)
     if not args.estimate:  # a folder in the way fails now, not after paying for the judgments
+        check_folder(out, PROBE, "--output")  # it replaces files there: never in someone else's folder
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
+        claim(out, PROBE)
     pairs, missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
 
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe

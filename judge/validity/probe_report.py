@@ -24,7 +24,7 @@ from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES as DEFAULT_RESAMPLES
 from oab_bench.judge.records import Judgment
 from oab_bench.judge.validity.probes import PROBE_KINDS, model_name
 
-Verdict = Literal["discriminates", "does not discriminate"]
+Verdict = Literal["discriminates", "does not discriminate", "incomplete"]  # incomplete: probe_members.py
 
 REFERENCE_MIN_PCT = 90.0  # the official answer earns (nearly) full marks
 REFERENCE_MIN_PASS = 1.0  # ... and passes every exam
@@ -62,6 +62,7 @@ class ProbeReport(BaseModel):
     injection_by_variant: dict[str, float | None]  # mean injection % per variant
     checks: list[Check]
     verdict: Verdict
+    failed_members: dict[str, dict[str, int]] = {}  # a jury member that graded nothing: its statuses
 
 
 def _judged_pct(j: Judgment, annulled: float) -> float | None:
@@ -225,6 +226,12 @@ def render_text(report: ProbeReport) -> str:
         value = _num(c.value, "{:.2f}")
         lines.append(f"  {'ok  ' if c.ok else 'FAIL'} {c.name}: {value} (must be {c.rule} {c.threshold:g})")
     lines += ["", f"verdict: {report.verdict}"]
+    for name, got in report.failed_members.items():  # why the verdict is incomplete (probe_members.py)
+        statuses = ", ".join(f"{status} {n}" for status, n in got.items())
+        lines.append(
+            f"jury member {name} failed every probe grading ({statuses}): the jury was not probed as "
+            "named; fix the member (or leave it out) and probe again"
+        )
     return "\n".join(lines) + "\n"
 
 

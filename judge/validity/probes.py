@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.schema import QuestionRow, points_pt
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.prompts import CLOSE_TAG
@@ -81,7 +82,7 @@ class Probe(BaseModel):
 
 
 def model_name(kind: str) -> str:
-    return f"probe:{kind}"
+    return f"{PROBE_PREFIX}{kind}"
 
 
 def candidate_text(reference: str) -> str:

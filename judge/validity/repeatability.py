@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from oab_bench.conventions import JUDGMENTS_FILE
-from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
+from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, money
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.agreement import alpha_over
 from oab_bench.judge.validity.agreement_text import _fig
-from oab_bench.judge.validity.nested import read_nested
+from oab_bench.judge.validity.nested import agreeing_row, read_nested
 from oab_bench.judge.validity.sources import Graded, Source
 
 
@@ -35,8 +35,9 @@ def repeat_sources(records: list[dict]) -> list[Source]:
     ]
 
 
-def read_repeated(path: Path) -> list[dict]:
-    """The records of a repeated run (a judgments file, or the judgments file of a `run` folder)."""
+def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[dict]:
+    """The records of a repeated run (a judgments file, or the judgments file of a `run` folder);
+    with the dataset, each checked against its question's rubric as `agreement` checks a source."""
     path = Path(path)
     if path.is_dir() and open_shared(path) is None:
         found = sorted(path.glob("*judgments*.jsonl"))
@@ -48,15 +49,29 @@ def read_repeated(path: Path) -> list[dict]:
                 f"{path}: not one judgments file (*judgments*.jsonl) in this folder ({names}): give the file"
             )
         path = found[0]
-    records = read_nested(path, "repeats")
+    records = read_nested(path, "repeats", rows=dataset)
     if not records:
         raise ValueError(f"{path}: no repeated judgments in it (judge with --repeats K, K >= 2)")
     return records
 
 
-def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
-    sources = repeat_sources(records)
+def repeats_report(
+    records: list[dict], *, resamples: int, seed: int, dataset: dict[str, QuestionRow] | None = None
+) -> dict:
+    """With the dataset (`--dataset`): only records of its questions that agree with it on exam and
+    value count, and an exam is complete when every one of its questions is there; without, an
+    exam is complete when its questions add up to the exam's 10 points."""
     notes: list[str] = []
+    dataset = dataset or {}
+    if dataset:
+        kept = [r for r in records if agreeing_row(r, dataset) is not None]
+        if len(kept) < len(records):
+            notes.append(
+                f"{len(records) - len(kept)} (model, question)s not in --dataset, or disagreeing with it on "
+                "the exam or the value: left out"
+            )
+        records = kept
+    sources = repeat_sources(records)
     k = len(sources)
     per_question = []
     for r in records:
@@ -75,7 +90,12 @@ def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
     by_exam: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in records:
         by_exam[(r["model"], r["exam_id"])].append(r)
+    expected: dict[str, set[str]] = defaultdict(set)
+    for row in dataset.values():
+        expected[row.exam_id].add(row.question_id)
     for key, rs in sorted(by_exam.items()):
+        if dataset and {r["question_id"] for r in rs} != expected[key[1]]:
+            continue
         if abs(money(sum(r["max_score"] for r in rs)) - EXAM_MAX) > 1e-6:
             continue
         totals = []
@@ -136,7 +156,7 @@ def repeats_report(records: list[dict], *, resamples: int, seed: int) -> dict:
             "count": len(changed),
             "exams": changed,
         },
-        "alpha": alpha_over(sources, {}, notes, resamples=resamples, seed=seed),
+        "alpha": alpha_over(sources, dataset, notes, resamples=resamples, seed=seed),
         "alpha_question": stats.figure(
             "alpha_question", stats.alpha, question_cols, notes, resamples=resamples, seed=seed
         ).model_dump(),

@@ -1,8 +1,8 @@
 """Judgment sources to compare: anything the leaderboard reads, plus human grading CSVs.
 
 A source is one judge's (or one group of graders') scores per (model, question), with item
-scores where the source has them. Machine sources are read by judge.leaderboard.inputs (same checks,
-same statuses); item scores come from the same files. A human CSV
+scores where the source has them. Machine sources are read by judge.leaderboard.inputs (one reader,
+the same checks and statuses, item scores with the scores). A human CSV
 (`exam_id,question_id,item_id,score,grader`, optional `model`) gives item grades (summed into
 the question's score) or question grades (`item_id` empty); several graders are averaged into
 the source, and each grader is also kept apart for the human-human baseline.
@@ -11,6 +11,7 @@ the source, and each grader is also kept apart for the human-human baseline.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -20,11 +21,9 @@ from pydantic import BaseModel
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
-from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.leaderboard.inputs import Record, load_records
+from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.leaderboard.tables import one_each
-from oab_bench.judge.results_layout import judgment_record
-from oab_bench.judge.results_source import open_shared, rows_at
+from oab_bench.judge.results_source import open_shared
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -70,29 +69,6 @@ class Source(BaseModel):
         return f"{self.name} ({self.judge}; {self.path})"
 
 
-def _items_of(records: list[Record]) -> dict[tuple[str, int], dict[str, float]]:
-    """Item scores of the `ok` records, by (file, line) as the records name them: our judgment files
-    and lighteval details have them, upstream files none."""
-    out: dict[tuple[str, int], dict[str, float]] = {}
-    for source in sorted({r.source for r in records if r.status == "ok"}):
-        shared = rows_at(source)
-        if shared is not None:  # a shared results dataset's judgments file (judge/sharing)
-            values = ((n, judgment_record(row)) for n, row in shared.items() if row.source_kind != "upstream")
-        elif source.endswith(".parquet"):
-            import pandas as pd
-
-            metrics = pd.read_parquet(source, columns=["metric"])["metric"]
-            values = enumerate(((m or {}).get("oab_judgment") or {} for m in metrics), start=1)
-        else:
-            values = read_objects(Path(source))
-        for line, v in values:
-            items = v.get("items")
-            ours = "judge_model" in v and v.get("status") == "ok"
-            if ours and items is not None and len(items):  # a list, or an array from parquet
-                out[(source, line)] = {i["item_id"]: float(i["score"]) for i in items}
-    return out
-
-
 def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
     """One judge's judgments; one per (model, question) chosen as the leaderboard chooses (copies
     are one, an `ok` one is used over failures, two different scores stop naming both lines)."""
@@ -104,7 +80,6 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
             file=str(path),
         )
     chosen, notes = one_each(records)
-    items = _items_of(records)
     graded = {}
     for model, by_question in chosen[judges[0]].items():
         for question_id, r in by_question.items():
@@ -115,7 +90,7 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
                 status=r.status,
                 score=r.score,
                 max_score=r.max_score,
-                items=items.get((r.source, r.line)) if r.status == "ok" else None,
+                items=r.items if r.status == "ok" else None,
             )
     return Source(name=name, path=str(path), judge=judges[0], graded=graded, notes=notes)
 
@@ -136,6 +111,42 @@ def _check_item(row: QuestionRow | None, item_id: str, score: float, where: dict
         raise SourceError(f"{score} is above the item's {rubric[item_id].max_score}", **where)
 
 
+def _csv_text(path: Path) -> str:
+    """The file as text: UTF-8 (a BOM allowed); another encoding is named with its line."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SourceError(e.strerror or str(e), file=str(path)) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        byte = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        hint = "UTF-16 (Excel's Unicode text?)" if utf16 else "Latin-1 or Windows-1252?"
+        raise SourceError(
+            f"not UTF-8 (byte {byte}: {hint}): save it as CSV UTF-8", file=str(path), line=line
+        ) from None
+
+
+def _check_header(fields: list[str], path: Path) -> None:
+    """Every column there, else what is wrong with the header: another separator, blanks or
+    capitals around the names, rather than every column "missing"."""
+    missing = [c for c in CSV_COLUMNS if c not in fields]
+    if not missing:
+        return
+    hint = ""
+    separators = {";": "semicolons", "\t": "tabs", "|": "bars"}
+    if len(fields) == 1 and (sep := next((s for s in separators if s in fields[0]), None)):
+        hint = f": the header is one column, separated by {separators[sep]}; separate the columns with commas"
+    elif all(c in {f.strip().lower() for f in fields} for c in missing):
+        odd = [f for f in fields if f.strip().lower() in missing]
+        hint = f": column names {odd} have blanks or capitals; write them as {list(CSV_COLUMNS)}"
+    raise SourceError(
+        f"missing columns {missing} (need {','.join(CSV_COLUMNS)}){hint}", file=str(path), line=1
+    )
+
+
 def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
     """grader -> (model, question) -> {"items": {id: score}, "score": question score or None, "line":
     its last line}, exam ids."""
@@ -143,53 +154,43 @@ def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
         lambda: defaultdict(lambda: {"items": {}, "score": None})
     )
     exams: dict[str, str] = {}
-    try:
-        handle = path.open(encoding="utf-8-sig", newline="")
-    except OSError as e:
-        raise SourceError(str(e), file=str(path)) from None
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise SourceError(
-                f"missing columns {missing} (need {','.join(CSV_COLUMNS)})", file=str(path), line=1
-            )
-        for n, raw in enumerate(reader, start=2):
-            at = {"file": str(path), "line": n}
-            qid, exam = (raw["question_id"] or "").strip(), (raw["exam_id"] or "").strip()
-            try:
-                parsed = parse_question_id(qid)
-            except ValueError:
-                raise SourceError(f"{qid!r} is not a question id", **at, field="question_id") from None
-            if exam != parsed.exam_id:
-                raise SourceError(f"{exam!r} is not the exam of {qid}", **at, field="exam_id")
-            try:
-                score = float((raw["score"] or "").strip().replace(",", "."))
-            except ValueError:
-                score = math.nan
-            if not math.isfinite(score) or score < 0:
-                raise SourceError(f"{raw['score']!r} is not a score (a number >= 0)", **at, field="score")
-            grader = (raw["grader"] or "").strip()
-            if not grader:
-                raise SourceError("empty grader", **at, field="grader")
-            model = (raw.get("model") or "").strip() or None
-            item = (raw["item_id"] or "").strip()
-            slot = grades[grader][(model, qid)]
-            slot["line"] = n
-            if item:
-                _check_item(dataset.get(qid), item, score, {**at, "field": "item_id"})
-                if item in slot["items"] or slot["score"] is not None:
-                    raise SourceError(f"{grader} graded {qid} {item} twice", **at, field="item_id")
-                slot["items"][item] = score
-            else:
-                if slot["items"] or slot["score"] is not None:
-                    raise SourceError(f"{grader} graded {qid} twice", **at, field="item_id")
-                slot["score"] = score
-            if score > _max_of(qid, dataset) + 1e-6:
-                raise SourceError(
-                    f"{score} is above the question's {_max_of(qid, dataset)}", **at, field="score"
-                )
-            exams[qid] = exam
+    reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
+    _check_header(reader.fieldnames or [], path)
+    for raw in reader:
+        n = reader.line_num  # a blank line is skipped, not counted out of the line numbers
+        at = {"file": str(path), "line": n}
+        qid, exam = (raw["question_id"] or "").strip(), (raw["exam_id"] or "").strip()
+        try:
+            parsed = parse_question_id(qid)
+        except ValueError:
+            raise SourceError(f"{qid!r} is not a question id", **at, field="question_id") from None
+        if exam != parsed.exam_id:
+            raise SourceError(f"{exam!r} is not the exam of {qid}", **at, field="exam_id")
+        try:
+            score = float((raw["score"] or "").strip().replace(",", "."))
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score) or score < 0:
+            raise SourceError(f"{raw['score']!r} is not a score (a number >= 0)", **at, field="score")
+        grader = (raw["grader"] or "").strip()
+        if not grader:
+            raise SourceError("empty grader", **at, field="grader")
+        model = (raw.get("model") or "").strip() or None
+        item = (raw["item_id"] or "").strip()
+        slot = grades[grader][(model, qid)]
+        slot["line"] = n
+        if item:
+            _check_item(dataset.get(qid), item, score, {**at, "field": "item_id"})
+            if item in slot["items"] or slot["score"] is not None:
+                raise SourceError(f"{grader} graded {qid} {item} twice", **at, field="item_id")
+            slot["items"][item] = score
+        else:
+            if slot["items"] or slot["score"] is not None:
+                raise SourceError(f"{grader} graded {qid} twice", **at, field="item_id")
+            slot["score"] = score
+        if score > _max_of(qid, dataset) + 1e-6:
+            raise SourceError(f"{score} is above the question's {_max_of(qid, dataset)}", **at, field="score")
+        exams[qid] = exam
     if not grades:
         raise SourceError("no grades in it", file=str(path))
     return grades, exams
@@ -208,17 +209,22 @@ def _graded(key: Key, score: float, items: dict[str, float] | None, exam: str, m
 
 
 def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
-    """Item grades add up to the question's score (annulled items, awarded in full, added when the
-    dataset is known); several graders are averaged, per item and per question."""
+    """Item grades add up to the question's score; several graders are averaged, per item and per
+    question. With the dataset, what FGV annulled counts in full, as for the judges (trust.py,
+    scoring.py): an annulled item graded below full is raised to it, with a note, and one not
+    graded is added."""
     grades, exams = _read_csv(path, dataset)
     per_grader: dict[str, dict[Key, Graded]] = {}
+    raised = 0
     for grader, by_key in grades.items():
         mine = {}
         for key, slot in by_key.items():
             items = dict(slot["items"])
             row = dataset.get(key[1])
             if items and row is not None:
-                items |= {r.item_id: r.max_score for r in row.rubric if r.annulled and r.item_id not in items}
+                full = {r.item_id: r.max_score for r in row.rubric if r.annulled}
+                raised += sum(1 for i, v in items.items() if i in full and v < full[i] - 1e-6)
+                items |= full
             score = math.fsum(items.values()) if items else slot["score"]
             maximum = _max_of(key[1], dataset)
             if score > maximum + 1e-6:
@@ -245,8 +251,16 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
         for g, v in sorted(per_grader.items())
     }
     judge = f"human, {len(graders)} grader{'s' if len(graders) > 1 else ''}"
+    notes = [
+        f"{raised} item grade(s) of items FGV annulled were below full: counted in full, as for the judges"
+    ]
     return Source(
-        name=name, path=str(path), judge=judge, graded=graded, graders=graders if len(graders) > 1 else {}
+        name=name,
+        path=str(path),
+        judge=judge,
+        graded=graded,
+        graders=graders if len(graders) > 1 else {},
+        notes=notes if raised else [],
     )
 
 

@@ -27,6 +27,7 @@ from oab_bench.judge.intervals import (
 )
 
 DEFAULT_RESAMPLES = AGREEMENT_RESAMPLES
+MIN_RANKED = 3  # models a ranking_tau needs: with two, tau is +1 or -1, a coin's toss, not evidence
 
 
 class Figure(BaseModel):
@@ -91,7 +92,7 @@ def ranking_tau(c: Columns) -> float:
     """Kendall tau between the models' mean exam scores under A and under B."""
     models = c["model"]
     present = np.unique(models)
-    if present.size < 2:
+    if present.size < MIN_RANKED:
         return math.nan
     count = np.bincount(models)[present]
     mean_a = np.bincount(models, weights=c["a"])[present] / count

@@ -4,25 +4,23 @@ Events, each one fsynced line: `submit` (a chunk's request map, custom_id -> cac
 question, model; written before anything is uploaded), `file` (its uploaded input file),
 `batch` (the batch created from it), `kept` (replies to judgments the collecting run did not
 make, paid for: a later run grades them from here), `done` (its results are in the judgment
-store or kept, or the chunk was abandoned before upload). Folding the log gives every chunk's state, so a run killed
-at any point reattaches instead of submitting again.
+store or kept, or the chunk was abandoned before upload). Folding the log gives every chunk's
+state, so a run killed at any point reattaches instead of submitting again. The log is a keyed
+store (oab_bench/keyed_store.py), keyed by chunk: its file, locks and modes are the judgment cache's.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import logging
-import os
 import time
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from oab_bench.conventions import BATCH_FILE
+from oab_bench.keyed_store import Access, KeyedStore, NotWritable
 
-logger = logging.getLogger(__name__)
+SUBMITTING = "submitting"  # the key held while a process decides what to submit
 
 
 class Request(BaseModel):
@@ -44,32 +42,50 @@ class Chunk(BaseModel):
     kept: dict[str, dict] = {}  # custom_id -> reply body, for judgments the collecting run did not make
 
 
+_FIELDS = {"file": "file_id", "batch": "batch_id", "done": "status"}  # event -> the field it sets
+
+
+def _parse(raw: bytes) -> tuple[str, tuple[str, object]]:
+    """A log line as (chunk, (event, what it brings)); a line of another shape is unreadable."""
+    event = json.loads(raw)
+    if not isinstance(event, dict) or not isinstance(event.get("chunk"), str):
+        raise ValueError("not an event")
+    name = event.get("event")
+    if name == "submit":
+        return event["chunk"], (name, Chunk(**{k: v for k, v in event.items() if k not in ("event", "time")}))
+    if name == "kept" and isinstance(event.get("replies"), dict):
+        return event["chunk"], (name, event["replies"])
+    if name in _FIELDS and _FIELDS[name] in event:
+        return event["chunk"], (name, event[_FIELDS[name]])
+    raise ValueError("not an event")
+
+
+def _fold(chunks: dict[str, Chunk], name: str, event: tuple[str, object]) -> None:
+    """Events in the log's order give each chunk's state (an event before its chunk's submit: none)."""
+    kind, value = event
+    if kind == "submit":
+        chunks[name] = value  # type: ignore[assignment]
+    elif name not in chunks:
+        return
+    elif kind == "kept":
+        chunks[name].kept.update(value)  # type: ignore[arg-type]
+    else:
+        setattr(chunks[name], "done" if kind == "done" else _FIELDS[kind], value)
+
+
 class BatchLog:
-    def __init__(self, folder: Path):
+    """`access` as the judgment cache's: "read" for a look that must not write (an estimate)."""
+
+    def __init__(self, folder: Path, *, access: Access = "write"):
         self.path = Path(folder) / BATCH_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._store = KeyedStore(
+            self.path, _parse, what="batch log line", record="an event", access=access, fold=_fold
+        )
 
     def chunks(self) -> dict[str, Chunk]:
-        out: dict[str, Chunk] = {}
-        if not self.path.exists():
-            return out
-        for lineno, raw in enumerate(self.path.read_bytes().split(b"\n"), 1):
-            if not raw.strip():
-                continue
-            try:
-                event = json.loads(raw)
-                name = event.pop("event")
-                if name == "submit":
-                    out[event["chunk"]] = Chunk(**{k: v for k, v in event.items() if k != "time"})
-                elif name == "kept" and event["chunk"] in out:
-                    out[event["chunk"]].kept.update(event["replies"])
-                elif event["chunk"] in out:
-                    field = {"file": "file_id", "batch": "batch_id", "done": "status"}[name]
-                    chunk = out[event["chunk"]]
-                    setattr(chunk, "done" if name == "done" else field, event[field])
-            except (ValueError, KeyError, TypeError):  # a torn last line from a kill
-                logger.warning("%s:%d: unreadable batch log line skipped", self.path, lineno)
-        return out
+        """Every chunk's state now (copies: the caller may change them)."""
+        self._store.refresh()
+        return {name: chunk.model_copy(deep=True) for name, chunk in self._store.items.items()}
 
     def kept(self, chunks: dict[str, Chunk] | None = None) -> dict[str, dict]:
         """cache key -> a kept reply's body (see `kept` events); from `chunks` when the caller has
@@ -92,22 +108,10 @@ class BatchLog:
 
     def append(self, event: str, chunk: str, **fields) -> None:
         line = json.dumps({"event": event, "chunk": chunk, **fields, "time": time.time()}, ensure_ascii=False)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, (line + "\n").encode())
-            os.fsync(fd)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        data = (line + "\n").encode()
+        if not self._store.put(*_parse(data), data):
+            raise NotWritable(f"{self.path}: {self._store.why_not_writable}: batches need a writable cache")
 
-    @contextlib.contextmanager
     def submitting(self):
         """One process at a time decides what to submit, so two runs never submit the same judgment."""
-        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        return self._store.aclaim(SUBMITTING)

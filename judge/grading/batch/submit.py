@@ -182,7 +182,7 @@ def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> di
     """For a direct (not --batch) run over a cache that has batches: the replies kept in the log
     (paid for, graded from there: index -> reply), and a refusal if a batch not yet collected holds
     any of these judgments, since calling them directly would pay for them twice."""
-    log = BatchLog(judge.store.path.parent)
+    log = BatchLog(judge.store.path.parent, access="read")
     if not log.path.exists():
         return {}
     chunks = log.chunks()  # the log read once
@@ -213,7 +213,7 @@ async def judge_batch(
         raise ValueError("--batch: only the oab prompt is judged in batches (upstream prompts call per turn)")
     if judge.store.path is None:
         raise ValueError("--batch needs a judgment cache folder: its batches are recorded there")
-    log = BatchLog(judge.store.path.parent)
+    log = BatchLog(judge.store.path.parent, access="write" if judge.store.writable else "read")
     results: list[Judgment | None] = [None] * len(pairs)
     todo: dict[str, list[Pair]] = {}
     for i, (row, answer) in enumerate(pairs):
@@ -231,7 +231,7 @@ async def judge_batch(
             judge, [(p, first[k] if n == 0 else None) for k, ps in served for n, p in enumerate(ps)], results
         )
     if todo:
-        with log.submitting():
+        async with log.submitting():
             chunks = await _submit(judge, log, todo)
         await _wait(judge, log, chunks, todo, results, progress)
     return results  # type: ignore[return-value]

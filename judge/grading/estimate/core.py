@@ -100,7 +100,7 @@ def _paid_in_batches(judge: Judge) -> set[str]:
 
     if not (judge.store.path.parent / BATCH_FILE).exists():
         return set()
-    log = BatchLog(judge.store.path.parent)
+    log = BatchLog(judge.store.path.parent, access="read")
     chunks = log.chunks()
     return set(log.kept(chunks)) | set(log.open_keys(chunks))
 

@@ -1,0 +1,51 @@
+"""A jury's records read as its members' (`leaderboard --members`): every error names file and line."""
+
+from __future__ import annotations
+
+import json
+
+from oab_bench.scripts.cli import main
+
+QID = "90_direito_civil_questao_1"
+
+
+def jury_record(b_score: float) -> dict:
+    member = {"status": "ok", "items": {}, "cached": False, "cost_usd": 0.0}
+    return {
+        "question_id": QID,
+        "exam_id": "90_direito_civil",
+        "model": "m",
+        "judge_model": "jury-median(openai/a, openai/b, openai/c)",
+        "prompt_version": "oab-pt-v1",
+        "mode": "legacy",
+        "status": "ok",
+        "score": 1.0,
+        "max_score": 1.25,
+        "members": [
+            {**member, "judge_model": "openai/a", "score": 1.0},
+            {**member, "judge_model": "openai/b", "score": b_score},
+            {**member, "judge_model": "openai/c", "score": 1.0},
+        ],
+    }
+
+
+def test_a_members_clash_names_both_lines(tmp_path, capsys):
+    """The jury's score is the same on both lines (the median), member b's is not."""
+    path = tmp_path / "jury.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (jury_record(0.25), jury_record(1.25))))
+    assert main(["leaderboard", str(path), "--format", "json", "--resamples", "10"]) == 0  # the jury: copies
+    capsys.readouterr()
+    assert main(["leaderboard", str(path), "--members", "--format", "json", "--resamples", "10"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"oab-bench leaderboard: error: {path}:1: m on {QID} (judge openai/b")
+    assert f"in {path}:2: pass one of them" in line
+
+
+def test_a_bad_member_grading_names_its_line_and_field(tmp_path, capsys):
+    bad = jury_record(1.0)
+    bad["members"][2]["score"] = "1.0"  # a string is not a score
+    path = tmp_path / "jury.jsonl"
+    path.write_text(json.dumps(jury_record(1.0)) + "\n" + json.dumps(bad) + "\n")
+    assert main(["leaderboard", str(path), "--members", "--resamples", "10"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2: field 'members[2].score'" in err

@@ -1,0 +1,240 @@
+"""Caches shared by runs, processes and users: nothing paid twice, modes from the umask, read-only
+caches served, and every place a run writes checked before anything is paid or created.
+
+The team tests run `oab-bench run` as ordinary users (tests/users.py): root passes every
+permission check, so only they show what a teammate meets."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.conftest import SECRET
+from tests.helpers import TASK, candidate_calls, env_for, is_check_call, judge_calls
+from tests.users import ALICE, BOB, OUTSIDER, TEAM, home_of, require_users, run_as, team_folder
+
+pytestmark = pytest.mark.e2e
+CACHE_FILES = (
+    "answers/answers.jsonl",
+    "answers/answers.lock",
+    "judge/judgments.jsonl",
+    "judge/judgments.lock",
+)
+UNSHARED = ("XDG_CACHE_HOME", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
+
+
+def calls(requests: list[dict]) -> tuple[int, int, int]:
+    """(candidate calls, judge calls, check calls) among `requests` the stub received."""
+    received = SimpleNamespace(requests=requests)
+    return len(candidate_calls(received)), len(judge_calls(received)), sum(map(is_check_call, requests))
+
+
+def user_env(home: Path | str, **extra) -> dict:
+    """A user's environment: a home of their own, no cache folder or OAB_* setting of the test's."""
+    env = env_for(HOME=str(home), USER="oabtest", **extra)
+    keep = ("OAB_JUDGE_API_KEY",)
+    return {k: v for k, v in env.items() if k not in UNSHARED and (k in keep or not k.startswith("OAB_"))}
+
+
+def run_args(server, dataset, out, answers, judges, *extra, model: str = "openai/cand-team") -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "oab_bench.scripts.cli",
+        "run",
+        "--model",
+        model,
+        "--api-base",
+        server.url,
+        "--dataset",
+        dataset,
+        "--tasks",
+        TASK,
+        "--judge-model",
+        "openai/judge-team",
+        "--judge-api-base",
+        server.url,
+        "--answer-cache",
+        answers,
+        "--judge-cache",
+        judges,
+        "--output-dir",
+        out,
+        *extra,
+    ]
+
+
+def modes(folder: Path) -> dict[str, tuple[str, int]]:
+    return {
+        str(p.relative_to(folder)): (oct(stat.S_IMODE(p.stat().st_mode)), p.stat().st_gid)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def test_two_runs_sharing_their_caches_pay_for_nothing_twice(stub, built_dataset, tmp_path):
+    """Started 2 s apart on the same task: both finish, and each answer and judgment is paid once.
+    Each run calls with a key of its own, so the stub tells whose each call was."""
+    server = stub(policy="max", latency=1.0)
+    procs = []
+    for n in (1, 2):
+        key = f"{SECRET}-{n}"
+        env = user_env(os.environ.get("HOME", tmp_path), OPENAI_API_KEY=key, OAB_JUDGE_API_KEY=key)
+        cmd = run_args(server, built_dataset, tmp_path / f"run{n}", tmp_path / "ac", tmp_path / "jc")
+        procs.append(
+            subprocess.Popen(
+                [*cmd, "--concurrency", "2", "--judge-concurrency", "2"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=(tmp_path / f"run{n}.stderr").open("w"),
+            )
+        )
+        time.sleep(2)
+    codes = [p.wait(timeout=900) for p in procs]
+    assert codes == [0, 0], [(tmp_path / f"run{n}.stderr").read_text()[-3000:] for n in (1, 2)]
+    assert calls(server.requests)[:2] == (15, 15)
+    for n in (1, 2):
+        assert len((tmp_path / f"run{n}" / "judgments.jsonl").read_text().splitlines()) == 15
+    whose = {
+        n: [r for r in server.requests if r["headers"].get("Authorization", "").endswith(f"-{n}")]
+        for n in (1, 2)
+    }
+    print(
+        "calls of each run (answers, judgments, check calls):",
+        {n: calls(r) for n, r in whose.items()},
+    )
+    assert sum(map(len, whose.values())) == len(server.requests)
+
+
+def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(stub, built_dataset, tmp_path):
+    """Two users of one group, a setgid folder, umask 002: the files are the group's to write, so
+    the second user reuses the first one's answers and judgments and adds to them. Made read-only,
+    the complete cache serves a rerun without a call; a run that would need new entries is refused
+    before any call, and goes on with --cache-read-only, keeping nothing."""
+    require_users()
+    server = stub(policy="max")
+    team = team_folder(tmp_path / "team")
+    answers, judges = team / "answers", team / "judge"
+    alice, bob = home_of(tmp_path / "alice", ALICE), home_of(tmp_path / "bob", BOB)
+
+    def run(uid, home, *extra, model="openai/cand-team", out="run"):
+        before = len(server.requests)
+        cmd = run_args(server, built_dataset, home / out, answers, judges, *extra, model=model)
+        proc = run_as(uid, cmd, env=user_env(home), umask=0o002, cwd=home, timeout=900)
+        return proc, calls(server.requests[before:])
+
+    first, paid = run(ALICE, alice, "--max-samples", "5")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert paid == (5, 5, 2)
+    created = modes(team)
+    print("modes after a umask 002 run in a setgid folder:", created)
+    assert created == {
+        "answers": ("0o2775", TEAM),
+        "judge": ("0o2775", TEAM),
+        **{name: ("0o664", TEAM) for name in CACHE_FILES},
+    }
+
+    made = {name: mode for name, (mode, _) in modes(alice / "run").items()}
+    print("modes of the run folder's files:", made)
+    ours = (".oab-bench-run", "judgments.jsonl", "model_config.yaml", "oab_bench_summary.json", "report.html")
+    assert {made[name] for name in ours} == {"0o664"}
+    assert stat.S_IMODE((alice / "run").stat().st_mode) == 0o775
+
+    second, paid = run(BOB, bob)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert paid == (10, 10, 2)  # the 5 of the first user reused, 10 added
+    assert modes(team) == created
+
+    torn = b'{"cache_key": "torn'
+    with (judges / "judgments.jsonl").open("ab") as f:  # a kill mid-write, then archived as it is
+        f.write(torn)
+    for path in [answers, judges, *answers.iterdir(), *judges.iterdir()]:
+        path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+    archived = {p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]}
+
+    again, paid = run(BOB, bob, out="again")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert paid == (0, 0, 0)
+    assert "this cache is read-only: 0 answers / 0 judgments would not be kept" in " ".join(
+        again.stderr.split()
+    )
+
+    refused, paid = run(BOB, bob, model="openai/cand-other", out="other")
+    assert refused.returncode == 2 and paid == (0, 0, 0)
+    message = " ".join(refused.stderr.split())
+    print("refused (read-only cache, new model):", paid, refused.stderr[-1500:])
+    assert "this cache is read-only: 15 answers / 15 judgments would not be kept" in message
+    assert f"--answer-cache {answers}" in message and f"--judge-cache {judges}" in message
+    assert "--cache-read-only" in message and "chmod g+w" in message
+    assert not (bob / "other").exists()
+
+    went_on, paid = run(
+        BOB, bob, "--cache-read-only", "--max-samples", "3", model="openai/cand-other", out="other"
+    )
+    assert went_on.returncode == 0, went_on.stderr[-3000:]
+    assert paid == (3, 3, 2)
+    assert {p: p.read_bytes() for p in archived} == archived  # nothing kept, the torn line not sealed
+
+
+def refused_run(server, dataset, tmp_path, uid, env, *extra, answers=None, judges=None):
+    home = Path(env["HOME"])
+    out = tmp_path / "out"
+    cmd = run_args(server, dataset, out, answers or tmp_path / "ac", judges or tmp_path / "jc", *extra)
+    proc = run_as(uid, cmd, env=env, cwd=tmp_path, team=False, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert server.requests == [] and not out.exists()
+    assert not (home / "out").exists()
+    return " ".join(proc.stderr.split())
+
+
+def test_an_unwritable_empty_judgment_cache_is_refused_before_any_call(stub, built_dataset, tmp_path):
+    require_users()
+    server = stub()
+    tmp_path.chmod(0o1777)
+    home = home_of(tmp_path / "home", OUTSIDER)
+    judges = tmp_path / "judge-cache"
+    judges.mkdir()  # root's, 0755: the user can read it, not write it
+    message = refused_run(server, built_dataset, tmp_path, OUTSIDER, user_env(home), judges=judges)
+    print("refused (unwritable empty judge cache): 0 requests;", message)
+    assert "this cache is read-only: 0 answers / 15 judgments would not be kept" in message
+    assert f"--judge-cache {judges}: {judges} is not writable by this user" in message
+    assert "--cache-read-only" in message and not (tmp_path / "ac").exists()
+
+
+@pytest.mark.parametrize("case", ["HOME=/nonexistent", "HF_HOME unwritable", "--output-dir unwritable"])
+def test_a_place_the_run_cannot_write_is_refused_before_any_call(stub, built_dataset, tmp_path, case):
+    require_users()
+    server = stub()
+    tmp_path.chmod(0o1777)
+    home = home_of(tmp_path / "home", OUTSIDER)
+    env = user_env(home)
+    extra: list[str] = []
+    if case == "HOME=/nonexistent":
+        env["HOME"] = "/nonexistent"
+    elif case == "HF_HOME unwritable":
+        env["HF_HOME"] = str(tmp_path / "hf")
+        (tmp_path / "hf").mkdir()
+    else:
+        (tmp_path / "runs").mkdir()
+        extra = ["--output-dir", str(tmp_path / "runs" / "one")]
+    message = refused_run(server, built_dataset, tmp_path, OUTSIDER, env, *extra)
+    print(f"refused ({case}): 0 requests;", message)
+    if case == "HOME=/nonexistent":
+        assert (
+            "HF_HOME (not set: $HOME/.cache/huggingface, HOME=/nonexistent) /nonexistent/.cache/huggingface"
+            in message
+        )
+    elif case == "HF_HOME unwritable":
+        assert f"HF_HOME {tmp_path / 'hf'}: {tmp_path / 'hf'} is not writable by this user" in message
+    else:
+        assert f"--output-dir {tmp_path / 'runs' / 'one'}: {tmp_path / 'runs'} is not writable" in message
+        assert "give another --output-dir" in message
+    if case == "HOME=/nonexistent":
+        assert "set HOME to your home folder, or HF_HOME to a folder you can write" in message
+    assert "chmod g+w" in message or "HOME" in message
