@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
-import os
 import shutil
-import stat
-import sys
 import tempfile
 from pathlib import Path
 
@@ -20,164 +16,34 @@ from oab_bench.conventions import BUILD_MARKER as MARKER
 from oab_bench.dataset_builder.build import BuildReport
 from oab_bench.dataset_builder.card import render_card
 from oab_bench.dataset_builder.schema import QuestionRow
-from oab_bench.folders import Writer, check_folder, entries, summarize
+from oab_bench.folders import Writer, foreign_paths, listed, write_listed
 from oab_bench.hub_guard import PushPlan, front_matter, guarded_push, mark_card
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
-BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)  # the guard every command shares
-
-
-def _marker_text(folder: Path) -> str:
-    """The marker: its head line, then one line per file we wrote (sha256, path)."""
-    lines = [MARKER_HEAD]
-    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MARKER):
-        lines.append(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(folder).as_posix()}")
-    return "\n".join(lines) + "\n"
-
-
-def _listed(folder: Path) -> dict[str, str] | None:
-    """The marker's files and hashes; None without a marker of ours, {} for an older head-only one."""
-    try:
-        lines = (folder / MARKER).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not lines or lines[0] != MARKER_HEAD or (folder / MARKER).is_symlink():
-        return None
-    return {path: digest for digest, _, path in (line.partition("  ") for line in lines[1:])}
-
-
-def foreign_paths(folder: Path, *, built: Path | None = None) -> list[str] | None:
-    """What `--overwrite` would remove that `oab-bench build` did not write, as it wrote it.
-
-    None: no marker (the whole folder is foreign); [] when it holds only our build, unchanged.
-    An older marker lists no hashes, so it proves nothing about the files: each must then be
-    byte-identical to the same file of `built` (the build about to replace it), else it is foreign.
-    """
-    listed = _listed(folder)
-    if listed is None:
-        return None
-    ours: dict[str, str | None] = dict(listed) or {"README.md": None, DATA_FILE: None}
-    ours[MARKER] = None
-    dirs = {p.rsplit("/", 1)[0] + "/" for p in ours if "/" in p}
-    foreign = []
-    for entry in entries(folder):
-        path = folder / entry
-        if entry in dirs and path.is_dir() and not path.is_symlink():
-            continue
-        if entry not in ours or path.is_symlink() or not path.is_file():
-            foreign.append(entry)
-        elif ours[entry] and hashlib.sha256(path.read_bytes()).hexdigest() != ours[entry]:
-            foreign.append(f"{entry} (changed since the build)")
-        elif not listed and entry != MARKER and not _same_file(path, built / entry if built else None):
-            foreign.append(f"{entry} (not verifiable: the marker lists no hashes)")
-    return foreign
-
-
-def _same_file(path: Path, other: Path | None) -> bool:
-    return other is not None and other.is_file() and path.read_bytes() == other.read_bytes()
+BUILD = Writer(
+    "oab-bench build", MARKER, head=MARKER_HEAD, legacy=("README.md", DATA_FILE)
+)  # the guard every command shares
 
 
 def is_our_build(folder: Path) -> bool:
     """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build may be reused)."""
-    return foreign_paths(folder) == []
-
-
-def check_replaceable(output: Path, *, built: Path | None = None, flag: str = "--output") -> None:
-    """Refuse (FileExistsError) unless `output` holds our build and nothing else (see foreign_paths):
-    a folder without our marker as every command refuses one (oab_bench/folders.py), then what
-    --overwrite would remove that the build did not write."""
-    check_folder(output, BUILD, flag, output)
-    foreign = foreign_paths(output, built=built)
-    if foreign and _listed(output) == {}:
-        raise FileExistsError(
-            f"{output} was written by an older `oab-bench build` whose {MARKER} lists no file hashes, and "
-            f"it differs from this build, so edits there cannot be told from ours: refusing to replace it "
-            f"({summarize(foreign)}); keep what you need and remove the folder yourself (rm -r {output}), "
-            "then build again"
-        )
-    if foreign:
-        raise FileExistsError(
-            f"{output} holds what `oab-bench build` did not write: refusing to replace it; --overwrite "
-            f"would have removed: {summarize(foreign)}"
-        )
+    return foreign_paths(folder, BUILD) == []
 
 
 def write_dataset(
     rows: list[QuestionRow], report: BuildReport, output: Path, *, overwrite: bool = False
 ) -> Path:
-    """Write `data/test-*.parquet` and `README.md` into a temporary sibling, then rename.
+    """Write `data/test-*.parquet` and `README.md` into a temporary sibling, then swap it in
+    (oab_bench/folders.py's write_listed): a failure at any point leaves `output` as it was."""
 
-    A failure at any point leaves `output` as it was.
-    """
-    output = output.resolve()
-    check_folder(output, BUILD, "--output", output)  # a file, or a folder the build did not write
-    empty = output.is_dir() and not output.is_symlink() and not any(output.iterdir())
-    old_marker = False  # a head-only marker: the files are checked against the new build, once written
-    if output.exists() and not empty:  # an empty folder holds nothing to lose: the swap fills it
-        if not overwrite:
-            raise FileExistsError(f"{output} exists (pass --overwrite to replace it)")
-        old_marker = _listed(output) == {}
-        if not old_marker:
-            check_replaceable(output)
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-        # mkdtemp makes it 0700: a dataset folder is for everyone to read; a setgid parent's bit stays
-        tmp.chmod((0o777 & ~_umask()) | (tmp.stat().st_mode & stat.S_ISGID))
-    except OSError as e:
-        raise OSError(f"cannot write {output}: {e.strerror or e}") from None
-    try:
+    def fill(tmp: Path) -> None:
         (tmp / "data").mkdir()
         table = pa.Table.from_pylist([r.model_dump(mode="json") for r in rows])
         pq.write_table(table, tmp / DATA_FILE)
         (tmp / "README.md").write_text(render_card(rows, report), encoding="utf-8")
-        (tmp / MARKER).write_text(_marker_text(tmp), encoding="utf-8")
-        if old_marker:
-            check_replaceable(output, built=tmp)
-        _swap_in(tmp, output)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return output
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two folders in one step (Linux renameat2 RENAME_EXCHANGE), so that no moment, not even
-    a SIGKILL's, leaves `b` missing; False where the system or file system cannot."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):  # a libc without it
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
-
-
-def _swap_in(new: Path, output: Path) -> None:
-    """Put `new` at `output`: exchanged in one step where Linux can, else the old folder is moved
-    aside first and restored if the swap fails."""
-    if not output.exists():
-        new.rename(output)
-        return
-    if _exchange(new, output):  # `new` now holds the old folder
-        shutil.rmtree(new, ignore_errors=True)
-        return
-    old = output.with_name(f".{output.name}.old-{os.getpid()}")
-    output.rename(old)
-    try:
-        new.rename(output)
-    except BaseException:
-        old.rename(output)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+    return write_listed(output, BUILD, fill, overwrite=overwrite)
 
 
 EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
@@ -241,13 +107,13 @@ def stage_for_hub(folder: Path, staging: Path, repo_id: str) -> Path:
 def check_pushable(folder: Path) -> None:
     """Only what `oab-bench build` wrote is pushed: its marker, and the rows as it wrote them (a card
     edited by hand may go, its front matter intact); anything else fails here, before the Hub."""
-    listed = _listed(folder)
-    if listed is None or not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
+    found = listed(folder, BUILD)
+    if found is None or not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
         raise FileNotFoundError(
             f"{folder} is not a dataset folder made by `oab-bench build` (no {MARKER} marker with "
             f"{DATA_FILE} and README.md)"
         )
-    digest = listed.get(DATA_FILE)
+    digest = found.get(DATA_FILE)
     if digest and hashlib.sha256((folder / DATA_FILE).read_bytes()).hexdigest() != digest:
         raise ValueError(f"{folder / DATA_FILE}: changed since the build: build again, then push")
 

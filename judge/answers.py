@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
 from oab_bench.judge.records import NonEmpty
+from oab_bench.judge.results_source import open_shared
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -68,7 +69,21 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
 
 
 def load_answers(path: Path) -> list[Answer]:
-    """Detect the format: a lighteval details parquet/folder, or a FastChat JSONL file."""
+    """Detect the format: a shared results dataset (results_source.py), a lighteval details
+    parquet/folder, or a FastChat JSONL file."""
+    shared = open_shared(path)
+    if shared is not None:
+        return [
+            Answer(
+                model=r.model,
+                question_id=r.question_id,
+                turns=r.turns,
+                source=label,
+                line=n,
+                usage=r.usage and r.usage.model_dump(),
+            )
+            for label, n, r in shared.answers()
+        ]
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
         return load_lighteval_answers(path)
@@ -77,7 +92,10 @@ def load_answers(path: Path) -> list[Answer]:
 
 def answer_files_in(path: Path) -> list[Path]:
     """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its
-    details), or a folder of FastChat answer files (upstream's `model_answer/`)."""
+    details), a folder of FastChat answer files (upstream's `model_answer/`), or a shared results
+    dataset (itself)."""
+    if open_shared(path) is not None:
+        return [path]
     if not path.exists():
         raise SourceError("not found", file=str(path))
     if not path.is_dir() or any(path.rglob("details_*.parquet")):
@@ -179,6 +197,14 @@ def one_run(path: Path) -> list[Path]:
             file=str(path),
         )
     return files
+
+
+def details_judgments(file: Path) -> dict[int, dict]:
+    """Row (from 1, as the readers count) -> the row's `oab_judgment` metric, in plain Python."""
+    import pandas as pd
+
+    metrics = pd.read_parquet(file, columns=["metric"])["metric"]
+    return {n: plain((m or {}).get("oab_judgment") or {}) for n, m in enumerate(metrics, start=1)}
 
 
 def load_lighteval_answers(path: Path) -> list[Answer]:

@@ -97,6 +97,7 @@ class Judgment(BaseModel):
     note: str | None = None  # e.g. the answer was cut to max_answer_tokens before judging
     cache_key: str = ""
     cached: bool = False
+    settings: dict[str, Any] | None = None  # what shaped the judge's reply (JudgeSettings.recorded)
     members: list[MemberScore] | None = None  # a jury's judgment: each member's grading
     repeats: list[MemberScore] | None = None  # a repeated run (--repeats K): each repeat's grading
 

@@ -30,10 +30,13 @@ def secret_values(env: dict[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str | None, env: dict[str, str] | None = None) -> str | None:
+def redact(
+    text: str | None, env: dict[str, str] | None = None, *, secrets: list[str] | None = None
+) -> str | None:
+    """`secrets`: secret_values() computed once by a caller redacting many texts."""
     if not text:
         return text
-    for value in secret_values(env):
+    for value in secret_values(env) if secrets is None else secrets:
         text = text.replace(value, MASK)
     text = URL_USER.sub(rf"\g<1>{MASK}@", text)
     text = URL_KEY.sub(rf"\g<1>{MASK}", text)

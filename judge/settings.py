@@ -137,6 +137,15 @@ class JudgeSettings(BaseModel):
             "reasoning_effort": self.reasoning_effort,
         }
 
+    def recorded(self) -> dict:
+        """What a judgment records of its judge's settings (`settings`): those of the cache key, and
+        what decides which answers the judge reads whole. Never an address or a key."""
+        return {
+            **self.sampling(),
+            "max_answer_tokens": self.max_answer_tokens,
+            "long_answers": self.long_answers,
+        }
+
 
 # A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
 JURY_WIDE = {"judge_model", "jury_combine", "repeats", "batch", "batch_wait", "max_cost_usd", "concurrency"}

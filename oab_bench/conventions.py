@@ -12,6 +12,7 @@ SUMMARY_FILE = "oab_bench_summary.json"  # what `oab-bench run` scored
 PANEL_JUDGMENTS_FILE = "panel_judgments.jsonl"  # `run --panel`: the panel's judgments, beside the run's
 PROBE_REPORT_FILE = "report.json"  # what `oab-bench probe` concluded
 HTML_REPORT_FILE = "report.html"  # the audit report a run leaves in its output folder
+PROBE_ANSWERS_DIR = "answers"  # a probe's answers beside its judgments, one FastChat file per probe
 
 # Names: a model named so is one of `oab-bench probe`'s answers of known worth, never a real model.
 PROBE_PREFIX = "probe:"
@@ -19,6 +20,7 @@ PROBE_PREFIX = "probe:"
 # Markers: a folder holding one was written by us, so a later command may write there again.
 RUN_MARKER = ".oab-bench-run"  # every output folder `run` makes or fills
 BUILD_MARKER = ".oab-bench-build"  # a dataset folder `build` wrote; lists what it wrote
+EXPORT_MARKER = ".oab-bench-export"  # a results folder `export` wrote; lists what it wrote
 PROBE_MARKER = ".oab-bench-probe"  # every output folder `probe` makes or fills
 SWEEP_MARKER = ".oab-bench-judge-sweep"  # every output folder `judge-sweep` makes or fills
 TINY_MODEL_MARKER = ".oab-bench-tiny-model"  # the test model benchmarks/tiny_model.py writes

@@ -11,7 +11,7 @@ is refused, naming the repo and what would have been replaced or deleted.
 API, for every command that uploads (`push`, `push-results`):
 
 - `mark_card(text, kind) -> str`: the card with our marker of `kind` in its front matter
-  (ValueError without front matter). The folder handed to `guarded_push` must carry it.
+  (ValueError without front matter); other keys of a marker already there (`format`) are kept. The folder handed to `guarded_push` must carry it.
 - `guarded_push(api, repo_id, folder, *, kind, commit_message, delete_patterns=(),
   private=False, revision=None, replace_foreign=None, dry_run=False, say=...) -> PushPlan`:
   uploads every file under `folder` (paths relative to it) in ONE commit, deleting remote files
@@ -105,7 +105,8 @@ def mark_card(text: str, kind: str) -> str:
     if found is None:
         raise ValueError(f"{CARD}: no YAML front matter (--- ... ---) to carry the oab-bench marker")
     meta, body = found
-    meta[MARKER_KEY] = {"made_by": KINDS[kind], "kind": kind}
+    kept = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
+    meta[MARKER_KEY] = {**kept, "made_by": KINDS[kind], "kind": kind}  # other keys (format) stay
     return f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n{body}"
 
 

@@ -54,3 +54,17 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         "--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help="bootstrap resamples of whole exams"
     )
     p.add_argument("--seed", type=whole(0), default=0)
+
+
+SHARED_RESULTS_HELP = "shared results (hf:OWNER/NAME[@REV], hf:/abs/folder)"
+
+
+def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    """What `export` and `push-results` share: the sources, the answers, the leaderboard's flags."""
+    p.add_argument(
+        "sources",
+        nargs="+",
+        help="run folders, judgment files, probe folders, upstream judgment files, or " + SHARED_RESULTS_HELP,
+    )
+    p.add_argument("--answers", nargs="+", help="answer files too (FastChat JSONL or lighteval details)")
+    add_report_arguments(p)

@@ -23,6 +23,8 @@ COMMANDS = (
     "report",
     "agreement",
     "judge-sweep",
+    "export",
+    "push-results",
 )
 
 
@@ -67,6 +69,7 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
     it: a typo must not turn an answers file into a judgments file. A file output that cannot be
     written (a folder given) is said first, as what it is, not as an input it holds."""
     from oab_bench.judge.output import check_output
+    from oab_bench.judge.results_source import local_path
 
     for flag in OUTPUT_ARGS:
         output = getattr(args, flag, None)
@@ -78,9 +81,12 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
         for name in INPUT_ARGS:
             given = getattr(args, name, None)
             for path in given if isinstance(given, list) else [given]:
-                if not isinstance(path, str) or not Path(path).exists():
+                if not isinstance(path, str):
                     continue
-                src = Path(path).resolve()
+                src = local_path(path) or Path(path)  # hf:/abs/folder: that folder
+                if not src.exists():
+                    continue
+                src = src.resolve()
                 if out == src or out in src.parents:
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from oab_bench.judge.intervals import AGREEMENT_RESAMPLES
-from oab_bench.scripts.arguments import whole
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, whole
 
 HELP = "is the judge right? agreement between judges, repeats, humans"
 
@@ -15,14 +15,18 @@ HELP = "is the judge right? agreement between judges, repeats, humans"
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.validity.agreement import compare_all
     from oab_bench.judge.validity.agreement_text import render_json, render_text
-    from oab_bench.judge.validity.sources import load_source, source_names
+    from oab_bench.judge.validity.sources import load_source, shared_judges, source_names
 
     if args.repeats and args.sources:
         raise ValueError("--repeats takes one run and no other sources")
     dataset = _dataset(args)
     if args.repeats:
         return _repeats(args, dataset)
-    if len(args.sources) == 1:  # one jury's file: its members compared with each other
+    shared = shared_judges(args.sources)
+    if shared:  # one shared results dataset of several judges: its judges compared with each other
+        names = source_names(len(shared))
+        sources = [load_source(n, p, dataset) for n, p in zip(names, shared, strict=True)]
+    elif len(args.sources) == 1:  # one jury's file: its members compared with each other
         from oab_bench.judge.validity.jury_report import jury_file_sources
 
         sources = jury_file_sources(Path(args.sources[0]))
@@ -69,7 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "sources",
         nargs="*",
-        help="judgment files, run output folders, upstream *_single.jsonl, or human grading CSVs "
+        help="judgment files, run output folders, upstream *_single.jsonl, "
+        + SHARED_RESULTS_HELP
+        + ", or human grading CSVs "
         "(exam_id,question_id,item_id,score,grader[,model]); named A, B, C... by position",
     )
     p.add_argument("--dataset", help="dataset folder or Hub id: exams' questions and items' score grids")

@@ -7,6 +7,7 @@ import argparse
 from oab_bench.judge import settings as judge_settings
 from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
 from oab_bench.judge.panel.option import add_panel_argument
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
 
 HELP = "grade answers against each question's rubric"
 
@@ -26,7 +27,10 @@ def main(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
     p.add_argument(
-        "--answers", required=True, nargs="+", help="FastChat answer files (.jsonl) or lighteval details"
+        "--answers",
+        required=True,
+        nargs="+",
+        help="FastChat answer files (.jsonl), lighteval details, or " + SHARED_RESULTS_HELP,
     )
     p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
     p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from oab_bench.scripts.arguments import add_report_arguments
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
 
 HELP = "exam scores, pass rates, intervals, per area and edition, per judge"
 
@@ -72,7 +72,9 @@ def main(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "inputs", nargs="+", help="our judgment files, lighteval output folders, upstream judgment files"
+        "inputs",
+        nargs="+",
+        help="our judgment files, lighteval output folders, upstream judgment files, " + SHARED_RESULTS_HELP,
     )
     p.add_argument("--format", choices=["markdown", "csv", "json"], default="markdown")
     p.add_argument("--output", help="write the table here instead of stdout")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from oab_bench.scripts.arguments import add_report_arguments
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
 
 HELP = "one self-contained HTML file: leaderboard down to each rubric item"
 
@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "inputs",
         nargs="+",
-        help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files",
+        help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files, "
+        + SHARED_RESULTS_HELP,
     )
     p.add_argument("--answers", nargs="+", help="more answer files (FastChat JSONL or lighteval details)")
     p.add_argument("--output", required=True, help="HTML file to write")

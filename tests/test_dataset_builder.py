@@ -696,7 +696,7 @@ def test_a_rebuilt_folder_is_swapped_in_whole(tmp_path, monkeypatch):
     """The old folder was renamed aside and then the new one in: a kill between the two renames
     left no output folder at all. On Linux the two are now exchanged in one step; elsewhere (or
     on a file system without it) the two renames remain, the old folder restored on failure."""
-    from oab_bench.dataset_builder import publish
+    from oab_bench import folders
 
     def folder(name: str, text: str) -> Path:
         (tmp_path / name).mkdir()
@@ -704,14 +704,14 @@ def test_a_rebuilt_folder_is_swapped_in_whole(tmp_path, monkeypatch):
         return tmp_path / name
 
     output, new = folder("out", "old"), folder(".out.new", "new")
-    publish._swap_in(new, output)
+    folders.swap_in(new, output)
     assert (output / "README.md").read_text() == "new" and not new.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     if sys.platform.startswith("linux"):
-        assert publish._exchange(folder("a", "a"), folder("b", "b"))
+        assert folders.exchange(folder("a", "a"), folder("b", "b"))
         assert (tmp_path / "a" / "README.md").read_text() == "b"
 
-    monkeypatch.setattr(publish, "_exchange", lambda a, b: False)  # the fallback: two renames
-    publish._swap_in(folder(".out.newer", "newer"), output)
+    monkeypatch.setattr(folders, "exchange", lambda a, b: False)  # the fallback: two renames
+    folders.swap_in(folder(".out.newer", "newer"), output)
     assert (output / "README.md").read_text() == "newer"
     assert {p.name for p in tmp_path.iterdir()} - {"a", "b"} == {"out"}

@@ -13,11 +13,21 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from oab_bench.conventions import PANEL_JUDGMENTS_FILE, SUMMARY_FILE
+from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMARY_FILE
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import plain, read_objects
-from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
-from oab_bench.judge.leaderboard.inputs import NoResults, Record, load_records
+from oab_bench.dataset_builder.origin import HF_PREFIX
+from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.answers import (
+    Answer,
+    answer_files_in,
+    details_judgments,
+    load_answers,
+    one_per_question,
+    one_run,
+)
+from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
+from oab_bench.judge.results_layout import judgment_record
+from oab_bench.judge.results_source import open_shared
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
 
@@ -77,7 +87,7 @@ def _ours(v: dict) -> Trail:
 
 
 def _trails_jsonl(path: Path) -> dict:
-    """Keyed as the records are (report/inputs.py): ours by line; upstream's turns of a question
+    """Keyed as the records are (leaderboard/inputs.py): ours by line; upstream's turns of a question
     by the first line of that question, each turn's first text (a copy of a turn is one)."""
     out: dict = {}
     upstream: dict = defaultdict(dict)
@@ -95,18 +105,38 @@ def _trails_jsonl(path: Path) -> dict:
 
 
 def _trails_lighteval(path: Path) -> dict:
-    import pandas as pd
+    return {  # keyed by rows as leaderboard/inputs.py counts them
+        (str(file), n): _ours(v) for file in one_run(path) for n, v in details_judgments(file).items() if v
+    }
 
-    from oab_bench.judge.answers import one_run
 
+def _trails_shared(shared) -> dict:
+    """Keyed as leaderboard/inputs.py reads a shared dataset: by file label and row."""
     out = {}
-    for file in one_run(path):
-        df = pd.read_parquet(file, columns=["metric"])
-        for n, metric in enumerate(df["metric"], start=1):  # lines as report/inputs.py counts them
-            v = plain((metric or {}).get("oab_judgment") or {})
-            if v:
-                out[(str(file), n)] = _ours(v)
+    for label, n, row in shared.judgments():
+        key = (str(Path(label)), n)
+        out[key] = (
+            Trail(texts=row.turn_texts or [])
+            if row.source_kind == "upstream"
+            else _ours(judgment_record(row))
+        )
     return out
+
+
+def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
+    """The answers a folder carries beside its judgments, and a note for each panel answer file that
+    is gone: a run folder's (lighteval details, and with `run --panel` the panel's answer files its
+    summary names), a probe folder's (its answers/*.jsonl); none for a file."""
+    path = Path(path)
+    if is_probe_folder(path):
+        return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)], []
+    if not _is_run_folder(path):
+        return [], []
+    answers, gone = load_answers(path), []
+    if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():
+        files, gone = _panel_answer_files(path)
+        answers += [a for file in files for f in answer_files_in(file) for a in load_answers(f)]
+    return answers, gone
 
 
 def _first_keys(path: Path) -> set[str]:
@@ -130,12 +160,13 @@ def _panel_answer_files(folder: Path) -> tuple[list[Path], list[str]]:
     if not isinstance(files, list):
         return [], []
     named = [Path(f) for f in files if isinstance(f, str)]
+    here = [f for f in named if f.exists() or str(f).startswith(HF_PREFIX)]  # hf:: read back, or an error
     gone = [
         f"{folder}: the panel's answers {f} are gone: their texts are not shown"
         for f in named
-        if not f.exists()
+        if f not in here
     ]
-    return [f for f in named if f.exists()], gone
+    return here, gone
 
 
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
@@ -146,6 +177,12 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
     answers: list[Answer] = []
     notes: list[str] = []
     for path in map(Path, inputs):
+        shared = open_shared(path)
+        if shared is not None:  # a shared results dataset: judgments with their trails, and answers
+            records += load_records(path, dataset)
+            trails.update(_trails_shared(shared))
+            answers += load_answers(path)
+            continue
         if not path.exists():
             raise SourceError("not found", file=str(path))
         if not _is_run_folder(path) and _first_keys(path) >= ANSWER_KEYS:
@@ -156,18 +193,17 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         except NoResults as e:
             notes.append(f"skipped {e}")
             continue
-        if _is_run_folder(path):
+        if is_probe_folder(path):
+            trails.update(_trails_jsonl(path / JUDGMENTS_FILE))
+        elif _is_run_folder(path):
             trails.update(_trails_lighteval(path))
-            answers += load_answers(path)
             if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():  # `run --panel`: judged beside it
                 trails.update(_trails_jsonl(path / PANEL_JUDGMENTS_FILE))
-                files, gone = _panel_answer_files(path)
-                notes += gone
-                for file in files:
-                    for f in answer_files_in(file):
-                        answers += load_answers(f)
         else:
             trails.update(_trails_jsonl(path))
+        got, gone = carried_answers(path)
+        answers += got
+        notes += gone
     for path in map(Path, answer_files):
         answers += load_answers(path)
     if not records:

@@ -107,6 +107,7 @@ class Judge:
             "mode": self.mode,
             "max_score": row.max_score,
             "cache_key": key,
+            "settings": self.settings.recorded(),
         }
 
     def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:
@@ -155,7 +156,9 @@ class Judge:
         async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
             cached = self._trusted(self.store.get(key), row)
             if cached is not None:
-                return cached.model_copy(update={"model": answer.model, "cached": True, **noted})
+                # the same key, the same settings: an entry stored before they were recorded gets them
+                update = {"model": answer.model, "cached": True, "settings": base["settings"], **noted}
+                return cached.model_copy(update=update)
             if self.breaker.open:
                 return Judgment(**base, status="api_error", error=self.breaker.why(), cost_usd=0.0)
             reserved = await self.budget.reserve(row, answer, self) if self.budget else 0.0

@@ -97,6 +97,12 @@ class Jury:
             "prompt_version": self.prompt_version,
             "mode": self.mode,
             "max_score": row.max_score,
+            "settings": {
+                "jury_combine": self.settings.jury_combine,
+                "members": [
+                    {"judge_model": m.settings.judge_model, **m.settings.recorded()} for m in self.members
+                ],
+            },
         }
 
     def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:

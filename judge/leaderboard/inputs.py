@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -25,6 +25,8 @@ from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow,
 from oab_bench.dataset_builder.source import plain, read_objects
 from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.jury_name import canonical_judge
+from oab_bench.judge.results_layout import judgment_record, upstream_lines
+from oab_bench.judge.results_source import Shared, open_shared
 from oab_bench.judge.scoring import annulled_part
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
@@ -305,6 +307,33 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
     return out
 
 
+def from_shared(
+    shared: Shared, dataset: dict[str, QuestionRow], only: tuple[str, str | None] | None = None
+) -> list[Record]:
+    """Records of a shared results dataset (results_source.py), read as the files they came from are:
+    our records through the same checks, upstream's turns summed again. `only`: the rows of one
+    input the export read, as (input, its recorded dataset)."""
+    ours, upstream, judges = defaultdict(list), defaultdict(list), {}
+    for label, n, row in shared.judgments():
+        if only is not None and (row.source, row.dataset) != only:
+            continue
+        if row.source_kind == "upstream":
+            upstream[label] += upstream_lines(row, n)
+        else:
+            ours[label].append((n, judgment_record(row)))
+            judges[(str(Path(label)), n)] = row.judge
+    out = [r for label, rows in ours.items() for r in _from_ours(Path(label), rows, dataset)]
+    for r in out:
+        if r.judge != judges[(r.source, r.line)]:
+            raise SourceError(
+                f"says {judges[(r.source, r.line)]!r}, its judge_model, prompt_version and mode make {r.judge!r}",
+                file=r.source,
+                line=r.line,
+                field="judge",
+            )
+    return out + [r for label, rows in upstream.items() for r in _from_upstream(Path(label), rows, dataset)]
+
+
 class NoResults(SourceError):
     """A folder with nothing judged in it (a run killed early, or one that failed)."""
 
@@ -314,14 +343,15 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
 
     `dataset`: the rows by question id, when known: values and rubrics to check against.
     """
-    path = Path(path)
     dataset = dataset or {}
+    shared = open_shared(path)
+    if shared is not None:
+        return from_shared(shared, dataset)
+    path = Path(path)
     if not path.exists():
         raise SourceError("not found", file=str(path))
-    if path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file():
-        path = (
-            path / JUDGMENTS_FILE
-        )  # `oab-bench probe`'s folder (a killed run's partial judgments are not read)
+    if is_probe_folder(path):  # its judgments file (a killed run's partial judgments are not read)
+        path = path / JUDGMENTS_FILE
     try:
         if path.is_dir() and not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
             raise NoResults(
@@ -349,6 +379,12 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
         if isinstance(e, SourceError):
             raise
         raise SourceError(str(e).splitlines()[0], file=str(path)) from None
+
+
+def is_probe_folder(path: Path) -> bool:
+    """`oab-bench probe`'s folder: its report beside its judgments."""
+    path = Path(path)
+    return path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file()
 
 
 def recorded_dataset(path: Path) -> str | None:
@@ -389,6 +425,7 @@ class Inputs(BaseModel):
     expected: set[str] | None  # every question of --dataset; None: those the inputs judged
     truth: dict[str, Facts]  # from --dataset, else from the datasets the run folders recorded
     notes: list[str]
+    origins: list[tuple[str, str | None]] = []  # per record: its input, and the dataset that recorded
 
 
 def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
@@ -407,11 +444,11 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
         return loaded[source]
 
     truth: dict[str, Facts] = facts_of_rows(rows_of(dataset).values()) if dataset else {}
-    records, notes = [], []
-    for path in paths:
+    records, notes, origins = [], [], []
+    for path, recorded, load in (part for given in paths for part in _parts(given)):
         rows = rows_of(dataset) if dataset else {}
+        source = _quiet(recorded) if dataset else recorded()  # with --dataset, said for export only
         if not dataset:
-            source = recorded_dataset(Path(path))
             if source and Path(source).is_dir():
                 rows = rows_of(source)
                 for qid, facts in facts_of_rows(rows.values()).items():
@@ -425,14 +462,41 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
                     f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
                 )
         try:
-            records += load_records(Path(path), rows)
+            got = load(rows)
         except NoResults as e:
             notes.append(f"skipped {e}")
+            continue
+        records += got
+        origins += [(path, source)] * len(got)
     if not records:
         raise ValueError("no judged results in any input")
     return Inputs(  # notes sorted: the output never depends on the order of the inputs
-        records=records, expected=set(loaded[dataset]) if dataset else None, truth=truth, notes=sorted(notes)
+        records=records,
+        expected=set(loaded[dataset]) if dataset else None,
+        truth=truth,
+        notes=sorted(notes),
+        origins=origins,
     )
+
+
+def _quiet(recorded: Callable[[], str | None]) -> str | None:
+    try:
+        return recorded()
+    except SourceError:  # several datasets: --dataset settles it
+        return None
+
+
+def _parts(path: str) -> list[tuple[str, Callable[[], str | None], Callable[[dict], list[Record]]]]:
+    """(name, the dataset it recorded, its records given the rows to check against) of an input; a
+    shared results dataset gives one per input it was exported from, each with the dataset that
+    input recorded, so reading it back reads as its inputs did."""
+    shared = open_shared(path)
+    if shared is None:
+        return [(path, lambda: recorded_dataset(Path(path)), lambda rows: load_records(Path(path), rows))]
+    return [
+        (name, lambda d=d: d, lambda rows, key=(name, d): from_shared(shared, rows, only=key))
+        for name, d in shared.sources()
+    ]
 
 
 def read_for_command(command: str, inputs: list[str], dataset: str | None):

@@ -9,9 +9,9 @@ def add_panel_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--panel",
         nargs="+",
-        metavar="upstream|PATH",
+        metavar="upstream|PATH|hf:...",
         help="judge published answers beside the candidate, with the same judge and settings, and rank "
         "it among them: 'upstream' (upstream's six answer files at a pinned commit, downloaded once "
-        "into the cache and verified by SHA-256), or answer files or folders (FastChat JSONL, "
-        "lighteval details)",
+        "into the cache and verified by SHA-256), answer files or folders (FastChat JSONL, "
+        "lighteval details), or shared results (hf:OWNER/NAME[@REV], hf:/abs/folder: their answers)",
     )

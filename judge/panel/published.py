@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.origin import HF_PREFIX
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers
 
 UPSTREAM = "upstream"
@@ -30,7 +31,7 @@ class Panel(BaseModel):
 
 def resolve_panel(specs: list[str]) -> Panel:
     """Read every answer of the panel. `upstream`: the six published files (fetched once, verified);
-    anything else: a path. Bad input stops here, before any call, naming file and line."""
+    `hf:...`: a shared results dataset's answers; anything else: a path. Bad input stops here, before any call, naming file and line."""
     from oab_bench.judge.panel.upstream import LABEL, upstream_files
 
     answers: list[Answer] = []
@@ -39,6 +40,8 @@ def resolve_panel(specs: list[str]) -> Panel:
     for spec in dict.fromkeys(specs):  # the same argument twice is one
         if spec == UPSTREAM:
             files, label = upstream_files(), LABEL
+        elif spec.startswith(HF_PREFIX):  # a shared results dataset (`oab-bench export`): its answers
+            files, label = [spec], spec
         else:
             path = Path(spec).expanduser().resolve()
             files, label = answer_files_in(path), str(path)

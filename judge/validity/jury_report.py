@@ -11,6 +11,7 @@ from pathlib import Path
 
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.judge.leaderboard.inputs import Record
+from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity.agreement import alpha_over, compare_two
 from oab_bench.judge.validity.agreement_text import _fig
 from oab_bench.judge.validity.nested import read_nested, read_nested_lines
@@ -96,14 +97,15 @@ def member_records(records: list[tuple[int, dict]], source: str) -> list[Record]
 def member_records_of(path: Path) -> list[Record]:
     """The members' records of a judgments file (none for folders and other formats)."""
     path = Path(path)
-    if path.is_dir() or path.suffix == ".parquet":
+    if open_shared(path) is None and (path.is_dir() or path.suffix == ".parquet"):
         return []
     return member_records(read_nested_lines(path, "members"), str(path))
 
 
 def jury_file_sources(path: Path) -> list[Source]:
     """The members of the jury whose judgments file is `path`, as sources to compare."""
-    records = read_nested(Path(path), "members") if Path(path).is_file() else []
+    ours = Path(path).is_file() or open_shared(path) is not None
+    records = read_nested(Path(path), "members") if ours else []
     sources = member_sources(records)
     if len(sources) < 2:
         raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import QuestionRow
-from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.grading.judgment_reader import read_judgment
+from oab_bench.judge.results_source import judgment_objects
 
 
 def agreeing_row(r: dict, rows: dict[str, QuestionRow]) -> QuestionRow | None:
@@ -40,10 +40,10 @@ def read_nested_lines(
     `rows`: the dataset's, by question id: a record that agrees with its row on the exam and the
     value is checked against its rubric too (one that does not is the caller's to leave out)."""
     out = []
-    for lineno, r in read_objects(path):
+    for file, lineno, r in judgment_objects(path):  # a judgments file, or a shared dataset's records
         if r.get(key):
             out.append(
-                (lineno, _checked(r, key, {"file": str(path), "line": lineno}, agreeing_row(r, rows or {})))
+                (lineno, _checked(r, key, {"file": file, "line": lineno}, agreeing_row(r, rows or {})))
             )
     return out
 

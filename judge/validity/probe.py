@@ -14,13 +14,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from oab_bench.conventions import JUDGMENTS_FILE, PROBE_MARKER
+from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR, PROBE_MARKER
 from oab_bench.conventions import PROBE_REPORT_FILE as REPORT_FILE
 from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
 from oab_bench.judge.validity.probes import PROBE_KINDS
-
-ANSWERS_DIR = "answers"
 
 
 def _an_older_probe(folder: Path) -> bool:
@@ -94,7 +92,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
         claim(out, PROBE)
-    pairs, missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
+    pairs, missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
 
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
@@ -118,5 +116,5 @@ def run_probe_command(args: argparse.Namespace) -> int:
     report = probe_report(judge, rows, probes, judgments, resamples=args.resamples, seed=args.seed)
     write_atomic(out / REPORT_FILE, render_json(report))
     sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
-    print(f"wrote {out / ANSWERS_DIR}, {out / JUDGMENTS_FILE}, {out / REPORT_FILE}", file=sys.stderr)
+    print(f"wrote {out / PROBE_ANSWERS_DIR}, {out / JUDGMENTS_FILE}, {out / REPORT_FILE}", file=sys.stderr)
     return 1 if args.strict and report.verdict != "discriminates" else 0

@@ -16,6 +16,7 @@ import numpy as np
 
 from oab_bench.conventions import JUDGMENTS_FILE
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, money
+from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.agreement import alpha_over
 from oab_bench.judge.validity.agreement_text import _fig
@@ -38,7 +39,7 @@ def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> 
     """The records of a repeated run (a judgments file, or the judgments file of a `run` folder);
     with the dataset, each checked against its question's rubric as `agreement` checks a source."""
     path = Path(path)
-    if path.is_dir():
+    if path.is_dir() and open_shared(path) is None:
         found = sorted(path.glob("*judgments*.jsonl"))
         if (path / JUDGMENTS_FILE).is_file():  # what `oab-bench run` writes
             found = [path / JUDGMENTS_FILE]

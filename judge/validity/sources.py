@@ -23,6 +23,7 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.leaderboard.tables import one_each
+from oab_bench.judge.results_source import open_shared
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -264,6 +265,8 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
 
 
 def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | None = None) -> Source:
+    if open_shared(path) is not None:
+        return load_judgments(name, Path(path), dataset or {})
     path = Path(path)
     if not path.exists():
         raise SourceError("not found", file=str(path))
@@ -275,3 +278,11 @@ def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | N
 def source_names(n: int) -> list[str]:
     """A, B, ..., Z, S27, S28...: named by position."""
     return [chr(ord("A") + i) if i < 26 else f"S{i + 1}" for i in range(n)]
+
+
+def shared_judges(sources: list[str]) -> list[str]:
+    """One source naming a shared results dataset of several judges: each judge's config, to compare."""
+    shared = open_shared(sources[0]) if len(sources) == 1 else None
+    if shared is None or len(shared.configs) < 2:
+        return []
+    return [f"{shared.name}#{config}" for config in shared.configs]
