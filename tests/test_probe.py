@@ -253,14 +253,14 @@ def test_a_judge_that_gives_everything_full_marks_does_not_discriminate(
         "5 probes x 10 questions = 50 judgments, 0 of 50 member gradings already in the cache: 50 calls"
         in err
     )
-    assert server.count == 50
+    assert server.count == 51  # the check call, then the judgments
     assert "verdict: does not discriminate" in out
     assert "FAIL swapped_mean_pct: 100.00 (must be <= 10)" in out
     assert "ok   reference_mean_pct: 100.00 (must be >= 90)" in out
 
     # the same probes again: every judgment from the cache, no call; JSON; --strict fails the run
     rc, out, err = probe(capsys, built_dataset, server, tmp_path, "--format", "json", "--strict")
-    assert server.count == 50 and "50 of 50 member gradings already in the cache: 0 calls" in err
+    assert server.count == 51 and "50 of 50 member gradings already in the cache: 0 calls" in err
     assert rc == 1
     report = json.loads(out)
     assert report["verdict"] == "does not discriminate"
@@ -278,7 +278,7 @@ def test_a_judge_that_credits_content_discriminates(stub, built_dataset, tmp_pat
     assert rc == 0 and "verdict: discriminates" in text and "FAIL" not in text
 
     rc, out, _ = probe(capsys, built_dataset, server, tmp_path, "--format", "json")
-    assert rc == 0 and server.count == 50
+    assert rc == 0 and server.count == 51  # a check call, 50 judgments; then all from the cache
     report = json.loads(out)
     assert set(report) >= {
         "judge",
@@ -348,7 +348,7 @@ def test_probe_estimate_and_a_jury_of_two(stub, built_dataset, tmp_path, capsys)
 
     rc, out, err = probe(capsys, built_dataset, server, tmp_path, "--judge-model", "openai/judge-probe-b")
     assert rc == 0, err
-    assert server.count == 100 and "0 of 100 member gradings already in the cache: 100 calls" in err
+    assert server.count == 102 and "0 of 100 member gradings already in the cache: 100 calls" in err
     assert "jury-median(openai/judge-probe, openai/judge-probe-b)" in out
 
 

@@ -128,29 +128,12 @@ def _run_only_the_named_task(task: str) -> None:
     Registry._expand_task_definition = expand
 
 
-def permanent(exc: BaseException) -> bool:
-    """An error every retry would meet again: the key, the model name or the URL is wrong, or the
-    request itself is refused. A prompt too long for the context or a content filter is one
-    question's problem, not the run's."""
-    import litellm
-
-    if isinstance(exc, (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError)):
-        return False
-    return isinstance(
-        exc,
-        (
-            litellm.AuthenticationError,
-            litellm.PermissionDeniedError,
-            litellm.NotFoundError,
-            litellm.BadRequestError,
-        ),
-    )
-
-
 def _stop_on_permanent_errors() -> None:
     """lighteval retries every error (8 times, backing off to a minute): a rejected key costs
     minutes and its message shows only at the end. A permanent error ends the process now."""
     import litellm
+
+    from oab_bench.judge.grading.client import permanent
 
     original = litellm.completion
     if getattr(original, "_oab_bench", False):

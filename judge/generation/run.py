@@ -50,7 +50,6 @@ from oab_bench.judge.generation.lighteval_compat import (
     ensure_offline_safe,
 )
 from oab_bench.judge.generation.preflight import (
-    check_call,
     check_credentials,
     check_max_new_tokens,
     check_prompts_fit,
@@ -70,6 +69,7 @@ from oab_bench.judge.generation.processes import (
     stop_signals,
 )
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.judge.grading.check_call import check_call, check_judges
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
 from oab_bench.judge.output import check_output
 from oab_bench.judge.redact import redact
@@ -415,10 +415,7 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
 
         calls_judge = pending_in(settings, judge_cache(args), panel[1])
     if calls_judge:
-        from oab_bench.judge.grading.client import call_key
-
-        for member in judges:
-            check_call("judge", member.judge_model, api_base=member.api_base, api_key=call_key(member))
+        check_judges(judges)
 
 
 def stopped_line(args: argparse.Namespace, settings: JudgeSettings, signame: str) -> str:
