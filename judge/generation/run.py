@@ -247,10 +247,11 @@ def run(args: argparse.Namespace) -> int:
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
+        from oab_bench.judge.grading.judgment_store import JudgmentStore
 
-        return estimate_run(
-            args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)], panel
-        )
+        rows, texts = run_answers(args)
+        judge = run_judge(settings, JudgmentStore(judge_cache(args)))
+        return estimate_run(judge, litellm_name(args.model), rows, texts, args.format, panel)
     out = Path(args.output_dir).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {args.output_dir}: is a file, not a folder")
@@ -352,26 +353,42 @@ def selected_rows(dataset: str, tasks: str) -> list:
     return keep
 
 
+def run_answers(args: argparse.Namespace) -> tuple[list, list[str | None]]:
+    """The questions this run asks and, for each, the answer the answer store already holds for its
+    model and generation settings (None: to generate), looked up as the generation will look it up."""
+    from lighteval.models.model_input import GenerationParameters
+
+    from oab_bench.judge.generation.answer_store import generation_settings, stored_texts
+
+    rows = selected_rows(args.dataset, args.tasks)
+    params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
+    generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
+    folder = None if args.fresh_answers else answer_cache(args)
+    return rows, stored_texts(folder, litellm_name(args.model), generation, rows)
+
+
+def run_judge(settings: JudgeSettings, store=None):
+    """The judge (jury, repeats) the run's task will make, named as litellm is called (`vllm:X` is
+    `openai/<served name>`): the same cache keys."""
+    from oab_bench.judge.grading.jury import make_judge
+
+    if vllm_target(settings.judge_model):
+        settings = settings.model_copy(update={"judge_model": litellm_name(settings.judge_model)})
+    return make_judge(settings, store)
+
+
 def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
     """(questions, answers already stored, judgments of those already cached or None when the judge
     cache is off) for this run; None when that cannot be told (the dataset does not load here)."""
-    from lighteval.models.model_input import GenerationParameters
-
-    from oab_bench.judge.answers import Answer, strip_reasoning
-    from oab_bench.judge.generation.answer_store import AnswerStore, answer_key, generation_settings
-    from oab_bench.judge.generation.task_prompt import candidate_messages
+    from oab_bench.judge.answers import Answer
     from oab_bench.judge.grading.grader import Judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
 
     try:
-        rows = selected_rows(args.dataset, args.tasks)
+        rows, texts = run_answers(args)
     except Exception:  # lighteval will say what is wrong with the dataset
         return None
     model = litellm_name(args.model)
-    folder = answer_cache(args)
-    answers = AnswerStore(folder) if folder and not args.fresh_answers else None
-    params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
-    generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     judges = judge_cache(args)
     members = [  # a jury's question is judged when every member's judgment is stored
         Judge(m.model_copy(update={"judge_model": litellm_name(m.judge_model)}))
@@ -379,13 +396,11 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     ]
     store = JudgmentStore(judges) if judges else None
     stored = judged = 0
-    for row in rows:
-        key = answer_key(model=model, messages=candidate_messages(row), generation=generation)
-        answer = answers.get(key) if answers else None
-        if answer is None:
+    for row, found in zip(rows, texts, strict=True):
+        if found is None:
             continue
         stored += 1
-        text = Answer(model=model, question_id=row.question_id, turns=[strip_reasoning(answer.texts[0])]).text
+        text = Answer(model=model, question_id=row.question_id, turns=[found]).text
         if store is not None and settings.repeats == 1 and all(store.get(j.key(row, text)) for j in members):
             judged += 1  # (repeats beyond the first have keys of their own: never counted as done here)
     return len(rows), stored, judged if store is not None else None
