@@ -18,7 +18,8 @@ forever. Kinds: `429`
 `refusal`, `empty` (empty content), `die` (the server stops: connection reset), `401`/`403`
 (quoting the key), `404` (no such model).
 
-Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`): each line
+Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`; none of them
+with `batch_routes=False`, as on a vLLM server): each line
 of a batch is answered by this server's own chat endpoint (so the policies and faults above
 apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds (or once `release_batches()` is called, with `batch_hold`).
 `batch_faults` are rules of the same shape for batch lines, kinds `failed` (the line goes to the
@@ -161,6 +162,7 @@ class StubServer:
         batch_delay: float = 0.0,
         batch_hold: bool = False,
         batch_page: int = 100,
+        batch_routes: bool = True,
     ):
         self.policy = policy
         self.latency = latency
@@ -175,6 +177,7 @@ class StubServer:
         self.batch_delay = batch_delay
         self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
         self.batch_page = batch_page  # GET /v1/batches: at most this many per page (OpenAI: 100)
+        self.batch_routes = batch_routes  # False: no /v1/files nor /v1/batches (a vLLM server): 404
         self._released: asyncio.Event | None = None
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
@@ -204,11 +207,13 @@ class StubServer:
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/tokenize", self.tokenize)
-        app.router.add_post("/v1/files", self.upload)
-        app.router.add_get("/v1/files/{id}/content", self.file_content)
-        app.router.add_post("/v1/batches", self.create_batch)
-        app.router.add_get("/v1/batches", self.list_batches)
-        app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
+        if self.batch_routes:
+            app.router.add_post("/v1/files", self.upload)
+            app.router.add_get("/v1/files", self.list_files)
+            app.router.add_get("/v1/files/{id}/content", self.file_content)
+            app.router.add_post("/v1/batches", self.create_batch)
+            app.router.add_get("/v1/batches", self.list_batches)
+            app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
         app.middlewares.append(self._record_batch_api)
         return app
 
@@ -444,6 +449,11 @@ class StubServer:
         field = form["file"]
         data = field.file.read() if hasattr(field, "file") else str(field).encode()
         return web.json_response(self._new_file(data, getattr(field, "filename", "upload"), form["purpose"]))
+
+    async def list_files(self, request: web.Request) -> web.Response:
+        limit = int(request.query.get("limit", 10000))
+        files = [{"id": fid, "object": "file", "bytes": len(data)} for fid, data in self.files.items()]
+        return web.json_response({"object": "list", "data": files[:limit], "has_more": len(files) > limit})
 
     async def file_content(self, request: web.Request) -> web.Response:
         data = self.files.get(request.match_info["id"])

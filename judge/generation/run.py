@@ -39,7 +39,6 @@ from oab_bench.conventions import (
     RUN_MARKER,
     SUMMARY_FILE,
 )
-from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.aggregate import QuestionResult, task_figures
@@ -68,6 +67,7 @@ from oab_bench.judge.generation.processes import (
     stop_group,
     stop_signals,
 )
+from oab_bench.judge.generation.references import resolve_references
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
 from oab_bench.judge.grading.check_call import check_call, check_judges
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
-    check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
+    resolve_references(args, settings)  # dataset, editions, Batch API: now, not as lighteval's traceback
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
@@ -551,6 +551,18 @@ def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
     return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]
 
 
+def batches_running(args: argparse.Namespace) -> Path | None:
+    """The judgment cache folder when its batch log has batches still to collect (else None: no
+    batch was ever created, or all were collected, and "they go on running" would be untrue)."""
+    from oab_bench.conventions import BATCH_FILE
+    from oab_bench.judge.grading.batch.state import BatchLog
+
+    folder = judge_cache(args)
+    if folder is None or not (folder / BATCH_FILE).is_file():
+        return None
+    return folder if BatchLog(folder).open_keys() else None
+
+
 def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: Path, panel=None) -> int:
     (out / JUDGMENTS_FILE).unlink(missing_ok=True)
     (out / PANEL_JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier run's panel is not this one's
@@ -586,7 +598,7 @@ def generate_and_judge(args: argparse.Namespace, settings: JudgeSettings, out: P
             f"oab-bench run: error: lighteval exited {returncode}; no results or judgments in {out}",
             file=sys.stderr,
         )
-        if settings.batch and (batches := judge_cache(args)) is not None:  # e.g. --judge-batch-wait ran out
+        if settings.batch and (batches := batches_running(args)) is not None:  # --judge-batch-wait ran out
             print(
                 f"oab-bench run: the judge's batches go on running (recorded in {batches / 'batches.jsonl'}); "
                 f"answers are kept: resume with: {resume_command()}",

@@ -140,7 +140,7 @@ def malformed_header(exc: BaseException) -> bool:
     return "Forbidden control character" in text or "Illegal header value" in text
 
 
-# What _describe records for an error every other call would meet too: the key, model name or URL
+# What describe_error records for an error every other call would meet too: the key, model name or URL
 # (litellm reports some 403s from OpenAI-compatible servers as a plain APIError: the status says it).
 _FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError")
 _REFUSED = re.compile(r"^(\w+)(?: \((\d{3})\))?:")
@@ -149,7 +149,7 @@ UNREACHABLE = "judge server unreachable"
 
 
 def refused_for_good(error: str | None) -> bool:
-    """A judgment's recorded error (as _describe and Breaker.why write it) that says the judge
+    """A judgment's recorded error (as describe_error and Breaker.why write it) that says the judge
     cannot be called at all: a rejected or missing key, no such model, nothing answering."""
     text = error or ""
     head = _REFUSED.match(text)
