@@ -41,6 +41,14 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     out, proc = run_bench("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "preflight: 15 prompts fit in the model's 1000000 tokens" in proc.stderr
+    for noise in (
+        "nltk_data",
+        "FutureWarning",
+        "Careful, the task",
+        "Generating test split",
+        "dataset splits",
+    ):
+        assert noise not in proc.stderr, noise  # nothing downloaded, no warning not the user's to act on
     assert (REPO / ".litellm_cache").exists() == litellm_cache_before  # lighteval ran in the output folder
     summary = json.loads((out / "oab_bench_summary.json").read_text())
     assert summary["figures"]["cost_usd"] is None  # the stub's models have no price: unknown, not 0.0
