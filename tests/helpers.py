@@ -330,6 +330,10 @@ def check_candidate_requests(server, rows) -> None:
         assert body["messages"][0]["role"] == "system" and body["messages"][0]["content"] in system_prompts
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert "(Valor: " in body["messages"][1]["content"]
+        assert (
+            "max_completion_tokens" not in body and body["max_tokens"] > 0
+        )  # one limit (test_request_shape.py)
+        assert body.get("stop", ["none sent"]) != []
 
 
 def made_up_row(annulled: bool = False) -> QuestionRow:

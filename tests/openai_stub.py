@@ -26,6 +26,8 @@ apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_d
 error file) and `expired` (not answered: the batch ends `expired`, the line in the error file
 with code `batch_expired`). `batch_creations` and `batch_retrievals` count the batches created and polled.
 
+Anthropic's `/v1/messages` answers as a candidate (what litellm sends an `anthropic/` model).
+
 Use in-process (`with StubServer() as s: s.url`) or as a process:
 `python -m tests.openai_stub --port 0 --config config.json` (prints the port).
 """
@@ -204,6 +206,7 @@ class StubServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/messages", self.messages)  # Anthropic's, to see what litellm sends there
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/tokenize", self.tokenize)
@@ -385,6 +388,27 @@ class StubServer:
                     "prompt_tokens_details": {"cached_tokens": prompt_tokens // 2},
                     "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
                 },
+            }
+        )
+
+    async def messages(self, request: web.Request) -> web.Response:
+        """Anthropic's Messages API, as a candidate: recorded like a chat request, answered in kind."""
+        body = await request.json()
+        with self._lock:
+            self.count += 1
+            if self.record:
+                self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
+        text = f"Resposta do candidato {body.get('model', '')}."
+        return web.json_response(
+            {
+                "id": f"msg_{self.count}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", ""),
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": max(1, len(text) // 4)},
             }
         )
 

@@ -11,8 +11,10 @@
   0.13), the exact name `oab_bench` meaning that task alone (not every `oab_bench:*` too),
   no "Careful, the task ... is using evaluation data to build the few shot examples" for a
   zero-shot task nor "You cannot select the number of dataset splits" (lighteval's litellm
-  client asking its own data loader for what it refuses), and no litellm response cache
-  (lighteval sets one; a hit crashes inside litellm and the run quietly returns empty answers).
+  client asking its own data loader for what it refuses), one token limit per candidate request
+  (lighteval sends both `max_tokens` and `max_completion_tokens`, and `stop: []`), and no
+  litellm response cache (lighteval sets one; a hit crashes inside litellm and the run quietly
+  returns empty answers).
 - `install` also keeps the candidate's answers (answer_store.py, when OAB_ANSWER_CACHE names a
   folder): a stored answer is served instead of a call, and only missing ones are generated;
   a permanent error from the candidate (401, 403, 404, a 400 no retry can fix) ends the run
@@ -80,6 +82,7 @@ def install(*, task: str, system_key: str) -> None:
     _run_only_the_named_task(task)
     _no_few_shot_split_warning(task)
     _no_dataset_split_warning()
+    _one_token_limit()
     _serve_stored_answers()
     if _in_lighteval_cli():  # a process of its own: never exit or take signals in a notebook or pytest
         _stop_on_permanent_errors()
@@ -187,6 +190,34 @@ def _no_dataset_split_warning() -> None:
     log = logging.getLogger("lighteval.data")
     if not any(isinstance(f, _NotTheUsers) for f in log.filters):
         log.addFilter(_NotTheUsers())
+
+
+def request_shape(kwargs: dict) -> dict:
+    """A candidate request as every provider takes it: one token limit, `max_tokens` (litellm
+    renames it `max_completion_tokens` for OpenAI's reasoning models, and maps it for Anthropic,
+    Gemini and the rest; lighteval sets both, and an OpenAI-compatible server received both), and
+    no empty `stop` list."""
+    shaped = dict(kwargs)
+    limit = shaped.pop("max_completion_tokens", None)  # lighteval's generation setting, else max_tokens
+    if limit is not None:
+        shaped["max_tokens"] = limit
+    if not shaped.get("stop"):
+        shaped.pop("stop", None)
+    return shaped
+
+
+def _one_token_limit() -> None:
+    import litellm
+
+    original = litellm.completion
+    if getattr(original, "_oab_bench_shape", False):
+        return
+
+    def completion(*args, **kwargs):
+        return original(*args, **request_shape(kwargs))
+
+    completion._oab_bench_shape = True
+    litellm.completion = completion
 
 
 def _stop_on_permanent_errors() -> None:
