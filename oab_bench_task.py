@@ -76,7 +76,10 @@ def dataset_path() -> str:
     """What lighteval loads: always a folder on disk (lighteval takes a relative path for a Hub id):
     our built layout as given, the cached build of upstream's raw layout, or a Hub dataset resolved
     (`oab-bench run` passes the folder it resolved)."""
-    return resolve_dataset(os.environ.get("OAB_BENCH_DATASET") or DEFAULT_DATASET, "OAB_BENCH_DATASET")
+    given = os.environ.get("OAB_BENCH_DATASET")
+    return resolve_dataset(
+        given or DEFAULT_DATASET, "OAB_BENCH_DATASET" if given else "the task's default dataset"
+    )
 
 
 @functools.cache

@@ -45,7 +45,7 @@ def resolve_dataset(given: str, origin: str = "--dataset") -> str:
     if not path.is_absolute():
         path = Path(cwd) / path
     if path.exists():
-        return prepare_dataset(str(path)).path
+        return prepare_dataset(given).path  # (its errors name the dataset as the user gave it)
     repo, _, revision = spec.partition("@")
     if (given.startswith(HF_PREFIX) and Path(spec).is_absolute()) or not HUB_ID.match(repo):
         raise SourceError(f"no such folder {path}", file=f"{origin} {given}")

@@ -67,7 +67,7 @@ from oab_bench.judge.generation.processes import (
     stop_group,
     stop_signals,
 )
-from oab_bench.judge.generation.references import resolve_references
+from oab_bench.judge.generation.references import dataset_argument, resolve_references
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
 from oab_bench.judge.grading.check_call import check_call, check_judges
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
@@ -120,7 +120,7 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings:
 
 def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["OAB_BENCH_DATASET"] = dataset_source(args.dataset)
+    env["OAB_BENCH_DATASET"] = dataset_source(args.dataset or dataset_argument(args)[0])  # resolved by run()
     if Path(env["OAB_BENCH_DATASET"]).is_absolute():  # a local folder: nothing to fetch
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
