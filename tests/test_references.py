@@ -95,38 +95,47 @@ def test_a_missing_folder_that_cannot_be_a_hub_id_is_named(tmp_path):
         resolve.resolve_dataset(f"hf:{tmp_path / 'absent'}")
 
 
-class _NoSuchRepo(BaseHTTPRequestHandler):
-    """The Hub's answer for a dataset that does not exist."""
+class _FakeHub(BaseHTTPRequestHandler):
+    """The Hub's answers: `someone/lookalike` is a dataset in neither layout, anything else is not found."""
 
     def do_GET(self):
-        body = json.dumps({"error": "Repository not found"}).encode()
-        self.send_response(404)
-        self.send_header("X-Error-Code", "RepoNotFound")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        if "/api/datasets/someone/lookalike" in self.path:
+            status, headers = 200, {}
+            body = {"id": "someone/lookalike", "sha": "0" * 40, "siblings": [{"rfilename": "train.csv"}]}
+        else:
+            status, headers = 404, {"X-Error-Code": "RepoNotFound"}
+            body = {"error": "Repository not found"}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        for k, v in {**headers, "Content-Type": "application/json", "Content-Length": str(len(data))}.items():
+            self.send_header(k, v)
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(data)
 
     def log_message(self, *args):
         pass
 
 
-def test_a_hub_id_the_hub_does_not_have_is_one_line(stub, tmp_path):
-    hub = ThreadingHTTPServer(("127.0.0.1", 0), _NoSuchRepo)
+@pytest.mark.parametrize(
+    ("dataset", "said"),
+    [
+        ("someone/oab_bench", "no dataset someone/oab_bench on the Hugging Face Hub"),
+        ("someone/lookalike", "the Hub dataset someone/lookalike is in neither layout"),
+    ],
+)
+def test_a_hub_id_the_hub_does_not_have_or_that_only_looks_like_ours_is_one_line(
+    stub, tmp_path, dataset, said
+):
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), _FakeHub)
     threading.Thread(target=hub.serve_forever, daemon=True).start()
     try:
         env = _offline_env(tmp_path) | {"HF_ENDPOINT": f"http://127.0.0.1:{hub.server_address[1]}"}
         server = stub()
-        proc = oab(
-            *_run_args(server, tmp_path / "run", "--dataset", "someone/oab_bench"), env=env, cwd=tmp_path
-        )
+        proc = oab(*_run_args(server, tmp_path / "run", "--dataset", dataset), env=env, cwd=tmp_path)
     finally:
         hub.shutdown()
     line = _one_error_line(proc)
-    assert (
-        f"no folder someone/oab_bench in {tmp_path}, and no dataset someone/oab_bench on the Hugging Face Hub"
-        in line
-    )
+    assert f"--dataset {dataset}: no folder {dataset} in {tmp_path}, and {said}" in line
     assert server.count == 0
 
 
