@@ -270,7 +270,7 @@ def env_for(**extra) -> dict:
 
 
 def run_bench(
-    model, candidate_url, judge_url, dataset, tmp_path, *extra
+    model, candidate_url, judge_url, dataset, tmp_path, *extra, env: dict | None = None
 ) -> tuple[Path, subprocess.CompletedProcess]:
     """`oab-bench run` on TASK, as a user types it; returns the output folder and the process."""
     out = tmp_path / "run"
@@ -289,7 +289,9 @@ def run_bench(
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
     cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
     cmd += ["--output-dir", str(out), *extra]
-    return out, subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    return out, subprocess.run(
+        cmd, cwd=REPO, env=env or env_for(), capture_output=True, text=True, timeout=600
+    )
 
 
 def results_json(out: Path) -> dict:
