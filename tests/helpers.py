@@ -486,3 +486,12 @@ def _pairs(n: int):
         )
         for i in range(n)
     ]
+
+
+def closed_url() -> str:
+    """http://127.0.0.1:PORT where nothing listens (the port was taken and released): refused at once."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"

@@ -323,10 +323,7 @@ class StubServer:
         arrived = loop.time()
         raw = await request.text()
         body = json.loads(raw)
-        with self._lock:
-            self.count += 1
-            if self.record:
-                self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
+        self._count(request, body)
         # counted before the wait, and the wait ends `latency` after arrival: the reply comes in
         # `latency` however many requests arrive at once (as a server with spare capacity would
         # answer), not `latency` plus this server's own queue of token counts
@@ -391,13 +388,16 @@ class StubServer:
             }
         )
 
-    async def messages(self, request: web.Request) -> web.Response:
-        """Anthropic's Messages API, as a candidate: recorded like a chat request, answered in kind."""
-        body = await request.json()
+    def _count(self, request: web.Request, body: dict) -> None:
         with self._lock:
             self.count += 1
             if self.record:
                 self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
+
+    async def messages(self, request: web.Request) -> web.Response:
+        """Anthropic's Messages API, as a candidate: recorded like a chat request, answered in kind."""
+        body = await request.json()
+        self._count(request, body)
         text = f"Resposta do candidato {body.get('model', '')}."
         return web.json_response(
             {

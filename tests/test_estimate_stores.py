@@ -8,7 +8,7 @@ import json
 from oab_bench.judge.generation.answer_store import AnswerStore, StoredAnswer, answer_key, generation_settings
 from oab_bench.judge.generation.task_prompt import candidate_messages
 from oab_bench.scripts.cli import main
-from tests.test_probe import probe
+from tests.probe_rows import probe
 
 MODEL = "openai/cand-estimate"
 

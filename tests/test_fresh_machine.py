@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import subprocess
 import threading
 from functools import partial
@@ -17,6 +16,7 @@ import pytest
 
 from tests import upstream_data as up
 from tests.conftest import REPO
+from tests.helpers import closed_url
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -94,9 +94,7 @@ def test_the_fetcher_takes_pinned_files_checks_them_and_writes_all_or_nothing(se
 
 
 def test_offline_the_fetcher_names_every_file_and_writes_nothing(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = closed_url()
     dest = tmp_path / "cache"
     problems = up.fetch(dest, base_url=closed, files=up.FILES, timeout=5)
     assert len(problems) == len(up.FILES) and all("ConnectError" in p for p in problems)
@@ -131,9 +129,7 @@ def test_the_pinned_files_are_those_of_shared(upstream_v1, judge_prompts_v2, ser
 
 
 def test_the_command_prints_the_folder_and_says_what_it_could_not_fetch(tmp_path, capsys, monkeypatch):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        monkeypatch.setenv(up.URL_ENV, f"http://127.0.0.1:{s.getsockname()[1]}")
+    monkeypatch.setenv(up.URL_ENV, closed_url())
     assert up.main(["--shared", str(tmp_path / "none"), "--cache", str(tmp_path / "cache")]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == str(tmp_path / "cache")

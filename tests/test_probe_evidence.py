@@ -4,20 +4,13 @@ is an error in seconds, not a finding about the judge."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
 
 from oab_bench.judge.validity.probe_report import build_report
-from tests.test_probe import ROWS, _judgment, probe
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from tests.helpers import closed_url
+from tests.probe_rows import ROWS, probe, probe_judgment
 
 # --- the report -------------------------------------------------------------------------------------
 
@@ -27,7 +20,7 @@ def test_a_pass_needs_reference_a_failing_probe_and_the_ordering():
 
     def report(kinds, shares=good):
         return build_report(
-            "j", ROWS, [_judgment(r, k, shares[k]) for r in ROWS for k in kinds], resamples=200
+            "j", ROWS, [probe_judgment(r, k, shares[k]) for r in ROWS for k in kinds], resamples=200
         )
 
     assert report(list(good)).verdict == "discriminates" and report(list(good)).missing == []
@@ -52,9 +45,9 @@ def test_a_pass_needs_reference_a_failing_probe_and_the_ordering():
 
 def test_a_probe_with_too_few_ok_judgments_is_not_measured():
     good = {"reference": 1.0, "partial": 0.5, "swapped": 0.0, "empty": 0.0, "injection": 0.0}
-    judgments = [_judgment(r, k, s) for r in ROWS for k, s in good.items()]
+    judgments = [probe_judgment(r, k, s) for r in ROWS for k, s in good.items()]
     for i, row in enumerate(ROWS[:5]):  # 5 of 20 swapped judgments failed: 75% ok
-        judgments[5 * i + 2] = _judgment(row, "swapped", None)
+        judgments[5 * i + 2] = probe_judgment(row, "swapped", None)
     report = build_report("j", ROWS, judgments, resamples=200)
     assert report.verdict == "incomplete"
     assert "swapped: 15 of 20 judgments ok (95% needed)" in " ".join(report.missing)
@@ -67,7 +60,7 @@ def test_a_probe_with_too_few_ok_judgments_is_not_measured():
 
 def test_every_judgment_failed_is_incomplete_not_a_finding():
     kinds = ["reference", "partial", "swapped", "empty", "injection"]
-    report = build_report("j", ROWS, [_judgment(r, k, None) for r in ROWS for k in kinds], resamples=200)
+    report = build_report("j", ROWS, [probe_judgment(r, k, None) for r in ROWS for k in kinds], resamples=200)
     assert report.verdict == "incomplete" and len(report.missing) == 3
     assert all(not c.measured for c in report.checks if c.name != "judged_ok")
 
@@ -118,7 +111,7 @@ def test_a_refused_judge_stops_at_the_check_call_and_writes_nothing(
 
 def test_a_dead_judge_url_stops_at_the_check_call(built_dataset, tmp_path, capsys):
     args = ["probe", "--dataset", str(built_dataset), "--questions", "39_direito_penal"]
-    args += ["--judge-model", "openai/judge-probe", "--api-base", f"http://127.0.0.1:{_closed_port()}/v1"]
+    args += ["--judge-model", "openai/judge-probe", "--api-base", f"{closed_url()}/v1"]
     args += ["--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out"), "--no-progress"]
     from oab_bench.scripts.cli import main
 

@@ -6,7 +6,6 @@ and a non-zero exit before any check call, server start or generation. No test t
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,13 +15,7 @@ import pytest
 from oab_bench.dataset_builder import prepared, resolve
 from oab_bench.dataset_builder.errors import SourceError
 from tests.conftest import oab
-from tests.helpers import clean_env
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers import clean_env, closed_url
 
 
 def _run_args(server, out, *extra) -> list:
@@ -36,7 +29,7 @@ def _offline_env(tmp_path, **extra) -> dict:
     env = clean_env(OPENAI_API_KEY="sk-test", OAB_JUDGE_API_KEY="sk-test")
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "OAB_BENCH_DATASET"):
         env.pop(name, None)
-    hub = {"HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}", "HF_HOME": str(tmp_path / "hf")}
+    hub = {"HF_ENDPOINT": closed_url(), "HF_HOME": str(tmp_path / "hf")}
     return env | hub | extra
 
 
@@ -82,7 +75,19 @@ def test_a_relative_dataset_variable_from_another_folder_is_not_taken_for_a_hub_
     (elsewhere / "data").symlink_to(built_dataset.parent, target_is_directory=True)
     env["OAB_BENCH_DATASET"] = "data/oab_bench"
     proc = oab(
-        *_run_args(server, tmp_path / "run", "--tasks", "oab_bench:41", "--estimate"), env=env, cwd=elsewhere
+        *_run_args(
+            server,
+            tmp_path / "run",
+            "--tasks",
+            "oab_bench:41",
+            "--estimate",
+            "--answer-cache",
+            tmp_path / "ac",
+            "--judge-cache",
+            tmp_path / "jc",
+        ),
+        env=env,
+        cwd=elsewhere,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "generations: 0 in the answer store (cost 0), 35 to generate" in proc.stdout
@@ -175,7 +180,7 @@ def test_an_edition_the_dataset_lacks_fails_listing_those_it_has(stub, tmp_path,
 def test_an_area_the_dataset_lacks_fails_listing_those_it_has():
     from oab_bench.judge.generation.preflight import PreflightError
     from oab_bench.judge.generation.references import check_task_rows
-    from tests.test_probe import made_up
+    from tests.probe_rows import made_up
 
     rows = [made_up(90, "civil", n) for n in range(5)]
     check_task_rows(["oab_bench", "oab_bench:civil", "oab_bench:90"], rows, "ds")
