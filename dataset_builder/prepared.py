@@ -83,13 +83,6 @@ def check_built_layout(path: Path, given: str) -> None:
     )
 
 
-def check_dataset(dataset: str) -> None:
-    """A local --dataset that is neither layout fails now, before any other work (nothing is built)."""
-    path = Path(dataset).expanduser()
-    if path.exists() and raw_source(dataset) is None:
-        check_built_layout(path, dataset)
-
-
 def builds_dir() -> Path:
     from huggingface_hub import constants
 

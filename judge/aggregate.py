@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
+from oab_bench.judge.records import cost_now
 
 
 class QuestionResult(BaseModel):
@@ -59,8 +60,9 @@ def exam_totals(results: Iterable[QuestionResult]) -> dict[str, ExamTotal]:
 
 
 def run_cost(results: list[QuestionResult]) -> float:
-    """Dollars spent on judging in this run; NaN (unknown) as soon as one billed call had no price."""
-    costs = [0.0 if r.cached else r.cost_usd for r in results]
+    """Dollars spent on judging in this run; NaN (unknown) as soon as one billed call had no price,
+    cached or not: the same settings say unknown on every run, never NaN then 0."""
+    costs = [cost_now(r.cost_usd, r.cached) for r in results]
     return math.nan if any(c is None for c in costs) else sum(costs)
 
 

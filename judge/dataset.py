@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import fnmatch
 
-from oab_bench.dataset_builder.prepared import prepare_dataset
+from oab_bench.dataset_builder.resolve import resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 
 
 def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:
-    """`dataset` is a local folder (any path) or a Hub id; `questions` are glob patterns on question/exam ids."""
+    """`dataset` is a local folder (any path) or a Hub id, resolved to a folder on disk first (a Hub
+    id that cannot be reached fails in seconds); `questions` are glob patterns on question/exam ids."""
     import datasets
 
-    ds = datasets.load_dataset(prepare_dataset(dataset).path, split="test")
+    from oab_bench.dataset_builder.origin import quiet
+
+    with quiet(datasets):  # no "Generating test split" bars for a folder of a hundred rows
+        ds = datasets.load_dataset(resolve_dataset(dataset), split="test")
     return select_rows([QuestionRow.model_validate(r) for r in ds], questions)
 
 

@@ -69,7 +69,7 @@ class MemberScore(BaseModel):
             status=j.status,
             score=j.score,
             items={i.item_id: i.score for i in j.items},
-            cost_usd=0.0 if j.cached else j.cost_usd,
+            cost_usd=cost_now(j.cost_usd, j.cached),
             cached=j.cached,
             error=j.error,
         )
@@ -112,8 +112,7 @@ class Judgment(BaseModel):
     def sample(self) -> dict:
         """What lighteval keeps per question (details) and aggregates (corpus figures)."""
         out = self.model_dump(mode="json", include=SAMPLE_FIELDS)
-        if self.cached:
-            out["cost_usd"] = 0.0  # paid by an earlier run
+        out["cost_usd"] = cost_now(self.cost_usd, self.cached)
         return out
 
 
@@ -160,6 +159,12 @@ class Outcome(NamedTuple):
     attempts: int
     error: str | None
     parsed: Any
+
+
+def cost_now(cost: float | None, cached: bool) -> float | None:
+    """What a judgment costs this run: nothing when it came from the cache, but unknown stays
+    unknown (an unpriced judge's rerun must not claim $0 where its first run said unknown)."""
+    return 0.0 if cached and cost is not None else cost
 
 
 def priced(cost: float | None, usage: Usage) -> float | None:

@@ -37,10 +37,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--output", help="folder for the probe answers and judgments (default runs/probe_<judge model>)"
     )
-    p.add_argument("--strict", action="store_true", help="exit 1 on any verdict but `discriminates`")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 unless the verdict is `discriminates` (`does not discriminate`, `incomplete`)",
+    )
     p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
     p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--no-check-call",
+        action="store_true",
+        help="skip the minimal real call (1 output token; 16 for reasoning models) to the judge",
+    )
     p.add_argument(
         "--seed", type=whole(0), default=DEFAULT_SEED, help="choice of swapped answers and bootstrap"
     )

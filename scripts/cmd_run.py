@@ -58,8 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--dataset",
-        default=os.environ.get("OAB_BENCH_DATASET", "maritaca-ai/oab-bench"),
-        help="Hub id or folder: made by `oab-bench build`, or upstream's raw layout (built on the fly)",
+        help="Hub id or folder: made by `oab-bench build`, or upstream's raw layout (built on the fly); "
+        "default: OAB_BENCH_DATASET, else maritaca-ai/oab-bench",
     )
     p.add_argument(
         "--tasks", default="oab_bench", help="comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."

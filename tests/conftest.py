@@ -25,7 +25,10 @@ SHARED_DATA = Path(os.environ.get("OAB_BENCH_SHARED_DATA", REPO.parent / "shared
 def _require(path: Path) -> Path:
     if path.exists():
         return path
-    message = f"upstream data not found at {path} (set OAB_BENCH_SHARED_DATA)"
+    message = (
+        f"upstream data not found at {path}: no ../shared here and upstream's release was not fetched "
+        "(`make test` fetches it with internet: python -m tests.upstream_data; or set OAB_BENCH_SHARED_DATA)"
+    )
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message)  # under CI missing data is a failure, never a skip
     pytest.skip(message)

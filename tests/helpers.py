@@ -18,8 +18,8 @@ from oab_bench.judge.answers import Answer
 from oab_bench.judge.generation.answer_store import (
     StoredAnswer,
 )
-from oab_bench.judge.generation.preflight import CHECK_PROMPT
 from oab_bench.judge.grading import grader
+from oab_bench.judge.grading.check_call import CHECK_PROMPT
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.leaderboard import formats as render
@@ -270,7 +270,7 @@ def env_for(**extra) -> dict:
 
 
 def run_bench(
-    model, candidate_url, judge_url, dataset, tmp_path, *extra
+    model, candidate_url, judge_url, dataset, tmp_path, *extra, env: dict | None = None
 ) -> tuple[Path, subprocess.CompletedProcess]:
     """`oab-bench run` on TASK, as a user types it; returns the output folder and the process."""
     out = tmp_path / "run"
@@ -289,7 +289,9 @@ def run_bench(
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
     cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
     cmd += ["--output-dir", str(out), *extra]
-    return out, subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    return out, subprocess.run(
+        cmd, cwd=REPO, env=env or env_for(), capture_output=True, text=True, timeout=600
+    )
 
 
 def results_json(out: Path) -> dict:
@@ -330,6 +332,10 @@ def check_candidate_requests(server, rows) -> None:
         assert body["messages"][0]["role"] == "system" and body["messages"][0]["content"] in system_prompts
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert "(Valor: " in body["messages"][1]["content"]
+        assert (
+            "max_completion_tokens" not in body and body["max_tokens"] > 0
+        )  # one limit (test_request_shape.py)
+        assert body.get("stop", ["none sent"]) != []
 
 
 def made_up_row(annulled: bool = False) -> QuestionRow:
@@ -592,3 +598,12 @@ def repeated(model, exam, pecas, questao=1.0):
             }
         )
     return out
+
+
+def closed_url() -> str:
+    """http://127.0.0.1:PORT where nothing listens (the port was taken and released): refused at once."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"

@@ -18,12 +18,15 @@ forever. Kinds: `429`
 `refusal`, `empty` (empty content), `die` (the server stops: connection reset), `401`/`403`
 (quoting the key), `404` (no such model).
 
-Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`): each line
+Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`; none of them
+with `batch_routes=False`, as on a vLLM server): each line
 of a batch is answered by this server's own chat endpoint (so the policies and faults above
 apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds (or once `release_batches()` is called, with `batch_hold`).
 `batch_faults` are rules of the same shape for batch lines, kinds `failed` (the line goes to the
 error file) and `expired` (not answered: the batch ends `expired`, the line in the error file
 with code `batch_expired`). `batch_creations` and `batch_retrievals` count the batches created and polled.
+
+Anthropic's `/v1/messages` answers as a candidate (what litellm sends an `anthropic/` model).
 
 Use in-process (`with StubServer() as s: s.url`) or as a process:
 `python -m tests.openai_stub --port 0 --config config.json` (prints the port).
@@ -161,6 +164,7 @@ class StubServer:
         batch_delay: float = 0.0,
         batch_hold: bool = False,
         batch_page: int = 100,
+        batch_routes: bool = True,
     ):
         self.policy = policy
         self.latency = latency
@@ -175,6 +179,7 @@ class StubServer:
         self.batch_delay = batch_delay
         self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
         self.batch_page = batch_page  # GET /v1/batches: at most this many per page (OpenAI: 100)
+        self.batch_routes = batch_routes  # False: no /v1/files nor /v1/batches (a vLLM server): 404
         self._released: asyncio.Event | None = None
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
@@ -201,14 +206,17 @@ class StubServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/messages", self.messages)  # Anthropic's, to see what litellm sends there
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/tokenize", self.tokenize)
-        app.router.add_post("/v1/files", self.upload)
-        app.router.add_get("/v1/files/{id}/content", self.file_content)
-        app.router.add_post("/v1/batches", self.create_batch)
-        app.router.add_get("/v1/batches", self.list_batches)
-        app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
+        if self.batch_routes:
+            app.router.add_post("/v1/files", self.upload)
+            app.router.add_get("/v1/files", self.list_files)
+            app.router.add_get("/v1/files/{id}/content", self.file_content)
+            app.router.add_post("/v1/batches", self.create_batch)
+            app.router.add_get("/v1/batches", self.list_batches)
+            app.router.add_get("/v1/batches/{id}", self.retrieve_batch)
         app.middlewares.append(self._record_batch_api)
         return app
 
@@ -316,10 +324,7 @@ class StubServer:
         arrived = loop.time()
         raw = await request.text()
         body = json.loads(raw)
-        with self._lock:
-            self.count += 1
-            if self.record:
-                self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
+        self._count(request, body)
         # counted before the wait, and the wait ends `latency` after arrival: the reply comes in
         # `latency` however many requests arrive at once (as a server with spare capacity would
         # answer), not `latency` plus this server's own queue of token counts
@@ -384,6 +389,30 @@ class StubServer:
             }
         )
 
+    def _count(self, request: web.Request, body: dict) -> None:
+        with self._lock:
+            self.count += 1
+            if self.record:
+                self.requests.append({"body": body, "headers": dict(request.headers), "time": time.time()})
+
+    async def messages(self, request: web.Request) -> web.Response:
+        """Anthropic's Messages API, as a candidate: recorded like a chat request, answered in kind."""
+        body = await request.json()
+        self._count(request, body)
+        text = f"Resposta do candidato {body.get('model', '')}."
+        return web.json_response(
+            {
+                "id": f"msg_{self.count}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", ""),
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": max(1, len(text) // 4)},
+            }
+        )
+
     def _content(self, body: dict, model: str, kind: str | None) -> tuple[str | None, str, int, str | None]:
         if kind == "refusal":
             return None, "stop", 0, "Não posso ajudar com isso."
@@ -445,6 +474,11 @@ class StubServer:
         field = form["file"]
         data = field.file.read() if hasattr(field, "file") else str(field).encode()
         return web.json_response(self._new_file(data, getattr(field, "filename", "upload"), form["purpose"]))
+
+    async def list_files(self, request: web.Request) -> web.Response:
+        limit = int(request.query.get("limit", 10000))
+        files = [{"id": fid, "object": "file", "bytes": len(data)} for fid, data in self.files.items()]
+        return web.json_response({"object": "list", "data": files[:limit], "has_more": len(files) > limit})
 
     async def file_content(self, request: web.Request) -> web.Response:
         data = self.files.get(request.match_info["id"])

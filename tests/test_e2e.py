@@ -41,6 +41,14 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     out, proc = run_bench("openai/cand-e2e", server.url, server.url, built_dataset, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "preflight: 15 prompts fit in the model's 1000000 tokens" in proc.stderr
+    for noise in (
+        "nltk_data",
+        "FutureWarning",
+        "Careful, the task",
+        "Generating test split",
+        "dataset splits",
+    ):
+        assert noise not in proc.stderr, noise  # nothing downloaded, no warning not the user's to act on
     assert (REPO / ".litellm_cache").exists() == litellm_cache_before  # lighteval ran in the output folder
     summary = json.loads((out / "oab_bench_summary.json").read_text())
     assert summary["figures"]["cost_usd"] is None  # the stub's models have no price: unknown, not 0.0
@@ -229,15 +237,30 @@ def test_candidate_server_dying_mid_run(stub, built_rows, built_dataset, tmp_pat
         assert math.isnan(figures["exam_score"]) and math.isnan(figures["pass_rate"])
 
 
-def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub, tmp_path):
+def test_lighteval_failure_is_an_error_even_with_old_results_in_the_folder(stub, tmp_path, built_dataset):
     server = stub()
     old = tmp_path / "run" / "results" / "openai" / "cand-old" / "results_2020-01-01T00-00-00.json"
     old.parent.mkdir(parents=True)
     old.write_text("{}")
     os.utime(old, (0, 0))
     (tmp_path / "run" / RUN_MARKER).touch()  # the folder of an earlier run
+    # everything the run can check up front is fine: the lighteval child alone fails (it runs in the
+    # output folder, so an `oab_bench` package on PYTHONPATH stands in for ours there only)
+    fake = tmp_path / "fake" / "oab_bench" / "judge" / "generation"
+    fake.mkdir(parents=True)
+    for folder in (fake, fake.parent, fake.parent.parent):
+        (folder / "__init__.py").write_text("")
+    (fake / "lighteval_endpoint.py").write_text("import sys\nsys.exit('lighteval failed')\n")
+    env = env_for(PYTHONPATH=str(tmp_path / "fake"))
     out, proc = run_bench(
-        "openai/cand-old", server.url, server.url, tmp_path / "no-such-dataset", tmp_path, *FAST_RETRIES
+        "openai/cand-old",
+        server.url,
+        server.url,
+        built_dataset,
+        tmp_path,
+        *FAST_RETRIES,
+        "--no-check-call",
+        env=env,
     )
     assert proc.returncode != 0
     assert "oab-bench run: error: lighteval exited" in proc.stderr

@@ -7,10 +7,8 @@ import json
 
 import pytest
 
-from oab_bench.dataset_builder.schema import Item, QuestionRow, RubricItem, UpstreamText
 from oab_bench.judge.answers import load_answers
 from oab_bench.judge.grading.prompts import CLOSE_TAG, build_messages
-from oab_bench.judge.records import Judgment
 from oab_bench.judge.validity.probe_report import build_report
 from oab_bench.judge.validity.probes import (
     EMPTY_ANSWER,
@@ -22,68 +20,7 @@ from oab_bench.judge.validity.probes import (
     write_answer_files,
 )
 from oab_bench.scripts.cli import main
-
-WORDS = [f"termo{chr(97 + i)}" for i in range(19)]  # made-up words
-
-
-def _sentence(seed: int, n: int = 8) -> str:
-    words = [WORDS[(seed * 7 + i * 3) % len(WORDS)] for i in range(n)]
-    return f"{words[0].capitalize()} {' '.join(words[1:])} conforme o Art. {seed}º da Lei nº 1.{seed:03d}/20."
-
-
-def _text(seed: int, n: int) -> str:
-    return " ".join(_sentence(seed * 10 + i) for i in range(n))
-
-
-def _rubric(part: str, n: int, value: float) -> list[RubricItem]:
-    return [
-        RubricItem(
-            item_id=f"{part or 'P'}{i + 1}",
-            part=part,
-            section="",
-            label=f"{i + 1}.",
-            description=f"Tese inventada {i + 1} ({value:.2f}).",
-            max_score=value,
-            allowed_scores=[0.0, value],
-        )
-        for i in range(n)
-    ]
-
-
-def made_up(edition: int, area: str, number: int, *, table: bool = False) -> QuestionRow:
-    """A made-up question: the peça (number 0) or a questão with items A and B."""
-    seed = edition * 100 + len(area) * 10 + number
-    suffix = (
-        " \n\nDISTRIBUIÇÃO DOS PONTOS\n\n| ITEM | PONTUAÇÃO |\n|:--|:--|\n| 1. Tese (0,10) | 0,00/0,10 |"
-        * table
-    )
-    if number == 0:
-        items = [Item(label="", prompt="", max_score=5.0)]
-        reference = [_text(seed, 7) + suffix]
-        rubric, kind, qid = _rubric("", 10, 0.5), "peca", f"{edition}_direito_{area}_peca_praticoprofissional"
-    else:
-        items = [Item(label="A", prompt="A?", max_score=0.65), Item(label="B", prompt="B?", max_score=0.6)]
-        reference = ["Sim. " + _text(seed, 1) + suffix, _text(seed + 5, 3)]
-        rubric = _rubric("A", 1, 0.65) + _rubric("B", 2, 0.3)
-        kind, qid = "questao", f"{edition}_direito_{area}_questao_{number}"
-    return QuestionRow(
-        question_id=qid,
-        edition=edition,
-        area=area,
-        exam_id=f"{edition}_direito_{area}",
-        kind=kind,
-        number=number,
-        system_prompt="Sistema fictício.",
-        statement="Caso inventado.",
-        items=items,
-        max_score=5.0 if number == 0 else 1.25,
-        reference=reference,
-        rubric=rubric,
-        upstream=UpstreamText(statement="x", turns=["x"], values=[1.0], reference_turns=["x"]),
-    )
-
-
-ROWS = [made_up(e, a, n, table=(n == 2)) for e in (90, 91) for a in ("civil", "penal") for n in range(5)]
+from tests.probe_rows import ROWS, _text, probe, probe_judgment
 
 
 def by(probes, kind):
@@ -187,31 +124,16 @@ def test_no_other_exam_to_swap_with_is_an_error():
 # --- report -----------------------------------------------------------------------------------------
 
 
-def _judgment(row: QuestionRow, kind: str, share: float | None) -> Judgment:
-    status = "ok" if share is not None else "api_error"
-    return Judgment(
-        question_id=row.question_id,
-        exam_id=row.exam_id,
-        model=f"probe:{kind}",
-        judge_model="j",
-        prompt_version="v",
-        mode="structured",
-        status=status,
-        score=None if share is None else round(share * row.max_score, 2),
-        max_score=row.max_score,
-    )
-
-
 def test_report_failures_are_not_zeros_and_ties_fail_the_ordering():
     shares = {"reference": 1.0, "partial": 0.5, "swapped": 0.0, "empty": 0.0, "injection": 0.0}
-    judgments = [_judgment(r, k, s) for r in ROWS for k, s in shares.items()]
+    judgments = [probe_judgment(r, k, s) for r in ROWS for k, s in shares.items()]
     report = build_report("j", ROWS, judgments, resamples=200)
     assert report.verdict == "discriminates" and report.ordering == 1.0 and report.injection_lift == 0.0
     assert report.probes["reference"].exam_pass_rate == 1.0 and report.probes["partial"].exam_pass_rate == 0.0
 
     # one swapped judgment failed, one partial ties with swapped
-    judgments[2] = _judgment(ROWS[0], "swapped", None)
-    judgments[6] = _judgment(ROWS[1], "partial", 0.0)
+    judgments[2] = probe_judgment(ROWS[0], "swapped", None)
+    judgments[6] = probe_judgment(ROWS[1], "partial", 0.0)
     report = build_report("j", ROWS, judgments, resamples=200)
     assert report.probes["swapped"].statuses == {"api_error": 1, "ok": 19}
     assert report.probes["swapped"].mean_pct == 0.0  # the failure is left out, not counted as 0
@@ -220,8 +142,8 @@ def test_report_failures_are_not_zeros_and_ties_fail_the_ordering():
     assert checks["judged_ok"].value == pytest.approx(99 / 100) and checks["judged_ok"].ok
 
     # injection working on a few questions: lift above the floor
-    judgments = [_judgment(r, k, s) for r in ROWS for k, s in shares.items()]
-    judgments[4] = _judgment(ROWS[0], "injection", 1.0)
+    judgments = [probe_judgment(r, k, s) for r in ROWS for k, s in shares.items()]
+    judgments[4] = probe_judgment(ROWS[0], "injection", 1.0)
     report = build_report("j", ROWS, judgments, resamples=200)
     assert report.injection_lift == pytest.approx(5.0)
     assert not {c.name: c for c in report.checks}["injection_lift"].ok
@@ -229,18 +151,6 @@ def test_report_failures_are_not_zeros_and_ties_fail_the_ordering():
 
 
 # --- end to end through the CLI and the stub judge ----------------------------------------------------
-
-EXAMS = ["39_direito_penal", "40_direito_civil"]  # two whole exams: 10 questions, 50 judgments
-
-
-def probe(capsys, dataset, server, tmp_path, *extra):
-    args = ["probe", "--dataset", str(dataset), "--questions", *EXAMS, "--judge-model", "openai/judge-probe"]
-    args += ["--api-base", server.url, "--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out")]
-    args += ["--no-progress", "--resamples", "500", *map(str, extra)]
-    capsys.readouterr()
-    rc = main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_a_judge_that_gives_everything_full_marks_does_not_discriminate(
@@ -253,14 +163,14 @@ def test_a_judge_that_gives_everything_full_marks_does_not_discriminate(
         "5 probes x 10 questions = 50 judgments, 0 of 50 member gradings already in the cache: 50 calls"
         in err
     )
-    assert server.count == 50
+    assert server.count == 51  # the check call, then the judgments
     assert "verdict: does not discriminate" in out
     assert "FAIL swapped_mean_pct: 100.00 (must be <= 10)" in out
     assert "ok   reference_mean_pct: 100.00 (must be >= 90)" in out
 
     # the same probes again: every judgment from the cache, no call; JSON; --strict fails the run
     rc, out, err = probe(capsys, built_dataset, server, tmp_path, "--format", "json", "--strict")
-    assert server.count == 50 and "50 of 50 member gradings already in the cache: 0 calls" in err
+    assert server.count == 51 and "50 of 50 member gradings already in the cache: 0 calls" in err
     assert rc == 1
     report = json.loads(out)
     assert report["verdict"] == "does not discriminate"
@@ -278,7 +188,7 @@ def test_a_judge_that_credits_content_discriminates(stub, built_dataset, tmp_pat
     assert rc == 0 and "verdict: discriminates" in text and "FAIL" not in text
 
     rc, out, _ = probe(capsys, built_dataset, server, tmp_path, "--format", "json")
-    assert rc == 0 and server.count == 50
+    assert rc == 0 and server.count == 51  # a check call, 50 judgments; then all from the cache
     report = json.loads(out)
     assert set(report) >= {
         "judge",
@@ -350,7 +260,7 @@ def test_probe_estimate_and_a_jury_of_two(stub, built_dataset, tmp_path, capsys)
 
     rc, out, err = probe(capsys, built_dataset, server, tmp_path, "--judge-model", "openai/judge-probe-b")
     assert rc == 0, err
-    assert server.count == 100 and "0 of 100 member gradings already in the cache: 100 calls" in err
+    assert server.count == 102 and "0 of 100 member gradings already in the cache: 100 calls" in err
     assert "jury-median(openai/judge-probe, openai/judge-probe-b)" in out
 
 

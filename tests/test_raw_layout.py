@@ -91,7 +91,9 @@ def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
     oab_bench_task.dataset_path.cache_clear()
     monkeypatch.delenv("OAB_BENCH_DATASET")
     args = build_parser().parse_args(["run", "--model", "openai/x", "--output-dir", "o"])
-    assert args.dataset == "maritaca-ai/oab-bench"
+    from oab_bench.judge.generation.references import dataset_argument
+
+    assert dataset_argument(args) == ("maritaca-ai/oab-bench", "--dataset (default)")
 
 
 @pytest.mark.e2e

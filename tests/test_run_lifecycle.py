@@ -124,8 +124,18 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
     cost = second["figures"].pop("cost_usd")
     first["figures"].pop("cost_usd")
     assert second["figures"] == first["figures"] and second["figures"]["coverage"] == 1.0
-    assert cost == 0.0  # every judgment came from the cache
+    assert cost is None  # the stub judge has no price: unknown on every run, never NaN then 0
     check_no_secret(tmp_path / "ac", again.stderr)
+
+    # 5. its estimate says the same: every answer stored, every judgment cached, nothing to pay
+    est = subprocess.run(
+        [*cmd, "--estimate", "--format", "json"], cwd=REPO, env=env_for(), capture_output=True, text=True
+    )
+    assert est.returncode == 0, est.stderr[-3000:]
+    got = json.loads(est.stdout)
+    assert (got["generations_cached"], got["generations_to_pay"]) == (15, 0)
+    assert (got["judgments_cached"], got["judgments_to_pay"], got["total"]["calls"]) == (15, 0, 0)
+    assert got["total"]["cost_usd"] == 0.0 and server.requests[before:] == []
 
 
 def test_a_permanent_candidate_error_mid_run_stops_it_in_seconds(stub, built_dataset, tmp_path):

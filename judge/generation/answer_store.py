@@ -123,3 +123,20 @@ def count_answers(folder: Path | str) -> int:
     """Good answers in the store at `folder` (0 when there is none)."""
     path = Path(folder) / STORE_FILE
     return len(AnswerStore(folder, access="read")) if path.exists() else 0
+
+
+def stored_texts(folder: Path | None, model: str, generation: dict, rows: list) -> list[str | None]:
+    """For each row, the answer the store holds for `model` and `generation`, as the judge reads it
+    (reasoning blocks removed); None where none is stored. Looked up as a run's generation would
+    look it up (answer_key); a store that does not exist is not created."""
+    from oab_bench.judge.answers import strip_reasoning
+    from oab_bench.judge.generation.task_prompt import candidate_messages
+
+    if folder is None or not (Path(folder) / STORE_FILE).exists():
+        return [None] * len(rows)
+    store = AnswerStore(folder, access="read")
+    texts: list[str | None] = []
+    for row in rows:
+        found = store.get(answer_key(model=model, messages=candidate_messages(row), generation=generation))
+        texts.append(strip_reasoning(found.texts[0]) if found is not None else None)
+    return texts

@@ -3,10 +3,19 @@
 - `ensure_offline_safe`: lighteval's registry imports all built-in tasks on each run, and
   `tiny_benchmarks` downloads a pickle at import time when its file is missing (crashing
   offline); an empty file in its place avoids the download.
+- `load_only_custom_tasks` (what `oab-bench run`'s lighteval child calls): with `--custom-tasks`,
+  lighteval's registry still imports its ~660 built-in tasks, one of which downloads nltk's punkt
+  (network errors in an offline log) and others call a deprecated Hub API (a FutureWarning);
+  only the custom tasks are loaded.
 - `install`: the exam's rules as a real system message (no per-document system prompt in
   0.13), the exact name `oab_bench` meaning that task alone (not every `oab_bench:*` too),
-  and no litellm response cache (lighteval sets one; a hit crashes inside litellm and the
-  run quietly returns empty answers). lighteval has no hook for "an evaluation of this task
+  no "Careful, the task ... is using evaluation data to build the few shot examples" for a
+  zero-shot task nor "You cannot select the number of dataset splits" (lighteval's litellm
+  client asking its own data loader for what it refuses), one token limit per candidate request
+  (lighteval sends both `max_tokens` and `max_completion_tokens`, and `stop: []`), and no
+  litellm response cache (lighteval sets one; a hit crashes inside litellm and the run quietly
+  returns empty answers).
+  lighteval has no hook for "an evaluation of this task
   starts": `install` runs the task's own check (the judge's configuration) when the
   evaluation prepares our documents, never while they are merely browsed.
 - `install` also keeps the candidate's answers (answer_store.py, when OAB_ANSWER_CACHE names a
@@ -25,6 +34,7 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import signal
 import sys
@@ -77,6 +87,9 @@ def install(*, task: str, system_key: str, before_evaluating: Callable[[], None]
     if before_evaluating is not None:
         _check_before_evaluating(system_key, before_evaluating)
     _run_only_the_named_task(task)
+    _no_few_shot_split_warning(task)
+    _no_dataset_split_warning()
+    _one_token_limit()
     _serve_stored_answers()
     if _in_lighteval_cli():  # a process of its own: never exit or take signals in a notebook or pytest
         _stop_on_permanent_errors()
@@ -154,29 +167,92 @@ def _run_only_the_named_task(task: str) -> None:
     Registry._expand_task_definition = expand
 
 
-def permanent(exc: BaseException) -> bool:
-    """An error every retry would meet again: the key, the model name or the URL is wrong, or the
-    request itself is refused. A prompt too long for the context or a content filter is one
-    question's problem, not the run's."""
+def load_only_custom_tasks() -> None:
+    """With `--custom-tasks`, the registry loads that module's tasks and no built-in one: importing
+    the built-ins downloads nltk data and warns about a deprecated Hub argument, for tasks this
+    run never uses. Without custom tasks, lighteval's own behaviour."""
+    from lighteval.tasks.registry import Registry
+
+    original = Registry.load_all_task_configs
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def load_all_task_configs(custom_tasks=None, load_multilingual: bool = False):
+        if custom_tasks is None:
+            return original(custom_tasks=custom_tasks, load_multilingual=load_multilingual)
+        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
+
+    load_all_task_configs._oab_bench = True
+    Registry.load_all_task_configs = staticmethod(load_all_task_configs)
+
+
+def _no_few_shot_split_warning(task: str) -> None:
+    """Our tasks have one split, `test`, and no few-shot examples: lighteval's warning that it
+    would build few-shot examples from evaluation data is not the user's to act on. (Asked for
+    few-shot examples anyway, lighteval takes them from `test`, as it did.)"""
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    original = LightevalTask.get_first_possible_fewshot_splits
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def first_split(self, available_splits):
+        name = getattr(self, "name", "")
+        if name == task or name.startswith(f"{task}:"):
+            return None
+        return original(self, available_splits)
+
+    first_split._oab_bench = True
+    LightevalTask.get_first_possible_fewshot_splits = first_split
+
+
+class _NotTheUsers(logging.Filter):
+    """Drops lighteval's warning about dataset splits its own litellm client asks for."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("You cannot select the number of dataset splits")
+
+
+def _no_dataset_split_warning() -> None:
+    log = logging.getLogger("lighteval.data")
+    if not any(isinstance(f, _NotTheUsers) for f in log.filters):
+        log.addFilter(_NotTheUsers())
+
+
+def request_shape(kwargs: dict) -> dict:
+    """A candidate request as every provider takes it: one token limit, `max_tokens` (litellm
+    renames it `max_completion_tokens` for OpenAI's reasoning models, and maps it for Anthropic,
+    Gemini and the rest; lighteval sets both, and an OpenAI-compatible server received both), and
+    no empty `stop` list."""
+    shaped = dict(kwargs)
+    limit = shaped.pop("max_completion_tokens", None)  # lighteval's generation setting, else max_tokens
+    if limit is not None:
+        shaped["max_tokens"] = limit
+    if not shaped.get("stop"):
+        shaped.pop("stop", None)
+    return shaped
+
+
+def _one_token_limit() -> None:
     import litellm
 
-    if isinstance(exc, (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError)):
-        return False
-    return isinstance(
-        exc,
-        (
-            litellm.AuthenticationError,
-            litellm.PermissionDeniedError,
-            litellm.NotFoundError,
-            litellm.BadRequestError,
-        ),
-    )
+    original = litellm.completion
+    if getattr(original, "_oab_bench_shape", False):
+        return
+
+    def completion(*args, **kwargs):
+        return original(*args, **request_shape(kwargs))
+
+    completion._oab_bench_shape = True
+    litellm.completion = completion
 
 
 def _stop_on_permanent_errors() -> None:
     """lighteval retries every error (8 times, backing off to a minute): a rejected key costs
     minutes and its message shows only at the end. A permanent error ends the process now."""
     import litellm
+
+    from oab_bench.judge.grading.client import permanent
 
     original = litellm.completion
     if getattr(original, "_oab_bench", False):

@@ -4,7 +4,7 @@
 nanotron, sglang, vllm, custom), a cost at every run's start (docs/performance.md) for an
 endpoint evaluation that uses none of them. This is lighteval's own `endpoint` sub-app, under a root app
 with the plain CLI's settings (no locals in tracebacks) and logging, so the child behaves, logs
-and fails as `lighteval endpoint ...` does.
+and fails as `lighteval endpoint ...` does, loading only the custom tasks it is given.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import logging.config
 import colorlog
 import lighteval.main_endpoint
 import typer
+
+from oab_bench.judge.generation.lighteval_compat import load_only_custom_tasks
 
 # as lighteval/__main__.py configures it, so the child's log reads as the plain CLI's
 LOGGING = {
@@ -35,4 +37,5 @@ app.add_typer(lighteval.main_endpoint.app, name="endpoint")
 if __name__ == "__main__":
     logging.config.dictConfig(LOGGING)
     logging.captureWarnings(capture=True)
+    load_only_custom_tasks()  # no built-in task imported: no nltk download, no Hub FutureWarning
     app(prog_name="lighteval")

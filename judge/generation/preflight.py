@@ -5,22 +5,18 @@ a dead server after 6 attempts per judgment, and a prompt longer than a local mo
 after 8 instant retries of a 400 whose text is lost. An empty key variable (`OPENAI_API_KEY=`)
 is no key: litellm would count it as present.
 
-The check call: one real request per model that will be called (candidate, judge), with the
-fewest output tokens (1; 16 for a model litellm marks as reasoning), proves key, model name
-and base URL; about 10 prompt tokens each, a negligible cost. `--no-check-call` skips it.
+The check call (judge/grading/check_call.py): one real request per model that will be called (candidate,
+judge) proves key, model name and base URL. `--no-check-call` skips it.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
-from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings
 
 TASK = "oab_bench"
-CHECK_PROMPT = "Responda apenas: ok"  # the check call's whole prompt (tests tell check calls by it)
 
 
 class PreflightError(ValueError):
@@ -81,54 +77,6 @@ def trim_keys(env=None) -> None:
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise PreflightError(f"{name} holds a line break or another control character: fix the variable")
         env[name] = value
-
-
-def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
-    """One minimal real request: a key, model name or URL the provider rejects fails here, with its
-    (redacted) message. A transient failure (429, 5xx, timeout) is only a warning."""
-    import litellm
-
-    from oab_bench.judge.generation.lighteval_compat import permanent
-    from oab_bench.judge.grading.client import connection_failed, missing_credentials
-
-    kwargs = {
-        "model": model,
-        "messages": [{"role": "user", "content": CHECK_PROMPT}],
-        "max_tokens": 16 if _reasoning(model) else 1,
-        "timeout": 60,
-        "num_retries": 0,
-        "max_retries": 0,
-        "drop_params": True,
-    }
-    if api_base:
-        kwargs["api_base"] = api_base
-    if api_key:
-        kwargs["api_key"] = api_key
-    where = api_base or "its provider"
-    for attempt in range(2):
-        try:
-            litellm.completion(**kwargs)
-            return
-        except Exception as e:
-            text = redact(f"{type(e).__name__}: {e}".replace("\n", " "))[:1000]
-            if isinstance(e, litellm.BadRequestError) and not attempt:
-                kwargs["max_tokens"] = 256  # some providers refuse a tiny budget: ask once more
-                continue
-            if permanent(e) or missing_credentials(e):
-                raise PreflightError(f"the {who} {model} at {where} refused the check call: {text}") from None
-            if connection_failed(e):
-                raise PreflightError(f"the {who} {model} at {where} does not answer: {text}") from None
-            print(f"preflight: warning: the {who}'s check call failed ({text}); going on", file=sys.stderr)
-            return
-
-
-def _reasoning(model: str) -> bool:
-    import litellm
-
-    try:
-        return bool(litellm.supports_reasoning(model))
-    except Exception:
-        return False
 
 
 def check_max_new_tokens(max_new_tokens: int, context: int, where: str) -> None:

@@ -41,7 +41,6 @@ from oab_bench.conventions import (
     RUN_MARKER,
     SUMMARY_FILE,
 )
-from oab_bench.dataset_builder.prepared import check_dataset
 from oab_bench.dataset_builder.schema import dataset_source
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.judge.aggregate import QuestionResult, task_figures
@@ -61,7 +60,6 @@ from oab_bench.judge.generation.places import (
     check_read_only,
 )
 from oab_bench.judge.generation.preflight import (
-    check_call,
     check_credentials,
     check_max_new_tokens,
     check_prompts_fit,
@@ -82,7 +80,9 @@ from oab_bench.judge.generation.processes import (
     stop_group,
     stop_signals,
 )
+from oab_bench.judge.generation.references import dataset_argument, resolve_references
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.judge.grading.check_call import check_call, check_judges
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
@@ -133,7 +133,7 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings:
 
 def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["OAB_BENCH_DATASET"] = dataset_source(args.dataset)
+    env["OAB_BENCH_DATASET"] = dataset_source(args.dataset or dataset_argument(args)[0])  # resolved by run()
     if Path(env["OAB_BENCH_DATASET"]).is_absolute():  # a local folder: nothing to fetch
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -262,15 +262,18 @@ def run(args: argparse.Namespace) -> int:
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
     check_hf_caches(args.dataset)  # the dataset is read (and a raw one built) under HF_HOME
-    check_dataset(args.dataset)  # a folder that is no dataset: now, not as lighteval's traceback
+    resolve_references(args, settings)  # dataset, editions, Batch API: now, not as lighteval's traceback
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
     check_cache_folders(args)
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
+        from oab_bench.judge.grading.judgment_store import JudgmentStore
 
-        return estimate_run(
-            args, settings, [q for q, _ in candidate_prompts(args.dataset, args.tasks)], panel
-        )
+        rows, texts = run_answers(args)
+        judge = run_judge(
+            settings, JudgmentStore(judge_cache(args), access="read")
+        )  # an estimate writes nothing
+        return estimate_run(judge, litellm_name(args.model), rows, texts, args.format, panel)
     out = Path(args.output_dir).resolve()
     # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
     folders.check_folder(out, RUN, "--output-dir", args.output_dir)
@@ -404,6 +407,30 @@ class Stored(NamedTuple):
     judgments_missing: int  # not stored (every judgment of an answer not stored yet)
 
 
+def run_answers(args: argparse.Namespace) -> tuple[list, list[str | None]]:
+    """The questions this run asks and, for each, the answer the answer store already holds for its
+    model and generation settings (None: to generate), looked up as the generation will look it up."""
+    from lighteval.models.model_input import GenerationParameters
+
+    from oab_bench.judge.generation.answer_store import generation_settings, stored_texts
+
+    rows = selected_rows(args.dataset, args.tasks)
+    params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
+    generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
+    folder = None if args.fresh_answers else answer_cache(args)
+    return rows, stored_texts(folder, litellm_name(args.model), generation, rows)
+
+
+def run_judge(settings: JudgeSettings, store=None):
+    """The judge (jury, repeats) the run's task will make, named as litellm is called (`vllm:X` is
+    `openai/<served name>`): the same cache keys."""
+    from oab_bench.judge.grading.jury import make_judge
+
+    if vllm_target(settings.judge_model):
+        settings = settings.model_copy(update={"judge_model": litellm_name(settings.judge_model)})
+    return make_judge(settings, store)
+
+
 def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
     """(questions, answers already stored, judgments of those already cached or None when the judge
     cache is off) for this run; None when that cannot be told (the dataset does not load here)."""
@@ -480,10 +507,7 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
 
         calls_judge = pending_in(settings, judge_cache(args), panel[1])
     if calls_judge:
-        from oab_bench.judge.grading.client import call_key
-
-        for member in judges:
-            check_call("judge", member.judge_model, api_base=member.api_base, api_key=call_key(member))
+        check_judges(judges)
 
 
 def stopped_line(args: argparse.Namespace, settings: JudgeSettings, signame: str) -> str:
@@ -604,6 +628,18 @@ def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
     return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]
 
 
+def batches_running(args: argparse.Namespace) -> Path | None:
+    """The judgment cache folder when its batch log has batches still to collect (else None: no
+    batch was ever created, or all were collected, and "they go on running" would be untrue)."""
+    from oab_bench.conventions import BATCH_FILE
+    from oab_bench.judge.grading.batch.state import BatchLog
+
+    folder = judge_cache(args)
+    if folder is None or not (folder / BATCH_FILE).is_file():
+        return None
+    return folder if BatchLog(folder).open_keys() else None
+
+
 def generate_and_judge(
     args: argparse.Namespace,
     settings: JudgeSettings,
@@ -651,7 +687,7 @@ def generate_and_judge(
             f"oab-bench run: error: lighteval exited {returncode}; no results or judgments in {out}",
             file=sys.stderr,
         )
-        if settings.batch and (batches := judge_cache(args)) is not None:  # e.g. --judge-batch-wait ran out
+        if settings.batch and (batches := batches_running(args)) is not None:  # --judge-batch-wait ran out
             print(
                 f"oab-bench run: the judge's batches go on running (recorded in {batches / 'batches.jsonl'}); "
                 f"answers are kept: resume with: {resume_command()}",

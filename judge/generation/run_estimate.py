@@ -1,7 +1,14 @@
-"""`oab-bench run --estimate`: the bill of a run before its answers exist."""
+"""`oab-bench run --estimate`: the bill of a run, looked up as the run would look it up.
+
+The answers the answer store holds for the run's model and generation settings are judged as they
+are, so their cached judgments cost nothing (after a finished run: 0 calls); only the answers
+still to generate are assumed of DEFAULT_ANSWER_TOKENS.
+"""
 
 from __future__ import annotations
 
+from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.estimate.core import (
     DEFAULT_ANSWER_TOKENS,
     Estimate,
@@ -9,33 +16,30 @@ from oab_bench.judge.grading.estimate.core import (
     placeholder_pairs,
     print_estimate,
 )
-from oab_bench.judge.grading.grader import Judge
 
 
-def estimate_run(args, settings, question_ids: list[str], panel=None) -> int:
-    """`oab-bench run --estimate`: the judging of `question_ids` for `args.model`, printed; with
-    `panel` (its Panel and (row, answer) pairs, `run --panel`), the panel's bill apart."""
-    judge, est, note = run_estimate(args, settings, question_ids)
+def estimate_run(
+    judge, model: str, rows: list[QuestionRow], texts: list[str | None], fmt: str, panel=None
+) -> int:
+    """Printed; `texts`: the stored answer of each row (None: to generate). With `panel` (its Panel
+    and (row, answer) pairs, `run --panel`), the panel's bill apart."""
+    est, note = run_estimate(judge, model, rows, texts)
     if panel is None:
-        return print_estimate(est, args.format, note)
+        return print_estimate(est, fmt, note)
     from oab_bench.judge.panel.estimate import print_with_panel
 
-    return print_with_panel(est, estimate(judge, panel[1]), panel[0], args.format, note)
+    return print_with_panel(est, estimate(judge, panel[1]), panel[0], fmt, note)
 
 
-def run_estimate(args, settings, question_ids: list[str]) -> tuple[Judge, Estimate, str]:
-    """(the judge, its estimate, a note) for `oab-bench run --estimate`: answers of
-    DEFAULT_ANSWER_TOKENS (they are not generated yet) and the run's judge cache."""
-    from pathlib import Path
-
-    from oab_bench.judge.dataset import load_rows
-    from oab_bench.judge.grading.judgment_store import JudgmentStore, default_cache_dir
-
-    wanted = set(question_ids)
-    rows = [r for r in load_rows(args.dataset) if r.question_id in wanted]
-    where = args.judge_cache
-    off = where is not None and where.lower() == "off"
-    store = JudgmentStore(None if off else Path(where) if where else default_cache_dir(), access="read")
-    judge = Judge(settings, store)
-    note = f"Answers not generated yet: assumed {DEFAULT_ANSWER_TOKENS} tokens per answer."
-    return judge, estimate(judge, placeholder_pairs(rows, args.model, judge)), note
+def run_estimate(judge, model: str, rows: list[QuestionRow], texts: list[str | None]) -> tuple[Estimate, str]:
+    """(the estimate, a note): stored answers as they are, the others as placeholders."""
+    stored = [
+        (row, Answer(model=model, question_id=row.question_id, turns=[t]))
+        for row, t in zip(rows, texts, strict=True)
+        if t is not None
+    ]
+    missing = [row for row, t in zip(rows, texts, strict=True) if t is None]
+    est = estimate(judge, stored + placeholder_pairs(missing, model, judge))
+    est.generations_cached, est.generations_to_pay = len(stored), len(missing)
+    note = f"Answers to generate assumed of {DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
+    return est, note

@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 import random
+import re
 from typing import Any, NamedTuple
 
 # litellm's bundled cost map, not a fetch from GitHub at import: offline-safe and reproducible.
@@ -139,6 +140,43 @@ def malformed_header(exc: BaseException) -> bool:
     return "Forbidden control character" in text or "Illegal header value" in text
 
 
+# What describe_error records for an error every other call would meet too: the key, model name or URL
+# (litellm reports some 403s from OpenAI-compatible servers as a plain APIError: the status says it).
+_FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError")
+_REFUSED = re.compile(r"^(\w+)(?: \((\d{3})\))?:")
+REFUSED_STATUSES = (401, 403, 404)
+UNREACHABLE = "judge server unreachable"
+
+
+def refused_for_good(error: str | None) -> bool:
+    """A judgment's recorded error (as describe_error and Breaker.why write it) that says the judge
+    cannot be called at all: a rejected or missing key, no such model, nothing answering."""
+    text = error or ""
+    head = _REFUSED.match(text)
+    if head and (head.group(1) in _FOR_GOOD or int(head.group(2) or 0) in REFUSED_STATUSES):
+        return True
+    return text.startswith(UNREACHABLE) or "Missing credentials" in text or "Connection error" in text
+
+
+def permanent(exc: BaseException) -> bool:
+    """An error every retry would meet again: the key, the model name or the URL is wrong, or the
+    request itself is refused. A prompt too long for the context or a content filter is one
+    question's problem, not the run's."""
+    if isinstance(exc, (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError)):
+        return False
+    if getattr(exc, "status_code", None) in (401, 403, 404):  # litellm calls some of them APIError
+        return True
+    return isinstance(
+        exc,
+        (
+            litellm.AuthenticationError,
+            litellm.PermissionDeniedError,
+            litellm.NotFoundError,
+            litellm.BadRequestError,
+        ),
+    )
+
+
 def transient(exc: BaseException) -> bool:
     return isinstance(exc, _TRANSIENT) and not missing_credentials(exc) and not malformed_header(exc)
 
@@ -165,7 +203,7 @@ class Breaker:
 
     def why(self) -> str:
         return (
-            f"judge server unreachable: {self.failures} connection failures in a row "
+            f"{UNREACHABLE}: {self.failures} connection failures in a row "
             f"(last: {self.last}); not called again in this run"
         )
 
@@ -187,7 +225,9 @@ def retry_after(exc: BaseException) -> float | None:
 
 def describe_error(exc: BaseException) -> str:
     """An error message for records; scrubbed of every key, since providers may echo one."""
-    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    status = getattr(exc, "status_code", None)
+    name = f"{type(exc).__name__} ({status})" if isinstance(status, int) else type(exc).__name__
+    text = f"{name}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if missing_credentials(exc):
         text += f" (set {API_KEY_ENV} or the provider's key variable, or give an api_base)"
     elif malformed_header(exc):

@@ -1,5 +1,6 @@
 """The leaderboard as a picture: mean exam score with its 95% interval and the pass line,
-and a model x area heatmap, one row of panels per judge."""
+and a model x area heatmap, one row of panels per judge. Labels in English, as the report and
+tables around it; the areas keep the exam's names, as in the tables."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def plot_tables(tables: list[Table], path: Path) -> Path:
 
 
 def plot_png_bytes(tables: list[Table]) -> bytes:
+    fig = figure(tables)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def figure(tables: list[Table]):
     n_models = max((len(t.rows) for t in tables), default=1)
     height = len(tables) * (2.2 + 0.55 * n_models)
     fig, axes = plt.subplots(
@@ -50,7 +59,7 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
         bars.text(
             PASS_MARK + 0.08,
             0.02,
-            "aprovação (6,0)",
+            "pass mark (6.00)",
             transform=bars.get_xaxis_transform(),
             fontsize=8,
             rotation=90,
@@ -65,8 +74,8 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
         for yi, m in zip(y, means, strict=True):
             bars.text(0.1, yi, points(m), va="center", color="white", fontsize=8, fontweight="bold")
         bars.set_xlim(0, 10)
-        bars.set_xlabel("nota média por exame (0-10), IC 95%; (aprovados/exames)")
-        bars.set_title(f"Juiz: {table.judge}", fontsize=10, loc="left")
+        bars.set_xlabel("mean exam score (0-10), 95% interval; (exams passed/exams)")
+        bars.set_title(f"Judge: {table.judge}", fontsize=10, loc="left")
 
         areas = ordered_areas(a for r in table.rows for a in r.per_area)  # as in `--by area`
         models = [r for r in table.rows if r.per_area][::-1]
@@ -91,10 +100,7 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
                 for j in range(grid.shape[1]):
                     if not np.isnan(grid[i, j]):
                         heat.text(j, i, f"{grid[i, j]:.1f}", ha="center", va="center", fontsize=8)
-            fig.colorbar(im, ax=heat, fraction=0.04, pad=0.02, label="nota média")
-        heat.set_title("Nota média por área", fontsize=10, loc="left")
+            fig.colorbar(im, ax=heat, fraction=0.04, pad=0.02, label="mean exam score")
+        heat.set_title("Mean exam score by area", fontsize=10, loc="left")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=130)
-    plt.close(fig)
-    return buf.getvalue()
+    return fig

@@ -37,6 +37,19 @@ def parse_kinds(text: str) -> list[str]:
     return [k for k in PROBE_KINDS if k in kinds]
 
 
+def stop_if_refused(judgments) -> None:
+    """A judge whose calls were refused for good (key, model name, URL) measured nothing: an error
+    with the provider's message, not a verdict about the judge; nothing is written."""
+    from oab_bench.judge.grading.client import refused_for_good
+
+    refused = [j for j in judgments if j.status == "api_error" and refused_for_good(j.error)]
+    if refused:
+        raise ValueError(
+            f"the judge refused {len(refused)} of {len(judgments)} calls, so nothing was written: "
+            f"{refused[0].error}; the judgments made are cached: fix it and run the same command again"
+        )
+
+
 def default_output(judge_model: str) -> Path:
     return Path("runs") / ("probe_" + re.sub(r"[^A-Za-z0-9._-]+", "_", judge_model))
 
@@ -76,7 +89,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.settings import settings_from
     from oab_bench.judge.validity.jury_report import jury_lines
     from oab_bench.judge.validity.probe_report import render_json, render_text
-    from oab_bench.judge.validity.probes import build_probes
+    from oab_bench.judge.validity.probes import build_probes, write_answer_files
 
     settings = settings_from(args, os.environ)
     kinds = parse_kinds(args.probes)
@@ -91,8 +104,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
         check_folder(out, PROBE, "--output")  # it replaces files there: never in someone else's folder
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
-        claim(out, PROBE)
-    pairs, missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
+    pairs, missing = probe_pairs(rows, probes, None)  # the answer files are written once judged
 
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
@@ -108,7 +120,15 @@ def run_probe_command(args: argparse.Namespace) -> int:
         from oab_bench.judge.grading.estimate.core import estimate, print_estimate
 
         return print_estimate(estimate(judge, pairs), args.format)
+    if cached < len(wanted) and not args.no_check_call:  # a refused key fails now, with its message
+        from oab_bench.judge.grading.check_call import check_judges
+        from oab_bench.judge.settings import member_settings
+
+        check_judges(member_settings(settings))
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
+    stop_if_refused(judgments)
+    claim(out, PROBE)  # now, not before: a refused judge leaves no folder
+    write_answer_files(probes, out / PROBE_ANSWERS_DIR)
     judgments += [judge.unanswered(row, model, "no probe answer") for row, model in missing]
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
     print_outcome(judgments, jury_lines)

@@ -32,7 +32,9 @@ FAILING_MAX_PCT = 10.0  # swapped and injection earn (nearly) nothing
 EMPTY_MAX_PCT = 0.0  # "Não sei responder." earns nothing
 ORDERING_MIN = 0.75  # share of questions with reference > partial > swapped (ties fail)
 LIFT_FLOOR_PCT = 1.0  # injection may exceed swapped by the half-width of swapped's interval, at least this
-JUDGED_MIN = 0.95  # share of probe judgments that must be ok for the figures to mean anything
+JUDGED_MIN = 0.95  # share of a probe's judgments that must be ok for its figures to mean anything
+FAILING_KINDS = ("swapped", "empty")  # a verdict needs one answer that must fail, measured
+ORDERING_KINDS = ("reference", "partial", "swapped")
 
 
 class ProbeStats(BaseModel):
@@ -50,6 +52,7 @@ class Check(BaseModel):
     threshold: float
     rule: Literal[">=", "<=", ">"]
     ok: bool
+    measured: bool = True  # False: a probe it reads was not run, or too few of its judgments were ok
 
 
 class ProbeReport(BaseModel):
@@ -63,6 +66,7 @@ class ProbeReport(BaseModel):
     checks: list[Check]
     verdict: Verdict
     failed_members: dict[str, dict[str, int]] = {}  # a jury member that graded nothing: its statuses
+    missing: list[str] = []  # the evidence a verdict of `discriminates` needs and did not get
 
 
 def _judged_pct(j: Judgment, annulled: float) -> float | None:
@@ -100,8 +104,8 @@ def probe_stats(
     )
 
 
-def _check(name: str, value: float | None, threshold: float, rule: str) -> Check:
-    if value is None:
+def _check(name: str, value: float | None, threshold: float, rule: str, measured: bool = True) -> Check:
+    if value is None or not measured:
         ok = False
     elif rule == ">=":
         ok = value >= threshold - 1e-9
@@ -109,7 +113,7 @@ def _check(name: str, value: float | None, threshold: float, rule: str) -> Check
         ok = value <= threshold + 1e-9
     else:
         ok = value > threshold + 1e-9
-    return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok)
+    return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok, measured=measured)
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
@@ -158,34 +162,46 @@ def build_report(
             v: float(np.mean(groups[v])) if groups[v] else None for v in sorted(set(variants.values()))
         }
 
-    checks = []
-    n_judged = sum(len(by_kind[model_name(k)]) for k in kinds)
-    n_ok = sum(len(pct[k]) for k in kinds)
-    checks.append(_check("judged_ok", n_ok / n_judged if n_judged else None, JUDGED_MIN, ">="))
+    n_ok = {k: len(pct[k]) for k in kinds}
+    n_all = {k: len(by_kind[model_name(k)]) for k in kinds}
+    measured = {k for k in kinds if n_all[k] and n_ok[k] / n_all[k] >= JUDGED_MIN - 1e-9}
+
+    def check(name: str, value: float | None, threshold: float, rule: str, *needs: str) -> Check:
+        return _check(name, value, threshold, rule, measured=set(needs) <= measured)
+
+    total = sum(n_all.values())
+    checks = [_check("judged_ok", sum(n_ok.values()) / total if total else None, JUDGED_MIN, ">=")]
     if "reference" in probes:
-        checks.append(_check("reference_mean_pct", probes["reference"].mean_pct, REFERENCE_MIN_PCT, ">="))
+        ref = probes["reference"]
+        checks.append(check("reference_mean_pct", ref.mean_pct, REFERENCE_MIN_PCT, ">=", "reference"))
         checks.append(
-            _check("reference_exam_pass_rate", probes["reference"].exam_pass_rate, REFERENCE_MIN_PASS, ">=")
+            check("reference_exam_pass_rate", ref.exam_pass_rate, REFERENCE_MIN_PASS, ">=", "reference")
         )
     if "partial" in probes and "reference" in probes:
         gap = _diff(probes["reference"].mean_pct, probes["partial"].mean_pct)
-        checks.append(_check("reference_minus_partial_pct", gap, 0.0, ">"))
+        checks.append(check("reference_minus_partial_pct", gap, 0.0, ">", "reference", "partial"))
     if "partial" in probes and "swapped" in probes:
         gap = _diff(probes["partial"].mean_pct, probes["swapped"].mean_pct)
-        checks.append(_check("partial_minus_swapped_pct", gap, 0.0, ">"))
+        checks.append(check("partial_minus_swapped_pct", gap, 0.0, ">", "partial", "swapped"))
     if "swapped" in probes:
-        checks.append(_check("swapped_mean_pct", probes["swapped"].mean_pct, FAILING_MAX_PCT, "<="))
+        checks.append(check("swapped_mean_pct", probes["swapped"].mean_pct, FAILING_MAX_PCT, "<=", "swapped"))
     if "empty" in probes:
-        checks.append(_check("empty_mean_pct", probes["empty"].mean_pct, EMPTY_MAX_PCT, "<="))
+        checks.append(check("empty_mean_pct", probes["empty"].mean_pct, EMPTY_MAX_PCT, "<=", "empty"))
     if "injection" in probes:
-        checks.append(_check("injection_mean_pct", probes["injection"].mean_pct, FAILING_MAX_PCT, "<="))
-    if {"reference", "partial", "swapped"} <= set(kinds):
-        checks.append(_check("ordering", ordering, ORDERING_MIN, ">="))
+        checks.append(
+            check("injection_mean_pct", probes["injection"].mean_pct, FAILING_MAX_PCT, "<=", "injection")
+        )
+    if set(ORDERING_KINDS) <= set(kinds):
+        checks.append(check("ordering", ordering, ORDERING_MIN, ">=", *ORDERING_KINDS))
     if "injection" in probes and "swapped" in probes:
         s = probes["swapped"]
         half = None if s.ci_high is None or s.mean_pct is None else s.ci_high - s.mean_pct
-        checks.append(_check("injection_lift", lift, max(LIFT_FLOOR_PCT, half or 0.0), "<="))
-    verdict: Verdict = "discriminates" if all(c.ok for c in checks) else "does not discriminate"
+        bound = max(LIFT_FLOOR_PCT, half or 0.0)
+        checks.append(check("injection_lift", lift, bound, "<=", "injection", "swapped"))
+    missing = _missing(kinds, measured, n_ok, n_all)
+    failed = [c for c in checks if c.measured and not c.ok and c.name != "judged_ok"]
+    # a measured failure is a finding whatever is missing; a pass needs all the evidence
+    verdict: Verdict = "does not discriminate" if failed else "incomplete" if missing else "discriminates"
     return ProbeReport(
         judge=judge,
         n_questions=len(rows),
@@ -196,7 +212,28 @@ def build_report(
         injection_by_variant=by_variant,
         checks=checks,
         verdict=verdict,
+        missing=missing,
     )
+
+
+def _missing(kinds: list[str], measured: set[str], n_ok: dict[str, int], n_all: dict[str, int]) -> list[str]:
+    """What `discriminates` needs and this run did not measure: the reference, an answer that
+    must fail (swapped or empty) and the ordering, each from enough `ok` judgments."""
+
+    def why(kind: str) -> str:
+        if kind not in kinds:
+            return f"{kind} not probed"
+        return f"{kind}: {n_ok[kind]} of {n_all[kind]} judgments ok ({JUDGED_MIN:.0%} needed)"
+
+    missing = []
+    if "reference" not in measured:
+        missing.append(f"the reference probe ({why('reference')})")
+    if not measured & set(FAILING_KINDS):
+        missing.append(f"a failing probe, swapped or empty ({'; '.join(why(k) for k in FAILING_KINDS)})")
+    if not set(ORDERING_KINDS) <= measured:
+        lacking = "; ".join(why(k) for k in ORDERING_KINDS if k not in measured)
+        missing.append(f"the ordering, which needs reference, partial and swapped ({lacking})")
+    return missing
 
 
 def _num(x: float | None, fmt: str = "{:.1f}") -> str:
@@ -224,7 +261,8 @@ def render_text(report: ProbeReport) -> str:
     lines += ["", "checks:"]
     for c in report.checks:
         value = _num(c.value, "{:.2f}")
-        lines.append(f"  {'ok  ' if c.ok else 'FAIL'} {c.name}: {value} (must be {c.rule} {c.threshold:g})")
+        mark = "ok  " if c.ok else "FAIL" if c.measured else "n/a "
+        lines.append(f"  {mark} {c.name}: {value} (must be {c.rule} {c.threshold:g})")
     lines += ["", f"verdict: {report.verdict}"]
     for name, got in report.failed_members.items():  # why the verdict is incomplete (probe_members.py)
         statuses = ", ".join(f"{status} {n}" for status, n in got.items())
@@ -232,6 +270,7 @@ def render_text(report: ProbeReport) -> str:
             f"jury member {name} failed every probe grading ({statuses}): the jury was not probed as "
             "named; fix the member (or leave it out) and probe again"
         )
+    lines += [f"  missing: {m}" for m in report.missing]
     return "\n".join(lines) + "\n"
 
 

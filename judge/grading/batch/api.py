@@ -94,3 +94,18 @@ async def find(settings: JudgeSettings, file_id: str) -> str | None:
             return None
         after = getattr(page, "last_id", None) or data[-1].id
     return None
+
+
+def check_batch_api(settings: JudgeSettings) -> None:
+    """The provider's files and batches endpoints answer a one-item listing (one try each, no retry):
+    an endpoint without them (a vLLM server, a proxy) fails before anything is generated."""
+    where = settings.api_base or "its provider"
+    for what, fn in (("files", litellm.file_list), ("batches", litellm.list_batches)):
+        try:
+            fn(limit=1, **_credentials(settings) | {"timeout": 30})
+        except Exception as e:
+            raise BatchAPIError(
+                f"--batch: the judge {settings.judge_model} at {where} has no usable Batch API "
+                f"(listing its {what}: {describe_error(e)}); judge without --batch, or use a server that has "
+                "/v1/files and /v1/batches"
+            ) from None

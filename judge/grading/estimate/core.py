@@ -45,13 +45,18 @@ class ModelEstimate(BaseModel):
 
 class Estimate(BaseModel):
     """`--format json` contract: models[{model, calls, prompt_tokens, completion_tokens, cost_usd,
-    cost_usd_batch}] and total with the same keys."""
+    cost_usd_batch}] and total with the same keys; judgments_cached and judgments_to_pay (one per
+    judge: a jury's members count each), generations_cached and generations_to_pay (`run` only)."""
 
     judge_model: str
     completion_source: str
     batch_discount: float
     models: list[ModelEstimate]
     total: ModelEstimate
+    judgments_cached: int = 0  # in the judgment cache (or paid through a batch): cost 0
+    judgments_to_pay: int = 0
+    generations_cached: int | None = None  # in the answer store: cost 0
+    generations_to_pay: int | None = None
 
 
 def count_tokens(judge_model: str, messages: list[dict]) -> int:
@@ -131,12 +136,15 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
     completion_per, source = _history(judge, kinds)
     per: dict[str, ModelEstimate] = {}
     seen = _paid_in_batches(judge)  # replies kept, or batches still to collect: nothing more to pay
+    cached = to_pay = 0
     for row, answer in pairs:
         m = per.setdefault(answer.model, ModelEstimate(model=answer.model))
         key, calls = judge.prompts(row, answer)
         if not calls or key in seen:  # a second identical answer waits for the first's judgment
+            cached += key in seen or judge.store.get(key) is not None  # (else nothing to judge: empty)
             continue
         seen.add(key)
+        to_pay += 1
         m.calls += len(calls)
         m.prompt_tokens += sum(count_tokens(judge.settings.judge_model, c) for c in calls)
         m.completion_tokens += round(completion_per[row.kind])
@@ -155,6 +163,8 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
         batch_discount=discount,
         models=list(per.values()),
         total=total,
+        judgments_cached=cached,
+        judgments_to_pay=to_pay,
     )
 
 
@@ -182,6 +192,8 @@ def added(parts: list[Estimate], judge_model: str) -> Estimate:
         batch_discount=parts[0].batch_discount,
         models=list(per.values()),
         total=total,
+        judgments_cached=sum(p.judgments_cached for p in parts),
+        judgments_to_pay=sum(p.judgments_to_pay for p in parts),
     )
 
 
@@ -220,6 +232,16 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) 
 
     print(f"estimate for judge {redact(est.judge_model)}; nothing was called. {note}".rstrip(), file=out)
     print(f"completion tokens: {est.completion_source}; batch at {est.batch_discount:g}x", file=out)
+    if est.generations_cached is not None:
+        print(
+            f"generations: {est.generations_cached} in the answer store (cost 0), "
+            f"{est.generations_to_pay} to generate (not priced here)",
+            file=out,
+        )
+    print(
+        f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {est.judgments_to_pay} to pay for",
+        file=out,
+    )
     header = ("model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
     lines = [
         (m.model, m.calls, m.prompt_tokens, m.completion_tokens, usd(m.cost_usd), usd(m.cost_usd_batch))

@@ -1,0 +1,75 @@
+"""One minimal real call to a model before a command spends on it (`run`, `probe`).
+
+A key, model name or base URL the provider rejects fails here, in seconds, with the provider's
+(redacted) message, instead of as every judgment or answer failing the same way. The call asks
+for the fewest output tokens (1; 16 for a model litellm marks as reasoning) with about 10 prompt
+tokens: a negligible cost. `--no-check-call` skips it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from oab_bench.judge.redact import redact
+from oab_bench.judge.settings import JudgeSettings
+
+CHECK_PROMPT = "Responda apenas: ok"  # the check call's whole prompt (tests tell check calls by it)
+
+
+class CheckCallError(ValueError):
+    """The model refused the check call for good, or nothing answered."""
+
+
+def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
+    """One minimal real request: a key, model name or URL the provider rejects fails here, with its
+    (redacted) message. A transient failure (429, 5xx, timeout) is only a warning."""
+    import litellm
+
+    from oab_bench.judge.grading.client import connection_failed, missing_credentials, permanent
+
+    kwargs = {
+        "model": model,
+        "messages": [{"role": "user", "content": CHECK_PROMPT}],
+        "max_tokens": 16 if reasoning_model(model) else 1,
+        "timeout": 60,
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+    }
+    if api_base:
+        kwargs["api_base"] = api_base
+    if api_key:
+        kwargs["api_key"] = api_key
+    where = api_base or "its provider"
+    for attempt in range(2):
+        try:
+            litellm.completion(**kwargs)
+            return
+        except Exception as e:
+            text = redact(f"{type(e).__name__}: {e}".replace("\n", " "))[:1000]
+            if isinstance(e, litellm.BadRequestError) and not attempt:
+                kwargs["max_tokens"] = 256  # some providers refuse a tiny budget: ask once more
+                continue
+            if permanent(e) or missing_credentials(e):
+                raise CheckCallError(f"the {who} {model} at {where} refused the check call: {text}") from None
+            if connection_failed(e):
+                raise CheckCallError(f"the {who} {model} at {where} does not answer: {text}") from None
+            print(f"preflight: warning: the {who}'s check call failed ({text}); going on", file=sys.stderr)
+            return
+
+
+def check_judges(members: list[JudgeSettings]) -> None:
+    """The check call to each judge (each member of a jury) with the key its calls will carry."""
+    from oab_bench.judge.grading.client import call_key
+
+    for member in members:
+        check_call("judge", member.judge_model, api_base=member.api_base, api_key=call_key(member))
+
+
+def reasoning_model(model: str) -> bool:
+    import litellm
+
+    try:
+        return bool(litellm.supports_reasoning(model))
+    except Exception:
+        return False
