@@ -106,7 +106,7 @@ def test_a_refused_judge_stops_at_the_check_call_and_writes_nothing(
     assert "oab-bench probe: error: the judge openai/judge-probe" in err and "refused the check call" in err
     assert ("Incorrect API key" in err) if kind != "404" else ("does not exist" in err)
     assert judge_key not in err  # the provider quotes the key: masked
-    assert not (tmp_path / "out").exists() and took < 15
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_dead_judge_url_stops_at_the_check_call(built_dataset, tmp_path, capsys):
@@ -116,10 +116,9 @@ def test_a_dead_judge_url_stops_at_the_check_call(built_dataset, tmp_path, capsy
     from oab_bench.scripts.cli import main
 
     capsys.readouterr()
-    started = time.perf_counter()
     rc = main(args)
     err = capsys.readouterr().err
-    assert rc == 2 and "does not answer" in err and time.perf_counter() - started < 15
+    assert rc == 2 and "does not answer" in err
     assert not (tmp_path / "out").exists()
 
 

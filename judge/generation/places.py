@@ -51,7 +51,7 @@ class Cache(NamedTuple):
     read_only: str | None  # why this user cannot write it; None: writable
 
 
-def hf_places(env, dataset: str) -> list[tuple[str, Path, str]]:
+def hf_places(env, dataset: str | None) -> list[tuple[str, Path, str]]:
     """(name, folder, fix) of the Hugging Face caches this run writes: HF_HOME, and the datasets and
     Hub caches where a variable moves them (the Hub's only for a dataset that is not a folder)."""
     fix = f"set HF_HOME to a folder you can write, or {MAKE_WRITABLE}"
@@ -69,7 +69,7 @@ def hf_places(env, dataset: str) -> list[tuple[str, Path, str]]:
     if env.get("HF_DATASETS_CACHE"):
         fix = f"set HF_DATASETS_CACHE to a folder you can write, or {MAKE_WRITABLE}"
         places.append(("HF_DATASETS_CACHE", Path(env["HF_DATASETS_CACHE"]).expanduser(), fix))
-    if not Path(dataset).expanduser().is_dir():
+    if not dataset or not Path(dataset).expanduser().is_dir():  # None: the default, a Hub id
         for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
             if env.get(var):
                 fix = f"set {var} to a folder you can write, or {MAKE_WRITABLE}"
@@ -78,7 +78,7 @@ def hf_places(env, dataset: str) -> list[tuple[str, Path, str]]:
     return places
 
 
-def check_hf_caches(dataset: str, env=None) -> None:
+def check_hf_caches(dataset: str | None, env=None) -> None:
     """Before the dataset is read (the datasets library writes its cache, a raw dataset is built
     under HF_HOME): a place this user cannot write fails now, naming its variable."""
     env = os.environ if env is None else env
