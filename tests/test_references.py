@@ -64,7 +64,6 @@ def test_a_relative_dataset_variable_from_another_folder_is_not_taken_for_a_hub_
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = _offline_env(tmp_path, OAB_BENCH_DATASET="out/oab_bench")  # exported in the repo, then cd
-    started = time.perf_counter()
     proc = oab(*_run_args(server, tmp_path / "run"), env=env, cwd=elsewhere)
     line = _one_error_line(proc)
     assert line.startswith("oab-bench run: error: OAB_BENCH_DATASET out/oab_bench: ")

@@ -726,17 +726,18 @@ def generate_and_judge(
         "empty_answers": empty,
         "failed_judgments": failed,
     }
-    board, tables = leaderboard(out)
-    if panel is not None:
+    board = None
+    if panel is not None:  # the panel's ranking goes into the summary: its leaderboard first
         from oab_bench.judge.panel.runs import rank_line, ranking
 
+        board, tables = leaderboard(out)
         summary["panel"] = ranking(tables, args.model, panel[0], out, panel_records)
         failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]  # the exit says them
     # whole or not at all: a signal while it is written leaves no half of it
     write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False))
     if state is not None:
         state.finished = True
-    print(board)
+    print(board if board is not None else leaderboard(out)[0])
     if panel is not None:
         print(rank_line(summary["panel"], args.model), file=sys.stderr)
     from oab_bench.judge.validity.jury_report import jury_lines  # a jury: its members' costs and agreement
