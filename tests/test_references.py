@@ -196,7 +196,6 @@ def test_a_judge_batch_endpoint_without_files_fails_before_generating(stub, tmp_
     args = ["run", "--model", "openai/cand-ref", "--api-base", candidate.url, "--dataset", built_dataset]
     args += ["--tasks", "oab_bench:41", "--output-dir", tmp_path / "run", "--judge-model", "openai/judge-ref"]
     args += ["--judge-api-base", judge.url, "--judge-batch", "--judge-cache", tmp_path / "jc"]
-    started = time.perf_counter()
     proc = oab(*args, env=env)
     line = _one_error_line(proc)
     assert "--batch: the judge openai/judge-ref at" in line and "has no usable Batch API" in line
