@@ -46,6 +46,10 @@ READ_ONLY_ENV = "OAB_CACHE_READ_ONLY"  # "1" (--cache-read-only): stores opened 
 FIX = "make it writable (group write: chmod g+w, and umask 002 for what is created) or use another folder"
 
 
+class Unreadable(ValueError):
+    """A parser's refusal of one line, its message the reason (said where the line is skipped)."""
+
+
 class StoreError(ValueError):
     """A store cannot be opened as asked (a file where its folder should be, someone else's
     file, a folder this user cannot write)."""
@@ -234,6 +238,8 @@ class KeyedStore(Generic[T]):
             parsed = self._parse(raw)
         except (UnicodeDecodeError, ValueError) as e:
             why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else f"not {self._record}"
+            if isinstance(e, Unreadable):  # the parser says why, in its readers' words
+                why = str(e)
             logger.warning("%s:%d: unreadable %s skipped (%s)", self.path, lineno, self._what, why)
             return
         if parsed is not None:

@@ -184,7 +184,8 @@ def test_a_jurys_members_share_one_cap_each_reserved_at_its_own_price(stub, judg
             max_cost_usd=1000.0,
         )
     )
-    dear, cheap = jury.members
+    by_name = {m.settings.judge_model: m for m in jury.members}  # members in canonical (sorted) order
+    dear, cheap = by_name["openai/dear"], by_name["openai/cheap"]
     assert dear.budget is cheap.budget
     row, answer = _pairs(2)[1]
 

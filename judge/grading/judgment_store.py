@@ -24,8 +24,10 @@ import os
 from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE as STORE_FILE
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.grading.judgment_reader import typed
 from oab_bench.judge.records import Judgment
-from oab_bench.keyed_store import FIX, Access, KeyedStore, NotWritable, StoreError, unwritable
+from oab_bench.keyed_store import FIX, Access, KeyedStore, NotWritable, StoreError, Unreadable, unwritable
 
 logger = logging.getLogger(__name__)
 _SYNCING: set[asyncio.Task] = set()  # every store's background fsync in flight
@@ -111,7 +113,13 @@ def _refuse_foreign(path: Path) -> None:
 
 
 def _parse(raw: bytes) -> tuple[str, Judgment]:
-    judgment = Judgment.model_validate_json(raw.decode("utf-8"))
+    """A line the reports would refuse is skipped (and judged again), said in their words."""
+    text = raw.decode("utf-8")
+    try:
+        typed(text)  # the shape every reader of judgments checks (judgment_reader.py)
+    except SourceError as e:
+        raise Unreadable(f"{e.field}: {e.message}" if e.field else e.message) from None
+    judgment = Judgment.model_validate_json(text)
     return judgment.cache_key, judgment
 
 
