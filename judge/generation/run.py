@@ -261,10 +261,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     trim_keys()
     settings = judge_settings(args)  # a bad setting fails here, before any generation
+    check_cache_folders(args)  # a cache given as a file: named by its flag, before the dataset is read
     check_hf_caches(args.dataset)  # the dataset is read (and a raw one built) under HF_HOME
     resolve_references(args, settings)  # dataset, editions, Batch API: now, not as lighteval's traceback
     panel = run_panel(args)  # --panel: fetched, read and checked before any call
-    check_cache_folders(args)
     if getattr(args, "estimate", False):  # the judging bill, before generating anything
         from oab_bench.judge.generation.run_estimate import estimate_run
         from oab_bench.judge.grading.judgment_store import JudgmentStore
