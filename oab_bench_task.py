@@ -71,15 +71,18 @@ DEFAULT_DATASET = UPSTREAM_DATASET
 SYSTEM_KEY = "oab_system_prompt"
 
 
+def dataset_given() -> tuple[str, str]:
+    """(the dataset asked for, where it came from): OAB_BENCH_DATASET, else upstream's Hub id."""
+    given = os.environ.get("OAB_BENCH_DATASET")
+    return (given, "OAB_BENCH_DATASET") if given else (DEFAULT_DATASET, "the task's default dataset")
+
+
 @functools.cache
 def dataset_path() -> str:
     """What lighteval loads: always a folder on disk (lighteval takes a relative path for a Hub id):
     our built layout as given, the cached build of upstream's raw layout, or a Hub dataset resolved
-    (`oab-bench run` passes the folder it resolved)."""
-    given = os.environ.get("OAB_BENCH_DATASET")
-    return resolve_dataset(
-        given or DEFAULT_DATASET, "OAB_BENCH_DATASET" if given else "the task's default dataset"
-    )
+    (`oab-bench run` passes the folder it resolved). Resolved when lighteval builds a task to run."""
+    return resolve_dataset(*dataset_given())
 
 
 def check_judge_configured() -> None:
@@ -102,7 +105,9 @@ def oab_prompt(line: dict, task_name: str = "") -> Doc:
     )
 
 
-lighteval_compat.install(task=TASK, system_key=SYSTEM_KEY, before_evaluating=check_judge_configured)
+lighteval_compat.install(
+    task=TASK, system_key=SYSTEM_KEY, before_evaluating=check_judge_configured, dataset=dataset_path
+)
 
 
 class OabJudge(SampleLevelComputation):
@@ -134,23 +139,24 @@ def _keep(field: str, value, line: dict) -> bool:
 
 
 class _TaskConfig(LightevalTaskConfig):
-    """`hf_repo` is resolved when lighteval builds the task, not on import: listing the tasks, or
-    `oab-bench run` reading their filters, fetches and builds nothing."""
+    """`hf_repo` is the dataset as given: importing or listing the tasks (`lighteval tasks dump`), or
+    `oab-bench run` reading their filters, resolves, fetches and builds nothing. The folder lighteval
+    loads, `dataset_path()`, is resolved when it builds one of these tasks to run (lighteval_compat)."""
 
     @property
     def hf_repo(self) -> str:
-        return dataset_path()
+        return dataset_given()[0]
 
     @hf_repo.setter
     def hf_repo(self, value: str) -> None:
-        pass  # always dataset_path()
+        pass  # always the given dataset
 
 
 def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
     return _TaskConfig(
         name=name,
         prompt_function=oab_prompt,
-        hf_repo=DEFAULT_DATASET,  # replaced by dataset_path() when read
+        hf_repo=DEFAULT_DATASET,  # read as the given dataset (dataset_given)
         hf_subset="default",
         hf_filter=hf_filter,
         hf_avail_splits=["test"],

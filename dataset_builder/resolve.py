@@ -17,9 +17,10 @@ import re
 import sys
 from pathlib import Path
 
+from oab_bench.dataset_builder import prepared
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.origin import HF_PREFIX, RAW_CONFIGS
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET, builds_dir, prepare_dataset
+from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 HUB_TIMEOUT_S = 10.0
@@ -128,7 +129,9 @@ def _from_hub(repo: str, revision: str | None) -> str:
 
 
 def _record_path(repo: str, revision: str | None) -> Path:
-    return builds_dir() / "hub" / (re.sub(r"[^\w.-]+", "_", f"{repo}@{revision or 'main'}") + ".json")
+    return (
+        prepared.builds_dir() / "hub" / (re.sub(r"[^\w.-]+", "_", f"{repo}@{revision or 'main'}") + ".json")
+    )
 
 
 def _record(repo: str, revision: str | None, sha: str, folder: str) -> None:

@@ -8,7 +8,8 @@
   (network errors in an offline log) and others call a deprecated Hub API (a FutureWarning);
   only the custom tasks are loaded.
 - `install`: the exam's rules as a real system message (no per-document system prompt in
-  0.13), the exact name `oab_bench` meaning that task alone (not every `oab_bench:*` too),
+  0.13), the exact name `oab_bench` meaning that task alone (not every `oab_bench:*` too), the
+  dataset resolved when a task is built to run, not when the tasks are listed,
   no "Careful, the task ... is using evaluation data to build the few shot examples" for a
   zero-shot task nor "You cannot select the number of dataset splits" (lighteval's litellm
   client asking its own data loader for what it refuses), one token limit per candidate request
@@ -76,9 +77,16 @@ def check_version() -> str:
     return version
 
 
-def install(*, task: str, system_key: str, before_evaluating: Callable[[], None] | None = None) -> None:
+def install(
+    *,
+    task: str,
+    system_key: str,
+    before_evaluating: Callable[[], None] | None = None,
+    dataset: Callable[[], str] | None = None,
+) -> None:
     """Apply the patches for `task`, whose documents carry their system prompt under `system_key`;
-    `before_evaluating` runs once an evaluation has our documents, before any model is loaded or called."""
+    `before_evaluating` runs once an evaluation has our documents, before any model is loaded or called;
+    `dataset` gives the folder to load, resolved when lighteval builds the task (not when it lists it)."""
     import litellm
 
     check_version()
@@ -87,6 +95,8 @@ def install(*, task: str, system_key: str, before_evaluating: Callable[[], None]
     if before_evaluating is not None:
         _check_before_evaluating(system_key, before_evaluating)
     _run_only_the_named_task(task)
+    if dataset is not None:
+        _dataset_resolved_when_built(task, dataset)
     _no_few_shot_split_warning(task)
     _no_dataset_split_warning()
     _one_token_limit()
@@ -165,6 +175,25 @@ def _run_only_the_named_task(task: str) -> None:
 
     expand._oab_bench = True
     Registry._expand_task_definition = expand
+
+
+def _dataset_resolved_when_built(task: str, dataset: Callable[[], str]) -> None:
+    """Our tasks' `hf_repo` is the dataset as given: listing them (`lighteval tasks dump` reads every
+    field) resolves and fetches nothing, offline too. The folder lighteval loads is resolved when it
+    builds one of our tasks to run it."""
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    original = LightevalTask.__init__
+    if getattr(original, "_oab_bench", False):
+        return
+
+    def init(self, config, *args, **kwargs):
+        original(self, config, *args, **kwargs)
+        if self.name == task or self.name.startswith(f"{task}:"):
+            self.dataset_path = dataset()
+
+    init._oab_bench = True
+    LightevalTask.__init__ = init
 
 
 def load_only_custom_tasks() -> None:
