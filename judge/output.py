@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 from oab_bench.keyed_store import allowed
+from oab_bench.whole_file import replace_whole, umask
 
 
 def check_output(path: Path, flag: str = "--output") -> None:
@@ -28,28 +27,11 @@ def check_output(path: Path, flag: str = "--output") -> None:
         )
 
 
-def _umask() -> int:
-    """The process's umask, read without setting it (os.umask would change it for every thread)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
-    except (OSError, StopIteration, ValueError, IndexError):
-        return 0o022
-
-
 def write_atomic(path: Path, text: str | bytes) -> Path:
     """Nothing half-written: the file appears whole or not at all, and a failure (a folder in the
     way, a full disk) leaves no temporary file behind. Text is written as UTF-8."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8") if isinstance(text, str) else text)
-        os.chmod(tmp, 0o666 & ~_umask())  # as open() would make it, not mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    replace_whole(path, [data], mode=0o666 & ~umask())  # as open() would make it
     return path

@@ -16,7 +16,11 @@ The judgment cache (judge/grading/judgment_store.py), the answer store
   and retried: a record lock belongs to the process, and a thread that waited for one in the
   kernel while another thread held a key was told "deadlock" (EDEADLK) when a second process
   did the same.
-- Modes: files are created 0o666 and folders 0o777, so the umask and a setgid parent decide.
+- Compaction: `compact(rewrite)` writes the file anew without what a store no longer needs,
+  under the writers' flock, and renames it over; a writer or reader that opened the old file
+  sees the inode change and opens the new one, so no append is lost and no reader mixes the two.
+- Modes: files are created 0o666 and folders 0o777, so the umask and a setgid parent decide; a
+  compacted file keeps the mode and group of the one it replaces.
 - Access: "write" (the default) refuses a store it cannot write, naming the path; "either"
   serves a store it cannot write (a read-only folder, file or mount) and keeps new values in
   memory only; "read" never creates, writes or write-locks anything. A read-only claim waits
@@ -29,6 +33,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import glob
 import logging
 import os
 import threading
@@ -36,6 +41,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
+
+from oab_bench.whole_file import replace_whole
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -90,6 +97,10 @@ def unwritable(folder: Path, files: tuple[Path, ...] = ()) -> str | None:
 def env_access() -> Access:
     """How a process started by `oab-bench run` opens its stores (READ_ONLY_ENV)."""
     return "either" if os.environ.get(READ_ONLY_ENV) == "1" else "write"
+
+
+def _ident(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def _offset(key: str) -> int:
@@ -195,6 +206,8 @@ class KeyedStore(Generic[T]):
         self.items: dict[str, T] = {}
         self.offset = 0  # bytes of the file read so far, and their lines
         self.lines = 0
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file read: a compaction changes it
+        self._unwritten: list[tuple[str, T]] = []  # values held in memory only (a store it cannot write)
         self._parse, self._fold, self._read = parse, fold, read
         self._what, self._record = what, record
         self._guard = threading.Lock()  # the read offset, shared by readers and writers of this process
@@ -214,26 +227,39 @@ class KeyedStore(Generic[T]):
         return unwritable(self.path.parent, (self.path, self.lock_path))
 
     def refresh(self) -> None:
-        """Read what was appended since the last read, by another process or thread."""
+        """Read what was appended since the last read, by another process or thread; the whole
+        file again when a compaction replaced it (this process's memory-only values kept)."""
         if not self._read:
             return
         with self._guard:
             try:
-                if os.stat(self.path).st_size == self.offset:
+                st = os.stat(self.path)
+                if st.st_size == self.offset and _ident(st) == self._file:
                     return
+                f = self.path.open("rb")
             except FileNotFoundError:
                 return
-            with self.path.open("rb") as f:
+            with f:
+                st = os.fstat(f.fileno())  # the file opened, whatever was renamed over it since
+                items = self.items
+                if _ident(st) != self._file:
+                    if self._file is not None:  # replaced: read from its start into a new map
+                        items, self.offset, self.lines = {}, 0, 0
+                    self._file = _ident(st)
                 f.seek(self.offset)
                 data = f.read()
             end = data.rfind(b"\n") + 1  # a line still being written (or torn) waits
             for raw in data[:end].split(b"\n")[:-1]:
                 self.lines += 1
                 if raw.strip():
-                    self._take(raw, self.lines)
+                    self._take(items, raw, self.lines)
             self.offset += end
+            if items is not self.items:
+                for key, value in self._unwritten:
+                    self._into(items, key, value)
+                self.items = items  # whole: a thread reading the map never sees it half-built
 
-    def _take(self, raw: bytes, lineno: int) -> None:
+    def _take(self, items: dict[str, T], raw: bytes, lineno: int) -> None:
         try:
             parsed = self._parse(raw)
         except (UnicodeDecodeError, ValueError) as e:
@@ -243,37 +269,82 @@ class KeyedStore(Generic[T]):
             logger.warning("%s:%d: unreadable %s skipped (%s)", self.path, lineno, self._what, why)
             return
         if parsed is not None:
-            self.keep(*parsed)
+            self._into(items, *parsed)
 
     def keep(self, key: str, value: T) -> None:
         """Hold `value` in memory (as if read from the file)."""
+        self._into(self.items, key, value)
+
+    def _into(self, items: dict[str, T], key: str, value: T) -> None:
         if self._fold is None:
-            self.items[key] = value
+            items[key] = value
         else:
-            self._fold(self.items, key, value)
+            self._fold(items, key, value)
+
+    @contextlib.contextmanager
+    def _locked(self, flags: int):
+        """The file, opened with `flags` and flocked (what excludes writers), and its stat: the
+        file at `path` now; whoever waited on one a compaction replaced opens the new one."""
+        while True:
+            fd = os.open(self.path, flags, FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                st = os.fstat(fd)
+                try:
+                    now = _ident(os.stat(self.path))
+                except FileNotFoundError:
+                    now = None
+                if now == _ident(st):
+                    yield fd, st
+                    return
+            finally:
+                os.close(fd)  # and with it the flock
 
     def put(self, key: str, value: T, line: bytes, *, sync: bool = True) -> bool:
         """Keep `value` and append its `line` (one whole line, the value as `parse` reads it) in one
         write, fsynced before returning when `sync`; False when the store cannot be written (the
         value is then held in memory only). This process does not read its own lines back."""
-        self.keep(key, value)
         if not self.writable:
+            self.keep(key, value)
+            self._unwritten.append((key, value))
             return False
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            with self._guard:
-                size = before = os.fstat(fd).st_size
+        with self._locked(os.O_RDWR | os.O_APPEND | os.O_CREAT) as (fd, st):
+            with (
+                self._guard
+            ):  # kept under it: a refresh that meanwhile read a compacted file anew keeps it too
+                self.keep(key, value)
+                size = before = st.st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":  # a torn last line: end it first
                     size += os.write(fd, b"\n")
                 size += os.write(fd, line)
-                if before == self.offset:
+                if before == self.offset and self._file in (None, _ident(st)):
+                    self._file = _ident(st)
                     self.offset = size
                     self.lines += line.count(b"\n")
             if sync:
                 os.fsync(fd)
-        finally:
-            os.close(fd)  # and with it the flock
+        return True
+
+    def compact(self, rewrite: Callable[[bytes], bytes | None]) -> bool:
+        """Write the file anew with each whole line as `rewrite` gives it back (None: dropped), and
+        rename it over the old one, under the writers' flock: a kill or an error leaves the old
+        file whole. Nothing is written when no line changes or the store cannot be written
+        (False). A torn last line stays as it is (the next writer ends it)."""
+        if not self.writable or not self.path.exists():
+            return False
+        with self._locked(os.O_RDONLY) as (fd, st):
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
+            end = data.rfind(b"\n") + 1
+            lines = data[:end].split(b"\n")[:-1]
+            kept = [rewrite(raw) for raw in lines]
+            if kept == lines:
+                return False
+            for left in self.path.parent.glob(f".{glob.escape(self.path.name)}.*"):
+                left.unlink(missing_ok=True)  # a compaction's, killed: none runs while we hold the flock
+            new = [*(line + b"\n" for line in kept if line is not None), data[end:]]
+            replace_whole(self.path, new, mode=st.st_mode & 0o777, gid=st.st_gid, durable=True)
+        self.refresh()
         return True
 
     def fsync(self) -> None:

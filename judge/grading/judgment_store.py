@@ -216,5 +216,9 @@ class JudgmentStore:
             await asyncio.to_thread(self._fsync)
 
     def _fsync(self) -> None:
-        assert self._store is not None
-        self._store.fsync()
+        self.fsync()
+
+    def fsync(self) -> None:
+        """The whole file on disk now, whichever process wrote its lines."""
+        if self._store is not None:
+            self._store.fsync()

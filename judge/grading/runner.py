@@ -15,6 +15,7 @@ from tqdm import tqdm
 from oab_bench.conventions import JUDGE_STOP_GRACE_S
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.batch.prune import prune_kept
 from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch
 from oab_bench.judge.grading.grader import _STOPPING, Judge
 from oab_bench.judge.grading.judgment_store import synced
@@ -67,9 +68,11 @@ async def judge_all(
     if judge.settings.batch:  # through the provider's Batch API (batch/)
         done = await judge_batch(judge, pairs, progress=progress)
         await synced()
+        prune_kept(judge.store)  # stored and fsynced: the replies kept for them may go (batch/prune.py)
         return done
     kept: dict = {}
-    if isinstance(judge, Judge) and judge.store.path is not None:  # a cache that has batches
+    batches = isinstance(judge, Judge) and judge.store.path is not None  # a cache that may have batches
+    if batches:
         kept = direct_from_log(judge, pairs)
     # judgments under way; at most `concurrency` of them in a call at once (Judge.call_slot)
     semaphore = asyncio.Semaphore(2 * judge.settings.concurrency)
@@ -100,6 +103,8 @@ async def judge_all(
         with fewer_collections(len(pairs) >= 200):
             done = list(await asyncio.shield(gathered))
         await synced()  # every stored judgment fsynced before the run returns
+        if batches:
+            prune_kept(judge.store)
         return done
     except asyncio.CancelledError:  # Ctrl-C: calls already paid for finish and are stored, briefly
         stopping.set()  # under way but not calling yet: they stop at the call slot

@@ -7,12 +7,14 @@ make, paid for: a later run grades them from here), `done` (its results are in t
 store or kept, or the chunk was abandoned before upload). Folding the log gives every chunk's
 state, so a run killed at any point reattaches instead of submitting again. The log is a keyed
 store (oab_bench/keyed_store.py), keyed by chunk: its file, locks and modes are the judgment cache's.
+The one rewrite: `prune` drops kept replies whose judgments the cache holds (batch/prune.py).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -115,3 +117,32 @@ class BatchLog:
     def submitting(self):
         """One process at a time decides what to submit, so two runs never submit the same judgment."""
         return self._store.aclaim(SUBMITTING)
+
+    def prune(self, stored: Callable[[str], bool]) -> int:
+        """Drop each kept reply whose cache key `stored` says the judgment cache holds (a `kept` event
+        left with none goes; every other line stays as written), compacting the log in place
+        (KeyedStore.compact); the number dropped. A store it cannot write is left as it is."""
+        keys: dict[str, dict[str, str]] = {}  # chunk -> custom_id -> cache key, from the submits read so far
+        dropped = 0
+
+        def rewrite(raw: bytes) -> bytes | None:
+            nonlocal dropped
+            try:
+                name, (kind, value) = _parse(raw)
+            except ValueError:  # unreadable (not UTF-8 included): it stays as it is
+                return raw
+            if isinstance(value, Chunk):
+                keys[name] = {cid: r.key for cid, r in value.requests.items()}
+            if kind != "kept" or not isinstance(value, dict):
+                return raw
+            mine = keys.get(name, {})
+            left = {cid: body for cid, body in value.items() if cid not in mine or not stored(mine[cid])}
+            if len(left) == len(value):
+                return raw
+            dropped += len(value) - len(left)
+            if not left:
+                return None
+            return json.dumps({**json.loads(raw), "replies": left}, ensure_ascii=False).encode()
+
+        self._store.compact(rewrite)
+        return dropped
