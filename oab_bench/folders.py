@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from oab_bench.whole_file import umask
+
 _SHOWN = 10  # paths named in a refusal
 _WALKED = 10_000  # entries looked at to name what a refused folder holds
 
@@ -233,7 +235,7 @@ def write_listed(
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
         # mkdtemp makes it 0700: a written folder is for everyone to read; a setgid parent's bit stays
-        tmp.chmod((0o777 & ~_umask()) | (tmp.stat().st_mode & stat.S_ISGID))
+        tmp.chmod((0o777 & ~umask()) | (tmp.stat().st_mode & stat.S_ISGID))
     except OSError as e:
         raise OSError(f"cannot write {output}: {e.strerror or e}") from None
     try:
@@ -246,12 +248,6 @@ def write_listed(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return output
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def exchange(a: Path, b: Path) -> bool:
