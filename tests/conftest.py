@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import subprocess
 import sys
@@ -86,11 +89,69 @@ def stub():
         s.stop()
 
 
-def oab(*args, env: dict | None = None, cwd: Path = REPO, timeout: float = 900):
-    """`oab-bench ARGS...` in a child process, output captured as text."""
+# Settings a library reads once, when it is imported: a test that changes them needs a process of its own.
+READ_AT_IMPORT = ("HOME", "USER", "XDG_", "HF_", "HUGGINGFACE_", "LITELLM_", "PYTHON", "TMPDIR")
 
-    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", *map(str, args)]
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+def oab(*args, env: dict | None = None, cwd: Path = REPO, timeout: float = 900, process: bool = False):
+    """`oab-bench ARGS...`, output captured as text: in this process (no start-up cost) unless
+    `process` is asked for or `env` changes a setting read at import (then in a child process)."""
+    argv = [str(a) for a in args]
+    if process or _changes_import_settings(env):
+        cmd = [sys.executable, "-m", "oab_bench.scripts.cli", *argv]
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return in_process(argv, env=env, cwd=cwd)
+
+
+def _changes_import_settings(env: dict | None) -> bool:
+    if env is None:
+        return False
+    changed = {k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)}
+    return any(k.startswith(READ_AT_IMPORT) for k in changed)
+
+
+def _stream_handlers() -> list[logging.StreamHandler]:
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    found = {
+        id(h): h
+        for lg in loggers
+        for h in getattr(lg, "handlers", [])
+        if isinstance(h, logging.StreamHandler)
+        and not isinstance(h, logging.FileHandler)
+        and not isinstance(getattr(type(h), "stream", None), property)  # follows sys.stderr already
+    }
+    return list(found.values())
+
+
+def in_process(argv: list[str], *, env: dict | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """`oab-bench ARGV` called in this process with `env` as its environment and `cwd` as its folder,
+    stdout and stderr captured: what a child process would give, without its seconds of imports."""
+    from oab_bench.scripts.cli import main
+
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    out, err = io.StringIO(), io.StringIO()
+    handlers = [h for h in _stream_handlers() if h.stream in (sys.stderr, sys.__stderr__)]
+    try:
+        for h in handlers:  # logs a library set up at import go where a child's would: its stderr
+            h.setStream(err)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = ["oab-bench", *argv]  # what a command quotes back (a resume line) reads it
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:  # argparse's usage errors
+                code = e.code if isinstance(e.code, int) else 2
+    finally:
+        for h in handlers:
+            h.setStream(sys.stderr)
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["oab-bench", *argv], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

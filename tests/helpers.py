@@ -274,24 +274,10 @@ def run_bench(
 ) -> tuple[Path, subprocess.CompletedProcess]:
     """`oab-bench run` on TASK, as a user types it; returns the output folder and the process."""
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "oab_bench.scripts.cli",
-        "run",
-        "--model",
-        model,
-        "--api-base",
-        candidate_url,
-        "--dataset",
-        str(dataset),
-    ]
-    cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
-    cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
-    cmd += ["--output-dir", str(out), *extra]
-    return out, subprocess.run(
-        cmd, cwd=REPO, env=env or env_for(), capture_output=True, text=True, timeout=600
-    )
+    args = ["run", "--model", model, "--api-base", candidate_url, "--dataset", dataset, "--tasks", TASK]
+    args += ["--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
+    args += ["--judge-cache", tmp_path / "jc", "--answer-cache", tmp_path / "ac", "--output-dir", out]
+    return out, oab(*args, *extra, env=env or env_for())
 
 
 def results_json(out: Path) -> dict:

@@ -17,7 +17,7 @@ from oab_bench.judge.grading.batch.submit import BatchPending
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.runner import run_judge_all
-from tests.conftest import SECRET
+from tests.conftest import SECRET, oab
 from tests.helpers import _answers_file, _cli, _judge_args, made_up_row, settings
 
 PRICES = {"price_input": 1.0, "price_cached_input": 1.0, "price_output": 2.0}
@@ -179,8 +179,8 @@ def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1
     args = _judge_args(built_dataset, answers, server, cache, out, *questions, "--batch")
     prices = ["--price-input", "1", "--price-cached-input", "1", "--price-output", "2"]
 
-    proc = _cli([*args, *prices, "--batch-wait", "0"])
-    _, stderr = proc.communicate(timeout=120)
+    proc = oab("judge", *args, *prices, "--batch-wait", "0")
+    stderr = proc.stderr
     assert proc.returncode == 3, stderr
     assert "still running after --batch-wait 0s: batch_1" in stderr and "resume: oab-bench judge " in stderr
     assert server.batch_creations == 1 and not out.exists()
@@ -195,8 +195,8 @@ def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1
     assert server.batches["batch_1"]["status"] == "in_progress" and not out.exists()
     server.release_batches()
 
-    proc = _cli([*args, *prices])
-    _, stderr = proc.communicate(timeout=120)
+    proc = oab("judge", *args, *prices)
+    stderr = proc.stderr
     assert proc.returncode == 0, stderr
     assert "batch batch_1: reattached (5 requests)" in stderr
     assert server.batch_creations == 1 and len(server.requests) == 5  # nothing submitted or called twice

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from oab_bench.conventions import RUN_MARKER
-from tests.conftest import REPO
+from tests.conftest import REPO, oab
 from tests.helpers import (
     TASK,
     alternate_score,
@@ -87,24 +87,8 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
     assert row in proc.stdout and "| 100% |" in proc.stdout
 
     # the leaderboard reads lighteval's output folder (its details) to the same figures
-    lb = subprocess.run(  # the lighteval folder and our judgments file: one judge, duplicates noted
-        [
-            sys.executable,
-            "-m",
-            "oab_bench.scripts.cli",
-            "leaderboard",
-            str(out),
-            str(out / "judgments.jsonl"),
-            "--format",
-            "json",
-            "--resamples",
-            "500",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # the lighteval folder and our judgments file: one judge, duplicates noted
+    lb = oab("leaderboard", out, out / "judgments.jsonl", "--format", "json", "--resamples", "500")
     assert lb.returncode == 0, lb.stderr
     board = json.loads(lb.stdout)
     (lrow,) = board["rows"]
@@ -121,26 +105,10 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
 
     # the judge CLI reads lighteval details as answers, and its cache already holds every judgment
     jout = tmp_path / "from_details.jsonl"
-    jcmd = [
-        sys.executable,
-        "-m",
-        "oab_bench.scripts.cli",
-        "judge",
-        "--dataset",
-        str(built_dataset),
-        "--answers",
-        str(out),
-    ]
+    jcmd = ["judge", "--dataset", str(built_dataset), "--answers", str(out)]
     jcmd += ["--judge-model", "openai/judge-e2e", "--api-base", server.url, "--cache", str(tmp_path / "jc")]
     jcmd += ["--output", str(jout), "--questions", "*_direito_penal_*", "--no-progress"]
-    jproc = subprocess.run(
-        jcmd,
-        cwd=REPO,
-        env=env_for(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    jproc = oab(*jcmd, env=env_for())
     assert jproc.returncode == 0, jproc.stderr[-2000:]
     again = [json.loads(line) for line in jout.read_text().splitlines()]
     assert (

@@ -14,7 +14,7 @@ from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.records import RECORD_FIELDS
-from tests.conftest import SECRET
+from tests.conftest import SECRET, oab
 from tests.helpers import (
     _answers_file,
     _cli,
@@ -181,8 +181,8 @@ def test_cli_writes_every_judgment_and_no_key(stub, judge_key, tmp_path, upstrea
     out, cache = tmp_path / "out.jsonl", tmp_path / "cache"
     questions = ["--questions", "39_direito_administrativo*", "39_direito_civil*"]
     args = _judge_args(built_dataset, answers, server, cache, out, *questions)
-    proc = _cli(args)
-    stdout, stderr = proc.communicate(timeout=120)
+    proc = oab("judge", *args)
+    stdout, stderr = proc.stdout, proc.stderr
     assert proc.returncode == 0, stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["question_id"] for r in rows] == ids and {r["status"] for r in rows} == {"ok"}
@@ -207,8 +207,8 @@ def test_cli_exits_nonzero_after_writing_all_when_a_judgment_fails(
     out = tmp_path / "out.jsonl"
     extra = ["--questions", "39_direito_administrativo", "--max-attempts", "2"]
     args = _judge_args(built_dataset, answers, server, tmp_path / "c", out, *extra)
-    proc = _cli(args)
-    _, stderr = proc.communicate(timeout=120)
+    proc = oab("judge", *args)
+    stderr = proc.stderr
     assert proc.returncode == 1
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["status"] for r in rows] == ["ok", "api_error", "api_error", "api_error", "api_error"]
@@ -241,14 +241,13 @@ def test_cli_resumes_after_a_kill_and_bills_nothing_twice(
     done = len([line for line in store.read_text().splitlines() if line.strip()])
     assert 6 <= done < 20 and not out.exists()
     before = len(server.requests)
-    proc = _cli(args)
-    _, stderr = proc.communicate(timeout=120)
+    proc = oab("judge", *args)
+    stderr = proc.stderr
     assert proc.returncode == 0, stderr
     assert len(server.requests) - before == 20 - done  # only what was not done
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["question_id"] for r in rows] == ids and sum(r["cached"] for r in rows) == done
-    proc = _cli(args)  # a third run: all cached, nothing billed
-    proc.communicate(timeout=120)
+    proc = oab("judge", *args)  # a third run: all cached, nothing billed
     assert len(server.requests) - before == 20 - done
 
 
@@ -259,8 +258,7 @@ def test_cli_missing_answers_are_no_answer_judgments(stub, judge_key, tmp_path, 
     args = _judge_args(
         built_dataset, answers, server, tmp_path / "c", out, "--questions", "39_direito_administrativo"
     )
-    proc = _cli(args)
-    proc.communicate(timeout=120)
+    proc = oab("judge", *args)
     assert proc.returncode == 1
     statuses = {
         json.loads(line)["question_id"]: json.loads(line)["status"] for line in out.read_text().splitlines()

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
@@ -16,7 +14,7 @@ from oab_bench.judge.intervals import bootstrap_ci
 from oab_bench.judge.leaderboard import formats as render
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import load_records
-from tests.conftest import REPO, oab
+from tests.conftest import oab
 from tests.helpers import (
     J1,
     J2,
@@ -152,32 +150,13 @@ def test_a_mean_on_a_half_cent_rounds_up_everywhere_it_prints(tmp_path):
 def test_cli_leaderboard_and_plot(made_up, tmp_path):
     png = tmp_path / "lb.png"
     out = tmp_path / "lb.json"
-    cmd = [
-        sys.executable,
-        "-m",
-        "oab_bench.scripts.cli",
-        "leaderboard",
-        str(made_up),
-        "--format",
-        "json",
-        "--output",
-        str(out),
-        "--plot",
-        str(png),
-        "--resamples",
-        "500",
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = oab(
+        "leaderboard", made_up, "--format", "json", "--output", out, "--plot", png, "--resamples", "500"
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["rows"][0]["model"] == "model-a"  # J2's table first
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
-    cmp = subprocess.run(
-        [sys.executable, "-m", "oab_bench.scripts.cli", "compare", "model-a", "model-c", str(made_up)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    cmp = oab("compare", "model-a", "model-c", made_up)
     assert cmp.returncode == 0 and "model-a - model-c = +0.00 exam points over 3 exams" in cmp.stdout
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import REPO, oab
+from tests.conftest import oab
 from tests.helpers import env_for, judge_calls
 
 pytestmark = pytest.mark.e2e
@@ -23,22 +22,13 @@ def test_run_with_a_panel_ranks_the_candidate_among_seven_and_judges_the_panel_o
     panel = upstream_v1 / "model_answer"
 
     def run(model: str, out: str, *extra: str) -> subprocess.CompletedProcess:
-        cmd = [
-            sys.executable,
-            "-m",
-            "oab_bench.scripts.cli",
-            "run",
-            "--model",
-            model,
-            "--api-base",
-            server.url,
-        ]
+        cmd = ["run", "--model", model, "--api-base", server.url]
         cmd += ["--dataset", str(built_dataset), "--judge-model", "openai/judge-panel"]
         cmd += ["--judge-api-base", server.url, "--judge-cache", str(tmp_path / "jc")]
         cmd += ["--answer-cache", str(tmp_path / "ac"), "--output-dir", str(tmp_path / out)]
         cmd += ["--panel", str(panel), *extra]
         started = time.monotonic()
-        proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=900)
+        proc = oab(*cmd, env=env_for())
         print(
             f"{model} {' '.join(extra)}: {time.monotonic() - started:.1f} s, {len(judge_calls(server))} judge calls"
         )

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.answers import Answer, load_fastchat_answers
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
-from tests.conftest import REPO
+from tests.conftest import oab
 from tests.helpers import settings
 
 EXAM = "39_direito_penal"
@@ -98,12 +97,12 @@ def report(tmp_path_factory, built_rows, built_dataset, upstream_v1):
     jfile = tmp / "judgments.jsonl"
     jfile.write_text("".join(json.dumps(j, ensure_ascii=False) + "\n" for j in judgments), encoding="utf-8")
     html = tmp / "report.html"
-    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "report", str(jfile)]
+    cmd = ["report", str(jfile)]
     cmd += [str(upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl")]
     cmd += [str(upstream_v1 / "model_answer" / "o3-2025-04-16.jsonl"), "--answers"]
     cmd += [str(upstream_v1 / "model_answer" / "sabia-3.1-2025-05-08.jsonl"), str(xss_file)]
     cmd += ["--dataset", str(built_dataset), "--output", str(html), "--resamples", "200"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = oab(*cmd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return html, judgments
 
@@ -228,8 +227,7 @@ def test_bad_input_names_file_and_line_and_writes_nothing(made_up_report, tmp_pa
     bad.write_text('{"question_id": "90_direito_civil_questao_1", "model_id": "m", "choices": []}\n')
     out = tmp_path / "report.html"
     judgments = made_up_report.parent / "judgments.jsonl"
-    cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "report", str(judgments), "--answers", str(bad)]
-    proc = subprocess.run([*cmd, "--output", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = oab("report", judgments, "--answers", bad, "--output", out)
     assert proc.returncode == 2 and f"oab-bench report: error: {bad}:1" in proc.stderr
     assert not out.exists()
 

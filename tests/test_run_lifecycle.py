@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from oab_bench.judge.generation.answer_store import AnswerStore
-from tests.conftest import REPO
+from tests.conftest import REPO, oab
 from tests.helpers import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
 
 pytestmark = pytest.mark.e2e
@@ -108,7 +108,7 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
 
     # 3. the second resume judges exactly the rest: no judgment in flight at SIGTERM was paid twice
     before = len(server.requests)
-    resumed = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    resumed = oab(*cmd[3:], env=env_for())  # in this process: no signal is the point from here on
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     new = calls_since(before)
     assert not candidate_calls(new) and len(judge_calls(new)) == 15 - judged
@@ -117,7 +117,7 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
 
     # 4. a rerun with the same settings: not one call, and the same figures
     before = len(server.requests)
-    again = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    again = oab(*cmd[3:], env=env_for())
     assert again.returncode == 0, again.stderr[-3000:]
     assert server.requests[before:] == []
     second = json.loads((out / "oab_bench_summary.json").read_text())
@@ -128,9 +128,7 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
     check_no_secret(tmp_path / "ac", again.stderr)
 
     # 5. its estimate says the same: every answer stored, every judgment cached, nothing to pay
-    est = subprocess.run(
-        [*cmd, "--estimate", "--format", "json"], cwd=REPO, env=env_for(), capture_output=True, text=True
-    )
+    est = oab(*cmd[3:], "--estimate", "--format", "json", env=env_for())
     assert est.returncode == 0, est.stderr[-3000:]
     got = json.loads(est.stdout)
     assert (got["generations_cached"], got["generations_to_pay"]) == (15, 0)
