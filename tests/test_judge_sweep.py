@@ -10,16 +10,9 @@ import pytest
 from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.sweep.decide import AgreementFigures, JudgeRow, ProbeFigures, Rule, decide
 from oab_bench.judge.sweep.spec import parse_spec
-from oab_bench.judge.validity.probes import build_probes
 from oab_bench.judge.validity.stats import Figure
-from oab_bench.scripts.cli import main
-from tests.helpers import answers_file
 from tests.openai_stub import count_prompt_tokens
-
-EXAMS = ["39_direito_penal", "40_direito_civil"]  # two whole exams: 10 questions
-MARK = "Fim da resposta."  # in every real answer: tells them from the probes at the server
-PRICE = {"ref": (2.0, 8.0), "content": (1.0, 4.0), "max": (0.01, 0.01), "zero": (0.01, 0.02)}
-
+from tests.sweep_cases import PRICE, made_up_answers, records, spec, sweep
 
 # --- the spec ---------------------------------------------------------------------------------------
 
@@ -116,43 +109,7 @@ def test_cheapest_valid_candidate_pareto_front_and_the_bound_kappa_is_read_on():
 
 @pytest.fixture
 def material(built_rows, tmp_path):
-    """Real answers of three made-up models: the official answer, half of it, nothing."""
-    pool = built_rows[0]
-    rows = [r for r in pool if r.exam_id in EXAMS]
-    probes = build_probes(rows, pool, ["reference", "partial"])
-    texts = {
-        k: {p.question_id: "\n".join(p.turns) + f"\n{MARK}" for p in probes if p.kind == k}
-        for k in ("reference", "partial")
-    }
-    return [
-        answers_file(tmp_path / "good.jsonl", "m-good", texts["reference"]),
-        answers_file(tmp_path / "half.jsonl", "m-half", texts["partial"]),
-        answers_file(tmp_path / "bad.jsonl", "m-bad", {q: f"Não sei. {MARK}" for q in texts["reference"]}),
-    ]
-
-
-def spec(name, server, suffix=""):
-    pin, pout = PRICE[name]
-    return f"openai/judge-{name}{suffix},api_base={server.url},price_input={pin},price_output={pout}"
-
-
-def sweep(capsys, dataset, answers, tmp_path, ref, *candidates, extra=()):
-    args = ["judge-sweep", "--dataset", str(dataset), "--questions", *EXAMS, "--answers", *map(str, answers)]
-    args += ["--reference-judge", ref, *[x for c in candidates for x in ("--candidate", c)]]
-    args += ["--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out"), "--no-progress"]
-    args += ["--resamples", "200", "--format", "json", *extra]
-    capsys.readouterr()
-    rc = main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def records(folder):
-    return [
-        json.loads(x)
-        for f in ("judgments.jsonl", "probe_judgments.jsonl")
-        for x in (folder / f).read_text().splitlines()
-    ]
+    return made_up_answers(built_rows[0], tmp_path)
 
 
 def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset, material, tmp_path, capsys):

@@ -70,33 +70,6 @@ def share_budget(judges, cap: float | None) -> None:
         leaf.budget = shared
 
 
-def load_material(args: argparse.Namespace):
-    """(every row of the dataset, the chosen rows, answer pairs, unanswered (row, model)s)."""
-    from oab_bench.judge.answers import load_answers
-    from oab_bench.judge.dataset import load_rows, select_rows
-    from oab_bench.judge.grading.judge_answers import pair_answers
-
-    pool = load_rows(args.dataset)
-    rows = select_rows(pool, args.questions)
-    if not rows:
-        raise ValueError(f"no questions in {args.dataset} match {args.questions}")
-    answers = []
-    for path in args.answers:
-        got = load_answers(Path(path))
-        if not got:
-            raise ValueError(f"{path}: no answers in it (empty file?)")
-        probes = sorted({a.model for a in got if a.model.startswith("probe:")})
-        if probes:
-            raise ValueError(f"{path}: model {probes[0]!r}: the probe: prefix is the sweep's own")
-        answers += got
-    pairs, missing, unknown = pair_answers(rows, answers)
-    if unknown and not args.questions:
-        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
-    if len({a.model for _, a in pairs}) < 2:
-        raise ValueError("--answers: the agreement needs the answers of two models or more")
-    return pool, rows, pairs, missing
-
-
 def print_bill(judges, probe_pairs, answer_pairs, fmt: str) -> int:
     """--estimate: the sweep's whole bill, per judge; nothing is called or written."""
     import json
@@ -162,6 +135,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.sweep.cost import per_model
     from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
+    from oab_bench.judge.sweep.material import load_material, print_notes
     from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure
     from oab_bench.judge.sweep.sweep_table import render_text
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
@@ -173,7 +147,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     except StoreError as e:
         raise StoreError(f"--cache {e}") from None
     judges = make_judges(args, store)
-    pool, rows, answer_pairs, answer_missing = load_material(args)
+    material = load_material(args)  # the panel fetched and verified here: before anything is called
+    pool, rows, answer_pairs, answer_missing = material.pool, material.rows, material.pairs, material.missing
     probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
     out = Path(args.output or "runs/judge_sweep")
     folders = [out / _folder(i, spec) for i, (spec, _) in enumerate(judges)]
@@ -184,6 +159,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         check_output(out / SWEEP_FILE)
         claim(out, SWEEP)
     p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
+    print_notes(material)
     if args.estimate:
         return print_bill(judges, p_pairs, answer_pairs, args.format)
     share_budget(judges, args.max_cost_usd)
