@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+from oab_bench.judge.sweep.decide import AgreementFigures, JudgeRow, ProbeFigures
 from oab_bench.judge.validity.probes import build_probes
+from oab_bench.judge.validity.stats import Figure
 from oab_bench.scripts.cli import main
 from tests.helpers import answers_file
 
@@ -54,3 +56,26 @@ def records(folder):
         for f in ("judgments.jsonl", "probe_judgments.jsonl")
         for x in (folder / f).read_text().splitlines()
     ]
+
+
+def judge_row(name, cost, verdict="discriminates", kappa=0.9, low=0.85, flips=0.0, failed=None):
+    """A made-up row of a sweep's table."""
+    fig = Figure(value=kappa, ci_low=low, ci_high=1.0)
+    return JudgeRow(
+        judge=name,
+        probe=ProbeFigures(verdict=verdict, reference_pct=95.0, swapped_pct=1.0, ordering=1.0),
+        agreement=AgreementFigures(
+            exam_ccc=fig,
+            kappa_pass=fig,
+            flips=int(flips * 10),
+            flip_rate=flips,
+            exam_mae=fig,
+            ranking_tau=fig,
+        ),
+        cost_usd_per_model=cost,
+        cost_usd_per_model_batch=None if cost is None else cost / 2,
+        calls=1,
+        seconds=1.0,
+        pareto=False,
+        failed=failed,
+    )

@@ -8,11 +8,10 @@ import json
 import pytest
 
 from oab_bench.judge.grading.jury import make_judge
-from oab_bench.judge.sweep.decide import AgreementFigures, JudgeRow, ProbeFigures, Rule, decide
+from oab_bench.judge.sweep.decide import Rule, decide
 from oab_bench.judge.sweep.spec import parse_spec
-from oab_bench.judge.validity.stats import Figure
 from tests.openai_stub import count_prompt_tokens
-from tests.sweep_cases import PRICE, made_up_answers, records, spec, sweep
+from tests.sweep_cases import PRICE, judge_row, made_up_answers, records, spec, sweep
 
 # --- the spec ---------------------------------------------------------------------------------------
 
@@ -57,37 +56,15 @@ def test_a_bad_spec_is_an_error_quoting_it(spec, says):
 # --- the decision -----------------------------------------------------------------------------------
 
 
-def _row(name, cost, verdict="discriminates", kappa=0.9, low=0.85, flips=0.0, failed=None):
-    fig = Figure(value=kappa, ci_low=low, ci_high=1.0)
-    return JudgeRow(
-        judge=name,
-        probe=ProbeFigures(verdict=verdict, reference_pct=95.0, swapped_pct=1.0, ordering=1.0),
-        agreement=AgreementFigures(
-            exam_ccc=fig,
-            kappa_pass=fig,
-            flips=int(flips * 10),
-            flip_rate=flips,
-            exam_mae=fig,
-            ranking_tau=fig,
-        ),
-        cost_usd_per_model=cost,
-        cost_usd_per_model_batch=None if cost is None else cost / 2,
-        calls=1,
-        seconds=1.0,
-        pareto=False,
-        failed=failed,
-    )
-
-
 def test_cheapest_valid_candidate_pareto_front_and_the_bound_kappa_is_read_on():
-    ref = _row("ref", 5.0).model_copy(update={"agreement": None})
+    ref = judge_row("ref", 5.0).model_copy(update={"agreement": None})
     rows = [
-        _row("blind", 0.01, verdict="does not discriminate", kappa=1.0, low=1.0),  # cheapest, invalid
-        _row("broken", 0.001, failed="404"),
-        _row("wide", 0.5, kappa=0.95, low=0.7),  # valid on its value, not on its lower bound
-        _row("good", 1.0, kappa=0.9, low=0.85),
-        _row("dear", 3.0, kappa=0.9, low=0.85),  # as valid as good, dearer: off the front
-        _row("flippy", 0.2, kappa=0.9, low=0.85, flips=0.2),
+        judge_row("blind", 0.01, verdict="does not discriminate", kappa=1.0, low=1.0),  # cheapest, invalid
+        judge_row("broken", 0.001, failed="404"),
+        judge_row("wide", 0.5, kappa=0.95, low=0.7),  # valid on its value, not on its lower bound
+        judge_row("good", 1.0, kappa=0.9, low=0.85),
+        judge_row("dear", 3.0, kappa=0.9, low=0.85),  # as valid as good, dearer: off the front
+        judge_row("flippy", 0.2, kappa=0.9, low=0.85, flips=0.2),
     ]
     report, why = decide(ref, rows, Rule())
     assert report.recommended == "good" and "lower end" in report.rule
@@ -150,6 +127,11 @@ def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset,
     assert by[ref]["agreement"] is None and set(report["judges"][0]["agreement"]) == {
         "exam_ccc", "kappa_pass", "flips", "flip_rate", "exam_mae", "ranking_tau"
     }  # fmt: skip
+
+    # the page beside sweep.json: every judge, the picture, the recommendation
+    page = (tmp_path / "out" / "sweep.html").read_text(encoding="utf-8")
+    assert all(f'data-judge="{j["judge"]}"' in page for j in report["judges"])
+    assert page.count("data:image/png;base64,") == 1 and f'<span class="badge ok">{cands[0]}</span>' in page
 
     # costs add up to the calls the server saw: tokens of every request, priced
     assert sum(j["calls"] for j in report["judges"]) == content.count + full.count + zero.count == 320

@@ -11,11 +11,10 @@ import re
 import sys
 from pathlib import Path
 
-from oab_bench.conventions import SWEEP_MARKER
+from oab_bench.conventions import SWEEP_FILE, SWEEP_MARKER, SWEEP_PAGE_FILE
 from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
 
-SWEEP_FILE = "sweep.json"
 ANSWERS_DIR = "answers"
 
 
@@ -130,6 +129,23 @@ def agreement_figures(reference, candidate, dataset: dict, *, resamples: int, se
     )
 
 
+def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
+    """sweep.html beside sweep.json: a page that cannot be written never fails the sweep (its
+    figures are on disk already); the reason is printed."""
+    from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
+
+    try:
+        view = sweep_view(report, why=why, scaled=scaled, name=str(out))
+        path = write_sweep_page([view], out / SWEEP_PAGE_FILE, title=f"OAB-Bench judge sweep: {out.name}")
+    except Exception as e:  # a page is a by-product of the sweep
+        print(
+            f"oab-bench judge-sweep: note: no {SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})",
+            file=sys.stderr,
+        )
+        return
+    print(f"page: {path}", file=sys.stderr)
+
+
 def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
     from oab_bench.judge.output import check_output, write_atomic
@@ -157,6 +173,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         for f in folders:
             check_output(f / PROBE_JUDGMENTS_FILE)
         check_output(out / SWEEP_FILE)
+        check_output(out / SWEEP_PAGE_FILE)
         claim(out, SWEEP)
     p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
     print_notes(material)
@@ -223,5 +240,6 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     text = report.model_dump_json(indent=2) + "\n"
     write_atomic(out / SWEEP_FILE, text)
     sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled))
+    write_page(report, why, scaled, out)
     print(f"wrote {out / SWEEP_FILE} and each judge's judgments under {out}", file=sys.stderr)
     return 1 if args.strict and report.recommended is None else 0
