@@ -215,3 +215,24 @@ def test_bad_input_writes_nothing(stub, built_dataset, material, tmp_path, capsy
     rc, _, err = sweep(capsys, built_dataset, material[:1], tmp_path, ref, spec("content", content))
     assert rc == 2 and "two models or more" in err
     assert content.count == 0 and not (tmp_path / "out").exists()
+
+
+def test_a_batch_judge_is_judged_through_the_batch_api_and_a_rerun_reattaches(
+    stub, built_dataset, material, tmp_path, capsys
+):
+    content, batched = stub(policy="overlap"), stub(policy="overlap", batch_hold=True)
+    ref, cand = spec("ref", content), spec("content", batched) + ",batch=true"
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, cand + ",batch_wait=0")
+    assert rc == 3, err
+    assert "still running after --batch-wait 0s: batch_1" in err and "resume: oab-bench " in err
+    assert batched.batch_creations == 1 and out == "" and not (tmp_path / "out" / "sweep.json").exists()
+    assert content.count == 80  # the other judges are judged meanwhile
+
+    batched.release_batches()
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, cand)
+    assert rc == 0, err
+    assert "batch batch_1: reattached" in err and batched.batch_creations == 1
+    by = {j["judge"]: j for j in json.loads(out)["judges"]}
+    assert content.count == 80 and by[ref]["calls"] == 0  # the reference from the cache
+    assert by[cand]["calls"] == len(batched.requests) == 80  # every grading in the one batch
+    assert by[cand]["cost_usd_per_model"] == pytest.approx(2 * by[cand]["cost_usd_per_model_batch"])

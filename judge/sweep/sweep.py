@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.sweep.cost import per_model
     from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
     from oab_bench.judge.sweep.material import load_material, print_notes
-    from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure
+    from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure_all, say
     from oab_bench.judge.sweep.sweep_table import render_text
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
@@ -181,28 +182,14 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         return print_bill(judges, p_pairs, answer_pairs, args.format)
     share_budget(judges, args.max_cost_usd)
 
-    measured = []
-    for (spec, judge), folder in zip(judges, folders, strict=True):
-        print(
-            f"oab-bench judge-sweep: {spec}: {len(p_pairs)} probe and {len(answer_pairs)} answer judgments",
-            file=sys.stderr,
-        )
-        m = measure(
-            spec,
-            judge,
-            folder,
-            p_pairs,
-            p_missing,
-            answer_pairs,
-            answer_missing,
-            progress=not args.no_progress,
-        )
-        print(
-            f"oab-bench judge-sweep: {spec}: {m.calls} calls, {m.seconds:.1f} s"
-            + (f"; FAILED: {m.failed}" if m.failed else ""),
-            file=sys.stderr,
-        )
-        measured.append(m)
+    measured, pending = measure_all(
+        judges, folders, (p_pairs, p_missing), (answer_pairs, answer_missing), progress=not args.no_progress
+    )
+    if pending:  # batches still running: the other judges are judged and cached; a rerun reattaches
+        for line in pending:
+            say(line)
+        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        return 3
 
     dataset = {r.question_id: r for r in pool}
     answer_models = {a.model for _, a in answer_pairs}
