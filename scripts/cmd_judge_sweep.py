@@ -31,7 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--candidate", action="append", required=True, metavar="SPEC", help="a judge to try (repeat the flag)"
     )
-    p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
+    p.add_argument(
+        "--dataset",
+        help="folder made by `oab-bench build`, upstream's raw layout, or a Hub id; "
+        "default: OAB_BENCH_DATASET, else maritaca-ai/oab-bench",
+    )
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
     add_panel_argument(
         p,

@@ -38,8 +38,9 @@ def spec(name, server, suffix=""):
 
 
 def sweep(capsys, dataset, answers, tmp_path, ref, *candidates, extra=()):
-    """`judge-sweep` with these --answers (none: the flag left out), JSON on stdout: (rc, out, err)."""
-    args = ["judge-sweep", "--dataset", str(dataset), "--questions", *EXAMS]
+    """`judge-sweep` with this --dataset and these --answers (None, []: the flag left out), JSON on
+    stdout: (rc, out, err)."""
+    args = ["judge-sweep", *(["--dataset", str(dataset)] if dataset else []), "--questions", *EXAMS]
     args += ["--answers", *map(str, answers)] if answers else []
     args += ["--reference-judge", ref, *[x for c in candidates for x in ("--candidate", c)]]
     args += ["--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out"), "--no-progress"]

@@ -236,3 +236,16 @@ def test_a_batch_judge_is_judged_through_the_batch_api_and_a_rerun_reattaches(
     assert content.count == 80 and by[ref]["calls"] == 0  # the reference from the cache
     assert by[cand]["calls"] == len(batched.requests) == 80  # every grading in the one batch
     assert by[cand]["cost_usd_per_model"] == pytest.approx(2 * by[cand]["cost_usd_per_model_batch"])
+
+
+def test_the_dataset_defaults_as_runs_does(stub, built_dataset, material, tmp_path, capsys, monkeypatch):
+    content = stub(policy="overlap")
+    ref, cand = spec("ref", content), spec("content", content)
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
+    rc, out, err = sweep(capsys, None, material, tmp_path, ref, cand, extra=["--estimate"])
+    assert rc == 0, err
+    assert [j["calls"] for j in json.loads(out)["judges"]] == [80, 80]
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(tmp_path / "nowhere"))
+    rc, _, err = sweep(capsys, None, material, tmp_path, ref, cand)
+    assert rc == 2 and f"OAB_BENCH_DATASET {tmp_path / 'nowhere'}" in err and "no such folder" in err
+    assert content.count == 0 and not (tmp_path / "out").exists()

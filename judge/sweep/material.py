@@ -1,4 +1,5 @@
-"""What every judge of a sweep grades: the dataset's chosen questions and the real answers to agree
+"""What every judge of a sweep grades: the dataset's chosen questions (`--dataset`, else
+OAB_BENCH_DATASET, else upstream's Hub dataset, as `run` reads it) and the real answers to agree
 on. Those answers are the panel's published ones (`--panel`, read by judge/panel/ as `judge
 --panel` and `run --panel` read it), the user's (`--answers`), or both; with neither flag, the
 default is `--panel upstream`: upstream's six answer files, downloaded once, verified, cached."""
@@ -61,14 +62,15 @@ def _panel(specs: list[str], defaulted: bool):
 
 def load_material(args: argparse.Namespace) -> Material:
     """Every input read and checked before any call; bad input is a ValueError naming it."""
-    from oab_bench.judge.dataset import load_rows, select_rows
+    from oab_bench.judge.dataset import dataset_argument, load_rows, select_rows
     from oab_bench.judge.grading.judge_answers import pair_answers
     from oab_bench.judge.panel.judging import panel_pairs
 
-    pool = load_rows(args.dataset)
+    dataset, origin = dataset_argument(args)
+    pool = load_rows(dataset, origin=origin)
     rows = select_rows(pool, args.questions)
     if not rows:
-        raise ValueError(f"no questions in {args.dataset} match {args.questions}")
+        raise ValueError(f"no questions in {dataset} ({origin}) match {args.questions}")
     answers = _own_answers(args.answers or [])
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not args.questions:
