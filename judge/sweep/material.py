@@ -62,8 +62,11 @@ def _panel(specs: list[str], defaulted: bool):
 
 def load_material(args: argparse.Namespace) -> Material:
     """Every input read and checked before any call; bad input is a ValueError naming it."""
+    answers = _own_answers(args.answers or [])
+    specs = panel_specs(args)
+    panel = _panel(specs, defaulted=not args.panel) if specs else None  # first: a missing panel fails fast
     from oab_bench.judge.dataset import dataset_argument, load_rows, select_rows
-    from oab_bench.judge.grading.judge_answers import pair_answers
+    from oab_bench.judge.grading.judge_answers import pair_answers  # (imports litellm: seconds)
     from oab_bench.judge.panel.judging import panel_pairs
 
     dataset, origin = dataset_argument(args)
@@ -71,14 +74,11 @@ def load_material(args: argparse.Namespace) -> Material:
     rows = select_rows(pool, args.questions)
     if not rows:
         raise ValueError(f"no questions in {dataset} ({origin}) match {args.questions}")
-    answers = _own_answers(args.answers or [])
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
     sources, notes = [f"--answers ({len(args.answers)} files)"] if args.answers else [], []
-    specs = panel_specs(args)
-    if specs:
-        panel = _panel(specs, defaulted=not args.panel)
+    if panel is not None:
         got, notes = panel_pairs(panel, rows, {a.model for a in answers}, ANSWERS_WHAT)
         pairs += got
         answers += panel.answers

@@ -31,9 +31,9 @@ def _folder(i: int, spec: str) -> str:
     return f"{i:02d}_" + re.sub(r"[^A-Za-z0-9._-]+", "_", redact(spec))[:60]
 
 
-def make_judges(args: argparse.Namespace, store) -> list[tuple[str, object]]:
-    """(spec as written, redacted; its judge or jury) for the reference, then each candidate."""
-    from oab_bench.judge.grading.jury import make_judge
+def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """(spec as written, its settings) for the reference, then each candidate: no judge made yet
+    (that imports litellm), so a bad spec, and then bad material, are refused in a second."""
     from oab_bench.judge.sweep.spec import parse_spec
 
     specs = [args.reference_judge, *args.candidate]
@@ -41,9 +41,15 @@ def make_judges(args: argparse.Namespace, store) -> list[tuple[str, object]]:
     twice = sorted({s for s in seen if seen.count(s) > 1})
     if twice:
         raise ValueError(f"judge {twice[0]!r} is given twice (as the reference or a candidate)")
+    return [(spec, parse_spec(spec, os.environ)) for spec in specs]
+
+
+def make_judges(parsed: list[tuple[str, object]], store) -> list[tuple[str, object]]:
+    """(spec as written, redacted; its judge or jury)."""
+    from oab_bench.judge.grading.jury import make_judge
+
     judges = []
-    for spec in specs:
-        settings = parse_spec(spec, os.environ)
+    for spec, settings in parsed:
         try:
             judges.append((redact(spec.strip()), make_judge(settings, store)))
         except ValueError as e:
@@ -149,22 +155,25 @@ def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
+    from oab_bench.judge.sweep.material import load_material, print_notes
+
+    try:
+        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    except StoreError as e:
+        raise StoreError(f"--cache {e}") from None
+    parsed = parse_judges(args)
+    material = load_material(args)  # the panel fetched and verified here: before anything is called
+    # the judging machinery (litellm: seconds) only once the input is known to be good
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.sweep.cost import per_model
     from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
-    from oab_bench.judge.sweep.material import load_material, print_notes
     from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure_all, say
     from oab_bench.judge.sweep.sweep_table import render_text
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
 
     rule = Rule(min_kappa=args.min_kappa, kappa_on=args.kappa_on, max_flip_rate=args.max_flip_rate)
-    try:
-        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
-    except StoreError as e:
-        raise StoreError(f"--cache {e}") from None
-    judges = make_judges(args, store)
-    material = load_material(args)  # the panel fetched and verified here: before anything is called
+    judges = make_judges(parsed, store)
     pool, rows, answer_pairs, answer_missing = material.pool, material.rows, material.pairs, material.missing
     probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
     out = Path(args.output or "runs/judge_sweep")
