@@ -60,7 +60,7 @@ def test_answers_and_panel_together_are_graded_together(stub, built_dataset, pan
     rc, out, err = sweep(capsys, built_dataset, [bad], tmp_path, ref, cand, extra=["--panel", str(folder)])
     assert rc == 0, err
     assert content.count == 160 and json.loads(out)["recommended"] == cand  # 2 x (50 probes + 3 x 10)
-    assert "answers to agree on: --answers (1 files); --panel" in err
+    assert "answers to agree on: --answers (1 file); --panel" in err
 
     # a model of --answers named as one of the panel's: refused naming both, before any call
     clash = tmp_path / "clash"

@@ -77,7 +77,8 @@ def load_material(args: argparse.Namespace) -> Material:
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not args.questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
-    sources, notes = [f"--answers ({len(args.answers)} files)"] if args.answers else [], []
+    n = len(args.answers or [])
+    sources, notes = [f"--answers ({n} file{'s' if n > 1 else ''})"] if n else [], []
     if panel is not None:
         got, notes = panel_pairs(panel, rows, {a.model for a in answers}, ANSWERS_WHAT)
         pairs += got

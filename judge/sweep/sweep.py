@@ -33,7 +33,7 @@ def _folder(i: int, spec: str) -> str:
 
 def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
     """(spec as written, its settings) for the reference, then each candidate: no judge made yet
-    (that imports litellm), so a bad spec, and then bad material, are refused in a second."""
+    (that imports litellm), so a bad spec, and then bad material, are refused at once."""
     from oab_bench.judge.sweep.spec import parse_spec
 
     specs = [args.reference_judge, *args.candidate]
