@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
+import os
 
+from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
 from oab_bench.dataset_builder.resolve import resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 
+DATASET_ENV = "OAB_BENCH_DATASET"
 
-def load_rows(dataset: str, *, questions: list[str] | None = None) -> list[QuestionRow]:
+
+def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
+    """(the dataset asked for, where it came from: the flag, the variable, or the default), for the
+    commands whose --dataset may be left out (run, judge-sweep)."""
+    if args.dataset:
+        return args.dataset, "--dataset"
+    if os.environ.get(DATASET_ENV, "").strip():
+        return os.environ[DATASET_ENV].strip(), DATASET_ENV
+    return UPSTREAM_DATASET, "--dataset (default)"
+
+
+def load_rows(
+    dataset: str, *, questions: list[str] | None = None, origin: str = "--dataset"
+) -> list[QuestionRow]:
     """`dataset` is a local folder (any path) or a Hub id, resolved to a folder on disk first (a Hub
-    id that cannot be reached fails in seconds); `questions` are glob patterns on question/exam ids."""
+    id that cannot be reached fails in seconds); `questions` are glob patterns on question/exam ids;
+    `origin` names where `dataset` came from in errors."""
     import datasets
 
     from oab_bench.dataset_builder.origin import quiet
 
     with quiet(datasets):  # no "Generating test split" bars for a folder of a hundred rows
-        ds = datasets.load_dataset(resolve_dataset(dataset), split="test")
+        ds = datasets.load_dataset(resolve_dataset(dataset, origin), split="test")
     return select_rows([QuestionRow.model_validate(r) for r in ds], questions)
 
 

@@ -23,6 +23,8 @@ BUILD_MARKER = ".oab-bench-build"  # a dataset folder `build` wrote; lists what 
 EXPORT_MARKER = ".oab-bench-export"  # a results folder `export` wrote; lists what it wrote
 PROBE_MARKER = ".oab-bench-probe"  # every output folder `probe` makes or fills
 SWEEP_MARKER = ".oab-bench-judge-sweep"  # every output folder `judge-sweep` makes or fills
+SWEEP_FILE = "sweep.json"  # judge-sweep's report (its JSON contract), in its output folder
+SWEEP_PAGE_FILE = "sweep.html"  # the same as a page: table, Pareto front, validity against dollars
 TINY_MODEL_MARKER = ".oab-bench-tiny-model"  # the test model benchmarks/tiny_model.py writes
 
 # Grace periods after a stop (Ctrl-C, SIGTERM, SIGHUP).

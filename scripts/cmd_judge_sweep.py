@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from oab_bench.judge.intervals import AGREEMENT_RESAMPLES
+from oab_bench.judge.panel.option import add_panel_argument
 from oab_bench.judge.validity.probes import DEFAULT_SEED, PROBE_KINDS
 from oab_bench.scripts.arguments import number, whole
 
@@ -30,14 +31,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--candidate", action="append", required=True, metavar="SPEC", help="a judge to try (repeat the flag)"
     )
-    p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
+    p.add_argument(
+        "--dataset",
+        help="folder made by `oab-bench build`, upstream's raw layout, or a Hub id; "
+        "default: OAB_BENCH_DATASET, else maritaca-ai/oab-bench",
+    )
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
+    add_panel_argument(
+        p,
+        "published answers every judge grades for the agreement, by default (with no --answers) "
+        "'upstream'; with --answers, both are graded",
+    )
     p.add_argument(
         "--answers",
         nargs="+",
-        required=True,
-        help="the real answers every judge grades for the agreement (FastChat JSONL or lighteval details, "
-        "two models or more), e.g. upstream's model_answer/*.jsonl",
+        help="answers of your own every judge grades for the agreement (FastChat JSONL or lighteval "
+        "details), instead of the default panel, or beside --panel",
     )
     p.add_argument(
         "--probes",

@@ -12,9 +12,9 @@ HELP = "one self-contained HTML file: leaderboard down to each rubric item"
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.audit.write import write_report
+    from oab_bench.judge.sweep.sweep_page import write_report_with_sweeps
 
-    path = write_report(
+    path = write_report_with_sweeps(
         [Path(p) for p in args.inputs],
         Path(args.output),
         answers=[Path(p) for p in args.answers or []],
@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "inputs",
         nargs="+",
         help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files, "
-        + SHARED_RESULTS_HELP,
+        "judge-sweep folders or their sweep.json (a page each), " + SHARED_RESULTS_HELP,
     )
     p.add_argument("--answers", nargs="+", help="more answer files (FastChat JSONL or lighteval details)")
     p.add_argument("--output", required=True, help="HTML file to write")

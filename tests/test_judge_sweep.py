@@ -8,18 +8,10 @@ import json
 import pytest
 
 from oab_bench.judge.grading.jury import make_judge
-from oab_bench.judge.sweep.decide import AgreementFigures, JudgeRow, ProbeFigures, Rule, decide
+from oab_bench.judge.sweep.decide import Rule, decide
 from oab_bench.judge.sweep.spec import parse_spec
-from oab_bench.judge.validity.probes import build_probes
-from oab_bench.judge.validity.stats import Figure
-from oab_bench.scripts.cli import main
-from tests.helpers import answers_file
 from tests.openai_stub import count_prompt_tokens
-
-EXAMS = ["39_direito_penal", "40_direito_civil"]  # two whole exams: 10 questions
-MARK = "Fim da resposta."  # in every real answer: tells them from the probes at the server
-PRICE = {"ref": (2.0, 8.0), "content": (1.0, 4.0), "max": (0.01, 0.01), "zero": (0.01, 0.02)}
-
+from tests.sweep_cases import PRICE, judge_row, made_up_answers, records, spec, sweep
 
 # --- the spec ---------------------------------------------------------------------------------------
 
@@ -64,37 +56,15 @@ def test_a_bad_spec_is_an_error_quoting_it(spec, says):
 # --- the decision -----------------------------------------------------------------------------------
 
 
-def _row(name, cost, verdict="discriminates", kappa=0.9, low=0.85, flips=0.0, failed=None):
-    fig = Figure(value=kappa, ci_low=low, ci_high=1.0)
-    return JudgeRow(
-        judge=name,
-        probe=ProbeFigures(verdict=verdict, reference_pct=95.0, swapped_pct=1.0, ordering=1.0),
-        agreement=AgreementFigures(
-            exam_ccc=fig,
-            kappa_pass=fig,
-            flips=int(flips * 10),
-            flip_rate=flips,
-            exam_mae=fig,
-            ranking_tau=fig,
-        ),
-        cost_usd_per_model=cost,
-        cost_usd_per_model_batch=None if cost is None else cost / 2,
-        calls=1,
-        seconds=1.0,
-        pareto=False,
-        failed=failed,
-    )
-
-
 def test_cheapest_valid_candidate_pareto_front_and_the_bound_kappa_is_read_on():
-    ref = _row("ref", 5.0).model_copy(update={"agreement": None})
+    ref = judge_row("ref", 5.0).model_copy(update={"agreement": None})
     rows = [
-        _row("blind", 0.01, verdict="does not discriminate", kappa=1.0, low=1.0),  # cheapest, invalid
-        _row("broken", 0.001, failed="404"),
-        _row("wide", 0.5, kappa=0.95, low=0.7),  # valid on its value, not on its lower bound
-        _row("good", 1.0, kappa=0.9, low=0.85),
-        _row("dear", 3.0, kappa=0.9, low=0.85),  # as valid as good, dearer: off the front
-        _row("flippy", 0.2, kappa=0.9, low=0.85, flips=0.2),
+        judge_row("blind", 0.01, verdict="does not discriminate", kappa=1.0, low=1.0),  # cheapest, invalid
+        judge_row("broken", 0.001, failed="404"),
+        judge_row("wide", 0.5, kappa=0.95, low=0.7),  # valid on its value, not on its lower bound
+        judge_row("good", 1.0, kappa=0.9, low=0.85),
+        judge_row("dear", 3.0, kappa=0.9, low=0.85),  # as valid as good, dearer: off the front
+        judge_row("flippy", 0.2, kappa=0.9, low=0.85, flips=0.2),
     ]
     report, why = decide(ref, rows, Rule())
     assert report.recommended == "good" and "lower end" in report.rule
@@ -116,43 +86,7 @@ def test_cheapest_valid_candidate_pareto_front_and_the_bound_kappa_is_read_on():
 
 @pytest.fixture
 def material(built_rows, tmp_path):
-    """Real answers of three made-up models: the official answer, half of it, nothing."""
-    pool = built_rows[0]
-    rows = [r for r in pool if r.exam_id in EXAMS]
-    probes = build_probes(rows, pool, ["reference", "partial"])
-    texts = {
-        k: {p.question_id: "\n".join(p.turns) + f"\n{MARK}" for p in probes if p.kind == k}
-        for k in ("reference", "partial")
-    }
-    return [
-        answers_file(tmp_path / "good.jsonl", "m-good", texts["reference"]),
-        answers_file(tmp_path / "half.jsonl", "m-half", texts["partial"]),
-        answers_file(tmp_path / "bad.jsonl", "m-bad", {q: f"Não sei. {MARK}" for q in texts["reference"]}),
-    ]
-
-
-def spec(name, server, suffix=""):
-    pin, pout = PRICE[name]
-    return f"openai/judge-{name}{suffix},api_base={server.url},price_input={pin},price_output={pout}"
-
-
-def sweep(capsys, dataset, answers, tmp_path, ref, *candidates, extra=()):
-    args = ["judge-sweep", "--dataset", str(dataset), "--questions", *EXAMS, "--answers", *map(str, answers)]
-    args += ["--reference-judge", ref, *[x for c in candidates for x in ("--candidate", c)]]
-    args += ["--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out"), "--no-progress"]
-    args += ["--resamples", "200", "--format", "json", *extra]
-    capsys.readouterr()
-    rc = main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def records(folder):
-    return [
-        json.loads(x)
-        for f in ("judgments.jsonl", "probe_judgments.jsonl")
-        for x in (folder / f).read_text().splitlines()
-    ]
+    return made_up_answers(built_rows[0], tmp_path)
 
 
 def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset, material, tmp_path, capsys):
@@ -193,6 +127,11 @@ def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset,
     assert by[ref]["agreement"] is None and set(report["judges"][0]["agreement"]) == {
         "exam_ccc", "kappa_pass", "flips", "flip_rate", "exam_mae", "ranking_tau"
     }  # fmt: skip
+
+    # the page beside sweep.json: every judge, the picture, the recommendation
+    page = (tmp_path / "out" / "sweep.html").read_text(encoding="utf-8")
+    assert all(f'data-judge="{j["judge"]}"' in page for j in report["judges"])
+    assert page.count("data:image/png;base64,") == 1 and f'<span class="badge ok">{cands[0]}</span>' in page
 
     # costs add up to the calls the server saw: tokens of every request, priced
     assert sum(j["calls"] for j in report["judges"]) == content.count + full.count + zero.count == 320
@@ -275,4 +214,38 @@ def test_bad_input_writes_nothing(stub, built_dataset, material, tmp_path, capsy
         assert rc == 2 and says in err, err
     rc, _, err = sweep(capsys, built_dataset, material[:1], tmp_path, ref, spec("content", content))
     assert rc == 2 and "two models or more" in err
+    assert content.count == 0 and not (tmp_path / "out").exists()
+
+
+def test_a_batch_judge_is_judged_through_the_batch_api_and_a_rerun_reattaches(
+    stub, built_dataset, material, tmp_path, capsys
+):
+    content, batched = stub(policy="overlap"), stub(policy="overlap", batch_hold=True)
+    ref, cand = spec("ref", content), spec("content", batched) + ",batch=true"
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, cand + ",batch_wait=0")
+    assert rc == 3, err
+    assert "still running after --batch-wait 0s: batch_1" in err and "resume: oab-bench " in err
+    assert batched.batch_creations == 1 and out == "" and not (tmp_path / "out" / "sweep.json").exists()
+    assert content.count == 80  # the other judges are judged meanwhile
+
+    batched.release_batches()
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, cand)
+    assert rc == 0, err
+    assert "batch batch_1: reattached" in err and batched.batch_creations == 1
+    by = {j["judge"]: j for j in json.loads(out)["judges"]}
+    assert content.count == 80 and by[ref]["calls"] == 0  # the reference from the cache
+    assert by[cand]["calls"] == len(batched.requests) == 80  # every grading in the one batch
+    assert by[cand]["cost_usd_per_model"] == pytest.approx(2 * by[cand]["cost_usd_per_model_batch"])
+
+
+def test_the_dataset_defaults_as_runs_does(stub, built_dataset, material, tmp_path, capsys, monkeypatch):
+    content = stub(policy="overlap")
+    ref, cand = spec("ref", content), spec("content", content)
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
+    rc, out, err = sweep(capsys, None, material, tmp_path, ref, cand, extra=["--estimate"])
+    assert rc == 0, err
+    assert [j["calls"] for j in json.loads(out)["judges"]] == [80, 80]
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(tmp_path / "nowhere"))
+    rc, _, err = sweep(capsys, None, material, tmp_path, ref, cand)
+    assert rc == 2 and f"OAB_BENCH_DATASET {tmp_path / 'nowhere'}" in err and "no such folder" in err
     assert content.count == 0 and not (tmp_path / "out").exists()

@@ -27,9 +27,9 @@ LAYERS = [
     "oab_bench.judge.grading",
     "oab_bench.judge.leaderboard",
     "oab_bench.judge.validity",
-    "oab_bench.judge.sweep",  # which judge: composes validity's probe and agreement
     "oab_bench.judge.audit",
     "oab_bench.judge.panel",  # --panel: judged through grading by judge and run; read by nobody below it
+    "oab_bench.judge.sweep",  # which judge: composes probe, agreement, the panel's answers, the report's page
     "oab_bench.judge.sharing",  # export reads what the leaderboard and the report read
     "oab_bench.judge.generation",
     "oab_bench_task",

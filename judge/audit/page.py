@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 
 import jinja2
 
 from oab_bench.judge.leaderboard.tables import Table
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("oab_bench.judge.audit", "templates"),
         autoescape=True,  # every text from the inputs is untrusted: answers, analyses, model names
@@ -28,10 +29,18 @@ def plot_png(tables: list[Table]) -> str | None:
         return None
     from oab_bench.judge.leaderboard.plot import plot_png_bytes
 
-    return "data:image/png;base64," + base64.b64encode(plot_png_bytes(tables)).decode()
+    return data_url(plot_png_bytes(tables))
 
 
-def render_html(view: dict, blobs: dict, *, title: str, inputs: list[str], plot: str | None) -> str:
-    template = _environment().get_template("report.html.j2")
+def data_url(png: bytes) -> str:
+    """A PNG inlined: the page stays one file that loads nothing (its policy allows data: images only)."""
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def render_html(
+    view: dict, blobs: dict, *, title: str, inputs: list[str], plot: str | None, sweeps: Sequence[dict] = ()
+) -> str:
+    """`sweeps`: judge sweeps' pages (judge/sweep/sweep_page.py's views), shown as pages of the report."""
+    template = environment().get_template("report.html.j2")
     # no clock: the same inputs make the same bytes
-    return template.render(title=title, inputs=inputs, plot=plot, blobs=blobs, **view)
+    return template.render(title=title, inputs=inputs, plot=plot, blobs=blobs, sweeps=list(sweeps), **view)

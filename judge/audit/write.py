@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from oab_bench.conventions import HTML_REPORT_FILE as REPORT_FILE
@@ -24,6 +25,7 @@ def write_report(
     seed: int = 0,
     title: str = "OAB-Bench: audit report",
     expect_dataset: bool = True,
+    sweeps: Sequence[dict] = (),
 ) -> Path:
     """Read the inputs (judgments, run folders, answer files), write one self-contained HTML file.
 
@@ -37,7 +39,14 @@ def write_report(
         rows = {r.question_id: r for r in load_rows(dataset)}
         expected = set(rows) if expect_dataset else None
     html = report_html(
-        inputs, answers, rows, expected_ids=expected, resamples=resamples, seed=seed, title=title
+        inputs,
+        answers,
+        rows,
+        expected_ids=expected,
+        resamples=resamples,
+        seed=seed,
+        title=title,
+        sweeps=sweeps,
     )
     return write_atomic(Path(output), html)
 
@@ -51,12 +60,14 @@ def report_html(
     resamples: int = 10_000,
     seed: int = 0,
     title: str = "OAB-Bench: audit report",
+    sweeps: Sequence[dict] = (),
 ) -> str:
-    """The report's text, from inputs and the question rows (texts and rubrics) by id."""
+    """The report's text, from inputs and the question rows (texts and rubrics) by id; `sweeps`:
+    judge sweeps' pages (judge/sweep/sweep_page.py's views) shown beside them."""
     data = read_inputs(list(inputs), list(answers), rows)
     view, blobs, tables = build_view(data, rows, expected_ids=expected_ids, resamples=resamples, seed=seed)
     names = sorted({str(p) for p in [*inputs, *answers]})  # the same file whatever their order
-    html = render_html(view, blobs, title=title, inputs=names, plot=plot_png(tables))
+    html = render_html(view, blobs, title=title, inputs=names, plot=plot_png(tables), sweeps=sweeps)
     return redact(html)  # a key an error or an answer quoted never reaches the file
 
 

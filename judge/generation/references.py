@@ -8,22 +8,10 @@ dataset as a resolved folder on disk.
 from __future__ import annotations
 
 import argparse
-import os
 
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
+from oab_bench.judge.dataset import dataset_argument
 from oab_bench.judge.generation.preflight import PreflightError, check_tasks
 from oab_bench.judge.settings import JudgeSettings
-
-DATASET_ENV = "OAB_BENCH_DATASET"
-
-
-def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
-    """(the dataset asked for, where it came from: the flag, the variable, or the default)."""
-    if args.dataset:
-        return args.dataset, "--dataset"
-    if os.environ.get(DATASET_ENV, "").strip():
-        return os.environ[DATASET_ENV].strip(), DATASET_ENV
-    return UPSTREAM_DATASET, "--dataset (default)"
 
 
 def resolve_references(args: argparse.Namespace, settings: JudgeSettings) -> None:

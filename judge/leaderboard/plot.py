@@ -27,7 +27,11 @@ def plot_tables(tables: list[Table], path: Path) -> Path:
 
 
 def plot_png_bytes(tables: list[Table]) -> bytes:
-    fig = figure(tables)
+    return png_bytes(figure(tables))
+
+
+def png_bytes(fig) -> bytes:
+    """A figure as PNG bytes, the figure closed (pictures of other stages are made the same way)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=130)
     plt.close(fig)

@@ -21,10 +21,12 @@ from oab_bench.judge.records import Judgment
 Pairs = list[tuple[QuestionRow, Answer]]
 
 
-def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str]) -> tuple[Pairs, list[str]]:
+def panel_pairs(
+    panel: Panel, rows: list[QuestionRow], candidates: set[str], what: str = "the candidate"
+) -> tuple[Pairs, list[str]]:
     """(every (row, answer) of the panel to judge, lines saying what is not judged). A candidate
     named as a panel model is an error naming both."""
-    check_names(candidates, panel)
+    check_names(candidates, panel, what)
     pairs, missing, _ = pair_answers(rows, panel.answers)
     ids = {r.question_id for r in rows}
     outside = [a for a in panel.answers if a.question_id not in ids]

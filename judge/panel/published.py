@@ -58,13 +58,14 @@ def resolve_panel(specs: list[str]) -> Panel:
     return Panel(answers=answers, sources={m: ", ".join(sorted(s)) for m, s in sources.items()}, files=read)
 
 
-def check_names(candidates: set[str], panel: Panel) -> None:
-    """A candidate named as a panel model would share its leaderboard row: an error naming both."""
+def check_names(candidates: set[str], panel: Panel, what: str = "the candidate") -> None:
+    """A candidate named as a panel model would share its leaderboard row: an error naming both.
+    `what`: how the command calls the others (`judge-sweep`: the models of --answers)."""
     by_name = {m.casefold(): m for m in panel.models}
     for name in sorted(candidates):
         twin = by_name.get(name.casefold())
         if twin is not None:
             raise ValueError(
-                f"the candidate {name!r} has the name of the panel's model {twin!r} ({panel.sources[twin]}): "
-                "rename the candidate or leave that model's answers out of --panel"
+                f"{what} {name!r} has the name of the panel's model {twin!r} ({panel.sources[twin]}): "
+                f"rename {what} or leave that model's answers out of --panel"
             )

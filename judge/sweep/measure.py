@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,3 +84,26 @@ def measure(
         seconds=seconds,
         failed=failure(gradings),
     )
+
+
+def measure_all(judges, folders, probes, answers, *, progress: bool) -> tuple[list[Measured], list[str]]:
+    """Every judge in turn (`probes`, `answers`: their pairs and missing pairs). A judge whose batches
+    are still running when its `batch_wait` runs out is left for a rerun to reattach (nothing is
+    submitted twice); the others are judged meanwhile, so the rerun finds them in the cache."""
+    from oab_bench.judge.grading.batch.submit import BatchPending
+
+    measured, pending = [], []
+    for (spec, judge), folder in zip(judges, folders, strict=True):
+        say(f"{spec}: {len(probes[0])} probe and {len(answers[0])} answer judgments")
+        try:
+            m = measure(spec, judge, folder, *probes, *answers, progress=progress)
+        except BatchPending as e:
+            pending.append(f"{spec}: {e}")
+            continue
+        say(f"{spec}: {m.calls} calls, {m.seconds:.1f} s" + (f"; FAILED: {m.failed}" if m.failed else ""))
+        measured.append(m)
+    return measured, pending
+
+
+def say(line: str) -> None:
+    print(f"oab-bench judge-sweep: {line}", file=sys.stderr)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
-from oab_bench.conventions import SWEEP_MARKER
+from oab_bench.conventions import SWEEP_FILE, SWEEP_MARKER, SWEEP_PAGE_FILE
 from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
 
-SWEEP_FILE = "sweep.json"
 ANSWERS_DIR = "answers"
 
 
@@ -31,9 +31,9 @@ def _folder(i: int, spec: str) -> str:
     return f"{i:02d}_" + re.sub(r"[^A-Za-z0-9._-]+", "_", redact(spec))[:60]
 
 
-def make_judges(args: argparse.Namespace, store) -> list[tuple[str, object]]:
-    """(spec as written, redacted; its judge or jury) for the reference, then each candidate."""
-    from oab_bench.judge.grading.jury import make_judge
+def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """(spec as written, its settings) for the reference, then each candidate: no judge made yet
+    (that imports litellm), so a bad spec, and then bad material, are refused at once."""
     from oab_bench.judge.sweep.spec import parse_spec
 
     specs = [args.reference_judge, *args.candidate]
@@ -41,9 +41,15 @@ def make_judges(args: argparse.Namespace, store) -> list[tuple[str, object]]:
     twice = sorted({s for s in seen if seen.count(s) > 1})
     if twice:
         raise ValueError(f"judge {twice[0]!r} is given twice (as the reference or a candidate)")
+    return [(spec, parse_spec(spec, os.environ)) for spec in specs]
+
+
+def make_judges(parsed: list[tuple[str, object]], store) -> list[tuple[str, object]]:
+    """(spec as written, redacted; its judge or jury)."""
+    from oab_bench.judge.grading.jury import make_judge
+
     judges = []
-    for spec in specs:
-        settings = parse_spec(spec, os.environ)
+    for spec, settings in parsed:
         try:
             judges.append((redact(spec.strip()), make_judge(settings, store)))
         except ValueError as e:
@@ -68,33 +74,6 @@ def share_budget(judges, cap: float | None) -> None:
     shared = Budget(leaves[0], cap)
     for leaf in leaves:
         leaf.budget = shared
-
-
-def load_material(args: argparse.Namespace):
-    """(every row of the dataset, the chosen rows, answer pairs, unanswered (row, model)s)."""
-    from oab_bench.judge.answers import load_answers
-    from oab_bench.judge.dataset import load_rows, select_rows
-    from oab_bench.judge.grading.judge_answers import pair_answers
-
-    pool = load_rows(args.dataset)
-    rows = select_rows(pool, args.questions)
-    if not rows:
-        raise ValueError(f"no questions in {args.dataset} match {args.questions}")
-    answers = []
-    for path in args.answers:
-        got = load_answers(Path(path))
-        if not got:
-            raise ValueError(f"{path}: no answers in it (empty file?)")
-        probes = sorted({a.model for a in got if a.model.startswith("probe:")})
-        if probes:
-            raise ValueError(f"{path}: model {probes[0]!r}: the probe: prefix is the sweep's own")
-        answers += got
-    pairs, missing, unknown = pair_answers(rows, answers)
-    if unknown and not args.questions:
-        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
-    if len({a.model for _, a in pairs}) < 2:
-        raise ValueError("--answers: the agreement needs the answers of two models or more")
-    return pool, rows, pairs, missing
 
 
 def print_bill(judges, probe_pairs, answer_pairs, fmt: str) -> int:
@@ -157,23 +136,45 @@ def agreement_figures(reference, candidate, dataset: dict, *, resamples: int, se
     )
 
 
+def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
+    """sweep.html beside sweep.json: a page that cannot be written never fails the sweep (its
+    figures are on disk already); the reason is printed."""
+    from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
+
+    try:
+        view = sweep_view(report, why=why, scaled=scaled, name=str(out))
+        path = write_sweep_page([view], out / SWEEP_PAGE_FILE, title=f"OAB-Bench judge sweep: {out.name}")
+    except Exception as e:  # a page is a by-product of the sweep
+        print(
+            f"oab-bench judge-sweep: note: no {SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})",
+            file=sys.stderr,
+        )
+        return
+    print(f"page: {path}", file=sys.stderr)
+
+
 def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
+    from oab_bench.judge.sweep.material import load_material, print_notes
+
+    try:
+        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
+    except StoreError as e:
+        raise StoreError(f"--cache {e}") from None
+    parsed = parse_judges(args)
+    material = load_material(args)  # the panel fetched and verified here: before anything is called
+    # the judging machinery (litellm: seconds) only once the input is known to be good
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.sweep.cost import per_model
     from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
-    from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure
+    from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure_all, say
     from oab_bench.judge.sweep.sweep_table import render_text
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
 
     rule = Rule(min_kappa=args.min_kappa, kappa_on=args.kappa_on, max_flip_rate=args.max_flip_rate)
-    try:
-        store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
-    except StoreError as e:
-        raise StoreError(f"--cache {e}") from None
-    judges = make_judges(args, store)
-    pool, rows, answer_pairs, answer_missing = load_material(args)
+    judges = make_judges(parsed, store)
+    pool, rows, answer_pairs, answer_missing = material.pool, material.rows, material.pairs, material.missing
     probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
     out = Path(args.output or "runs/judge_sweep")
     folders = [out / _folder(i, spec) for i, (spec, _) in enumerate(judges)]
@@ -182,34 +183,22 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         for f in folders:
             check_output(f / PROBE_JUDGMENTS_FILE)
         check_output(out / SWEEP_FILE)
+        check_output(out / SWEEP_PAGE_FILE)
         claim(out, SWEEP)
     p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
+    print_notes(material)
     if args.estimate:
         return print_bill(judges, p_pairs, answer_pairs, args.format)
     share_budget(judges, args.max_cost_usd)
 
-    measured = []
-    for (spec, judge), folder in zip(judges, folders, strict=True):
-        print(
-            f"oab-bench judge-sweep: {spec}: {len(p_pairs)} probe and {len(answer_pairs)} answer judgments",
-            file=sys.stderr,
-        )
-        m = measure(
-            spec,
-            judge,
-            folder,
-            p_pairs,
-            p_missing,
-            answer_pairs,
-            answer_missing,
-            progress=not args.no_progress,
-        )
-        print(
-            f"oab-bench judge-sweep: {spec}: {m.calls} calls, {m.seconds:.1f} s"
-            + (f"; FAILED: {m.failed}" if m.failed else ""),
-            file=sys.stderr,
-        )
-        measured.append(m)
+    measured, pending = measure_all(
+        judges, folders, (p_pairs, p_missing), (answer_pairs, answer_missing), progress=not args.no_progress
+    )
+    if pending:  # batches still running: the other judges are judged and cached; a rerun reattaches
+        for line in pending:
+            say(line)
+        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        return 3
 
     dataset = {r.question_id: r for r in pool}
     answer_models = {a.model for _, a in answer_pairs}
@@ -247,5 +236,6 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     text = report.model_dump_json(indent=2) + "\n"
     write_atomic(out / SWEEP_FILE, text)
     sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled))
+    write_page(report, why, scaled, out)
     print(f"wrote {out / SWEEP_FILE} and each judge's judgments under {out}", file=sys.stderr)
     return 1 if args.strict and report.recommended is None else 0

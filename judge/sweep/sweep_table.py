@@ -18,24 +18,27 @@ def _fig(f: Figure) -> str:
     return f"{f.value:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]"
 
 
-def render_text(report: SweepReport, why: dict[str, str], scaled: str) -> str:
-    header = (
-        "judge",
-        "$/model",
-        "$/model batch",
-        "probe",
-        "ref %",
-        "swap %",
-        "order",
-        "kappa_pass [95%]",
-        "flips",
-        "exam CCC [95%]",
-        "exam MAE [95%]",
-        "rank tau",
-        "calls",
-        "s",
-        "front",
-    )
+HEADER = (
+    "judge",
+    "$/model",
+    "$/model batch",
+    "probe",
+    "ref %",
+    "swap %",
+    "order",
+    "kappa_pass [95%]",
+    "flips",
+    "exam CCC [95%]",
+    "exam MAE [95%]",
+    "rank tau",
+    "calls",
+    "s",
+    "front",
+)
+
+
+def cells(report: SweepReport) -> list[tuple[str, ...]]:
+    """One row of HEADER's cells per judge, in the report's order (the text table's and the page's)."""
     lines = []
     for r in report.judges:
         p, a = r.probe, r.agreement
@@ -59,6 +62,11 @@ def render_text(report: SweepReport, why: dict[str, str], scaled: str) -> str:
                 "*" if r.pareto else "",
             )
         )
+    return lines
+
+
+def render_text(report: SweepReport, why: dict[str, str], scaled: str) -> str:
+    header, lines = HEADER, cells(report)
     width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
     out = [
         "  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)).rstrip()
