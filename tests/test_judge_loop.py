@@ -296,6 +296,7 @@ def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.slow  # six processes, each importing litellm
 def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
     """`benchmarks.bench_judge` end to end at a tiny size (figures are for docs/performance.md, not asserted):
     each contender answers every request, in its own process, against the stub it starts."""

@@ -17,6 +17,7 @@ from oab_bench.judge.records import Judgment, MemberScore
 from tests.conftest import REPO
 
 
+@pytest.mark.slow  # a fresh process importing lighteval
 def test_the_lighteval_child_loads_only_our_tasks(built_dataset, tmp_path):
     """What `oab-bench run` starts: the registry loads the custom tasks alone, so no built-in task
     downloads nltk's punkt or calls the Hub's deprecated list_models (a FutureWarning)."""
