@@ -166,10 +166,10 @@ def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
     """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
     candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
     judge's own key was trimmed, the provider variables the candidate uses were not."""
-    import oab_bench.judge.generation.run as run_mod
+    import oab_bench.judge.generation.lighteval_child as child_mod
 
     server = stub()
-    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
+    monkeypatch.setattr(child_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
