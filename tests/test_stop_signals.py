@@ -19,9 +19,9 @@ import pytest
 
 from oab_bench.conventions import SUMMARY_FILE
 from oab_bench.judge.generation.processes import Stopped, held_stops, raise_if_stopped, stop_signals
-from oab_bench.judge.records import Judgment
 from oab_bench.scripts.cli import main
 from tests.conftest import REPO
+from tests.helpers import made_up_judgment
 
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
@@ -166,14 +166,12 @@ def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
 
     rows, _ = built_rows
     row = next(r for r in rows if r.edition == 39)
-    judgment = Judgment(
+    judged = made_up_judgment(
         question_id=row.question_id,
         exam_id=row.exam_id,
         model="openai/cand",
         judge_model="openai/j",
         prompt_version="oab-pt-v1",
-        mode="structured",
-        status="ok",
         score=0.0,
         max_score=row.max_score,
     )
@@ -191,7 +189,7 @@ def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
         def child(cmd, *, env, cwd, watch=()):
             started.append(True)
             at_child = int(sig) if phase == "child" else 0
-            line = json.dumps(judgment.record())
+            line = json.dumps(judged.record())
             return real_run_redacted([sys.executable, "-c", CHILD, line, str(at_child)], env=env, cwd=cwd)
 
         def at(phase_name, real):
