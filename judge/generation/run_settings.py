@@ -13,9 +13,9 @@ from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE
 from oab_bench.dataset_builder.schema import dataset_source
+from oab_bench.judge.dataset import dataset_argument
 from oab_bench.judge.generation.places import READ_ONLY_ENV
 from oab_bench.judge.generation.preflight import check_tasks
-from oab_bench.judge.generation.references import dataset_argument
 from oab_bench.judge.generation.vllm_server import served_name, vllm_target
 from oab_bench.judge.settings import JudgeSettings, member_settings, settings_env, settings_from
 
