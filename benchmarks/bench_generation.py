@@ -65,7 +65,7 @@ async def measure(
 
 def prompts_for(dataset: str | None, n: int) -> list[list[dict]]:
     if dataset:
-        from oab_bench.judge.generation.run import candidate_prompts
+        from oab_bench.judge.generation.run_settings import candidate_prompts
 
         found = [m for _, m in candidate_prompts(dataset, "oab_bench")]
         return [found[i % len(found)] for i in range(n)]

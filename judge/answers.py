@@ -90,6 +90,17 @@ def load_answers(path: Path) -> list[Answer]:
     return load_fastchat_answers(path)
 
 
+def read_answer_files(paths: list[str]) -> list[Answer]:
+    """Every answer of the files (or folders) `paths` in order; one with no answer is an error naming it."""
+    answers = []
+    for path in paths:
+        got = load_answers(Path(path))
+        if not got:
+            raise ValueError(f"{path}: no answers in it (empty file?)")
+        answers += got
+    return answers
+
+
 def answer_files_in(path: Path) -> list[Path]:
     """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its
     details), a folder of FastChat answer files (upstream's `model_answer/`), or a shared results

@@ -361,28 +361,34 @@ class KeyedStore(Generic[T]):
     def _release(self, key: str) -> None:
         self._locks.release(_offset(key))
 
-    @contextlib.contextmanager
-    def claim(self, key: str):
-        """Hold `key` (a thread): other threads and processes claiming it wait; then read what they stored."""
+    def _pauses(self, key: str):
+        """The waits between tries to hold `key`, doubling up to POLL_MAX_S; they end once it is held."""
         pause = POLL_FIRST_S
         while not self._try_hold(key):
-            time.sleep(pause)
+            yield pause
             pause = min(pause * 2, POLL_MAX_S)
+
+    @contextlib.contextmanager
+    def _held(self, key: str):
+        """`key` is held: read what others stored, run the block, release it however the block ends."""
         try:
             self.refresh()
             yield
         finally:
             self._release(key)
 
+    @contextlib.contextmanager
+    def claim(self, key: str):
+        """Hold `key` (a thread): other threads and processes claiming it wait; then read what they stored."""
+        for pause in self._pauses(key):
+            time.sleep(pause)
+        with self._held(key):
+            yield
+
     @contextlib.asynccontextmanager
     async def aclaim(self, key: str):
         """`claim` for the event loop: waiting never blocks the loop."""
-        pause = POLL_FIRST_S
-        while not self._try_hold(key):
+        for pause in self._pauses(key):
             await asyncio.sleep(pause)
-            pause = min(pause * 2, POLL_MAX_S)
-        try:
-            self.refresh()
+        with self._held(key):
             yield
-        finally:
-            self._release(key)

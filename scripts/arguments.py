@@ -6,6 +6,7 @@ import argparse
 import math
 
 from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
+from oab_bench.judge.validity.probes import PROBE_KINDS
 
 
 def whole(least: int):
@@ -56,7 +57,24 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=whole(0), default=0)
 
 
+def add_probe_arguments(p: argparse.ArgumentParser) -> None:
+    """What `probe` and `judge-sweep` share: the probes to grade and the report's format."""
+    p.add_argument(
+        "--probes",
+        default=",".join(PROBE_KINDS),
+        help=f"comma-separated probes (default {','.join(PROBE_KINDS)})",
+    )
+    p.add_argument(
+        "--format", choices=["text", "json"], default="text", help="report (or estimate) format on stdout"
+    )
+
+
 SHARED_RESULTS_HELP = "shared results (hf:OWNER/NAME[@REV], hf:/abs/folder)"
+
+
+def add_inputs(p: argparse.ArgumentParser, what: str) -> None:
+    """The judged inputs a reading command takes: `what` it reads, and shared results datasets."""
+    p.add_argument("inputs", nargs="+", help=f"{what}, {SHARED_RESULTS_HELP}")
 
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
+from oab_bench.scripts.arguments import add_inputs, add_report_arguments
 
 HELP = "paired comparison of two models over the exams both completed"
 
@@ -29,5 +29,5 @@ def main(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model_a")
     p.add_argument("model_b")
-    p.add_argument("inputs", nargs="+", help="what the leaderboard reads, " + SHARED_RESULTS_HELP)
+    add_inputs(p, "what the leaderboard reads")
     add_report_arguments(p)

@@ -6,8 +6,8 @@ import argparse
 
 from oab_bench.judge.intervals import AGREEMENT_RESAMPLES
 from oab_bench.judge.panel.option import add_panel_argument
-from oab_bench.judge.validity.probes import DEFAULT_SEED, PROBE_KINDS
-from oab_bench.scripts.arguments import number, whole
+from oab_bench.judge.validity.probes import DEFAULT_SEED
+from oab_bench.scripts.arguments import add_probe_arguments, number, whole
 
 HELP = "which judge? probe, agreement with a reference judge and cost per judge; the cheapest valid one"
 
@@ -48,14 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="answers of your own every judge grades for the agreement (FastChat JSONL or lighteval "
         "details), instead of the default panel, or beside --panel",
     )
-    p.add_argument(
-        "--probes",
-        default=",".join(PROBE_KINDS),
-        help=f"comma-separated probes (default {','.join(PROBE_KINDS)})",
-    )
-    p.add_argument(
-        "--format", choices=["text", "json"], default="text", help="report (or estimate) format on stdout"
-    )
+    add_probe_arguments(p)
     p.add_argument("--output", help="folder for the judgments and sweep.json (default runs/judge_sweep)")
     p.add_argument(
         "--min-kappa",

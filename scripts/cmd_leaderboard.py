@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
+from oab_bench.scripts.arguments import add_inputs, add_report_arguments
 
 HELP = "exam scores, pass rates, intervals, per area and edition, per judge"
 
@@ -71,11 +71,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "inputs",
-        nargs="+",
-        help="our judgment files, lighteval output folders, upstream judgment files, " + SHARED_RESULTS_HELP,
-    )
+    add_inputs(p, "our judgment files, lighteval output folders, upstream judgment files")
     p.add_argument("--format", choices=["markdown", "csv", "json"], default="markdown")
     p.add_argument("--output", help="write the table here instead of stdout")
     p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")

@@ -6,8 +6,8 @@ import argparse
 
 from oab_bench.judge import settings as judge_settings
 from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
-from oab_bench.judge.validity.probes import DEFAULT_SEED, PROBE_KINDS
-from oab_bench.scripts.arguments import whole
+from oab_bench.judge.validity.probes import DEFAULT_SEED
+from oab_bench.scripts.arguments import add_probe_arguments, whole
 
 HELP = "does the judge fail a failing answer? answers of known worth from the dataset"
 
@@ -21,14 +21,7 @@ def main(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="folder made by `oab-bench build`, or a Hub id")
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
-    p.add_argument(
-        "--probes",
-        default=",".join(PROBE_KINDS),
-        help=f"comma-separated probes (default {','.join(PROBE_KINDS)})",
-    )
-    p.add_argument(
-        "--format", choices=["text", "json"], default="text", help="report (or estimate) format on stdout"
-    )
+    add_probe_arguments(p)
     p.add_argument(
         "--estimate",
         action="store_true",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_report_arguments
+from oab_bench.scripts.arguments import add_inputs, add_report_arguments
 
 HELP = "one self-contained HTML file: leaderboard down to each rubric item"
 
@@ -27,11 +27,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "inputs",
-        nargs="+",
-        help="judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files, "
-        "judge-sweep folders or their sweep.json (a page each), " + SHARED_RESULTS_HELP,
+    add_inputs(
+        p,
+        "judgment files, run/lighteval output folders, upstream judgment files, FastChat answer files, "
+        "judge-sweep folders or their sweep.json (a page each)",
     )
     p.add_argument("--answers", nargs="+", help="more answer files (FastChat JSONL or lighteval details)")
     p.add_argument("--output", required=True, help="HTML file to write")

@@ -167,19 +167,24 @@ def _count_in_flight(monkeypatch) -> dict:
     return seen
 
 
-def _ok(row, key: str):
+def made_up_judgment(**fields):
+    """An ok Judgment of a made-up questão (1.00 of 1.25); `fields` override any of its values."""
     from oab_bench.judge.records import Judgment
 
-    return Judgment(
+    made_up = dict(question_id="90_direito_civil_questao_1", exam_id="90_direito_civil", model="m")
+    made_up |= dict(
+        judge_model="j", prompt_version="v", mode="structured", status="ok", score=1.0, max_score=1.25
+    )
+    return Judgment(**made_up | fields)
+
+
+def _ok(row, key: str):
+    return made_up_judgment(
         question_id=row.question_id,
         exam_id=row.exam_id,
-        model="m",
         judge_model="openai/judge-test",
-        prompt_version="v",
-        mode="structured",
         max_score=row.max_score,
         cache_key=key,
-        status="ok",
         score=0.0,
         cost_usd=0.0,
     )

@@ -63,9 +63,9 @@ def test_judge_with_api_base_and_no_key_sends_a_dummy_key(stub, tmp_path, built_
     assert {r["headers"]["Authorization"] for r in server.requests} == {"Bearer EMPTY"}
 
 
-def test_run_without_keys_fails_in_seconds_naming_them(tmp_path, built_dataset):
-    started = time.monotonic()
-    proc = oab(
+def run_without_keys(tmp_path, built_dataset, env: dict):
+    """`oab-bench run` of an API model with the keys `env` has (or lacks), into tmp_path/r."""
+    return oab(
         "run",
         "--model",
         "openai/gpt-4o-mini",
@@ -73,8 +73,13 @@ def test_run_without_keys_fails_in_seconds_naming_them(tmp_path, built_dataset):
         built_dataset,
         "--output-dir",
         tmp_path / "r",
-        env=clean_env(),
+        env=env,
     )
+
+
+def test_run_without_keys_fails_in_seconds_naming_them(tmp_path, built_dataset):
+    started = time.monotonic()
+    proc = run_without_keys(tmp_path, built_dataset, clean_env())
     assert proc.returncode == 2
     assert "OPENAI_API_KEY" in proc.stderr and "OAB_JUDGE_API_KEY" in proc.stderr
     assert time.monotonic() - started < 60
@@ -84,16 +89,7 @@ def test_run_without_keys_fails_in_seconds_naming_them(tmp_path, built_dataset):
 def test_empty_key_variables_count_as_missing(tmp_path, built_dataset):
     assert drop_empty_keys({"OPENAI_API_KEY": "", "X_KEY": " ", "HOME": ""}) == ["OPENAI_API_KEY", "X_KEY"]
     started = time.monotonic()
-    proc = oab(
-        "run",
-        "--model",
-        "openai/gpt-4o-mini",
-        "--dataset",
-        built_dataset,
-        "--output-dir",
-        tmp_path / "r",
-        env=clean_env(OPENAI_API_KEY="", OAB_JUDGE_API_KEY=SECRET),
-    )
+    proc = run_without_keys(tmp_path, built_dataset, clean_env(OPENAI_API_KEY="", OAB_JUDGE_API_KEY=SECRET))
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "OPENAI_API_KEY is set but empty" in proc.stderr
     assert "the candidate openai/gpt-4o-mini needs OPENAI_API_KEY" in proc.stderr
@@ -166,10 +162,10 @@ def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
     """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
     candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
     judge's own key was trimmed, the provider variables the candidate uses were not."""
-    import oab_bench.judge.generation.run as run_mod
+    import oab_bench.judge.generation.lighteval_child as child_mod
 
     server = stub()
-    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
+    monkeypatch.setattr(child_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]

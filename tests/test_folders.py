@@ -212,11 +212,12 @@ def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path
 def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_dataset, capsys, monkeypatch):
     """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
     before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
+    import oab_bench.judge.generation.lighteval_child as child_mod
     import oab_bench.judge.generation.run as run_mod
 
     server = stub()
     started = []
-    monkeypatch.setattr(run_mod, "run_redacted", lambda *a, **k: started.append(1) or 1)
+    monkeypatch.setattr(child_mod, "run_redacted", lambda *a, **k: started.append(1) or 1)
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac"), "--no-check-call"]

@@ -19,6 +19,7 @@ from tests.helpers import (
     _judge_args,
     _pairs,
     clean_env,
+    made_up_judgment,
     made_up_row,
     settings,
 )
@@ -228,14 +229,9 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     from oab_bench.judge.records import Judgment
 
     def judged(qid: str, tokens: int) -> Judgment:
-        return Judgment(
+        return made_up_judgment(
             question_id=qid,
-            exam_id="90_direito_civil",
-            model="m",
-            judge_model="j",
             prompt_version="p",
-            mode="structured",
-            status="ok",
             score=0.0,
             max_score=5.0 if "peca" in qid else 1.25,
             usage=Usage(prompt_tokens=10, completion_tokens=tokens),

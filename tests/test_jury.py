@@ -179,7 +179,7 @@ def test_jury_of_three_through_the_stub_one_member_always_fails(
 
 def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
     """`oab-bench run --judge-model A --judge-model B`: the lighteval task gets OAB_JUDGE_MODEL=A,B."""
-    from oab_bench.judge.generation.run import child_env
+    from oab_bench.judge.generation.run_settings import child_env
     from oab_bench.judge.grading.lighteval_judge import settings_from_env
     from oab_bench.scripts.cli import build_parser
 
@@ -227,7 +227,7 @@ def test_run_preflight_names_each_jury_member(monkeypatch):
     import argparse
 
     from oab_bench.judge.generation.preflight import PreflightError, check_credentials
-    from oab_bench.judge.generation.run import judge_settings
+    from oab_bench.judge.generation.run_settings import judge_settings
     from oab_bench.judge.settings import JudgeSettings
 
     for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OAB_JUDGE_MODEL"):

@@ -8,10 +8,11 @@ import pytest
 
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import write_dataset
-from oab_bench.judge.records import Judgment, MemberScore
+from oab_bench.judge.records import MemberScore
 from oab_bench.judge.validity.probe_members import failed_members
 from oab_bench.scripts.cli import main
 from tests import synthetic as syn
+from tests.helpers import made_up_judgment
 
 
 @pytest.fixture
@@ -47,16 +48,10 @@ def test_a_member_failing_every_grading_makes_the_verdict_incomplete(stub, datas
 
 
 def _judgment(members):
-    return Judgment(
-        question_id="90_direito_civil_questao_1",
-        exam_id="90_direito_civil",
+    return made_up_judgment(
         model="probe:reference",
         judge_model="jury-median(a, b)",
         prompt_version="oab-pt-v1",
-        mode="structured",
-        status="ok",
-        score=1.0,
-        max_score=1.25,
         members=[MemberScore(judge_model=m, status=s, score=1.0 if s == "ok" else None) for m, s in members],
     )
 

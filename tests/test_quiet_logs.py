@@ -15,6 +15,7 @@ import pytest
 from oab_bench.judge.aggregate import QuestionResult, run_cost
 from oab_bench.judge.records import Judgment, MemberScore
 from tests.conftest import REPO
+from tests.helpers import made_up_judgment
 
 
 @pytest.mark.slow  # a fresh process importing lighteval
@@ -98,19 +99,7 @@ def test_the_plot_speaks_english(tmp_path, monkeypatch):
 
 
 def _judgment(cost: float | None, cached: bool) -> Judgment:
-    return Judgment(
-        question_id="90_direito_civil_questao_1",
-        exam_id="90_direito_civil",
-        model="m",
-        judge_model="openai/unpriced",
-        prompt_version="v",
-        mode="structured",
-        status="ok",
-        score=1.0,
-        max_score=1.25,
-        cost_usd=cost,
-        cached=cached,
-    )
+    return made_up_judgment(judge_model="openai/unpriced", cost_usd=cost, cached=cached)
 
 
 @pytest.mark.parametrize(("cost", "first", "again"), [(None, None, None), (0.25, 0.25, 0.0)])

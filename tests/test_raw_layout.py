@@ -61,7 +61,7 @@ def test_a_changed_raw_folder_gets_a_new_build(tmp_path, builds):
 def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
     """`oab-bench run --dataset RAW`: the preflight's prompts come from the on-the-fly build (the
     lighteval child gets the folder in OAB_BENCH_DATASET; the e2e test below runs lighteval on one)."""
-    from oab_bench.judge.generation.run import candidate_prompts
+    from oab_bench.judge.generation.run_settings import candidate_prompts
 
     monkeypatch.setenv("OAB_BENCH_DATASET", str(raw_folder))
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")

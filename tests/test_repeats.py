@@ -91,7 +91,7 @@ def test_repeats_through_the_stub(stub, judge_key, tmp_path, upstream_v1, built_
 
 
 def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
-    from oab_bench.judge.generation.run import child_env
+    from oab_bench.judge.generation.run_settings import child_env
     from oab_bench.judge.grading.jury import make_judge
     from oab_bench.judge.grading.lighteval_judge import settings_from_env
     from oab_bench.judge.grading.repeats import Repeated

@@ -9,7 +9,8 @@ from typing import ClassVar
 
 import pytest
 
-from oab_bench.judge.generation import run as run_mod
+from oab_bench.judge.generation import local_servers
+from oab_bench.judge.generation.run_settings import judge_settings
 from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
 from oab_bench.scripts.cli import build_parser
 from tests.conftest import REPO
@@ -37,7 +38,7 @@ class FakeServer:
 @pytest.fixture
 def fake(monkeypatch):
     FakeServer.started = []
-    monkeypatch.setattr(run_mod, "VllmServer", FakeServer)
+    monkeypatch.setattr(local_servers, "VllmServer", FakeServer)
     monkeypatch.delenv("OAB_JUDGE_CONCURRENCY", raising=False)
     return FakeServer
 
@@ -45,7 +46,7 @@ def fake(monkeypatch):
 def local(tmp_path, *argv):
     args = build_parser().parse_args(["run", "--output-dir", str(tmp_path), *argv])
     with contextlib.ExitStack() as stack:
-        return run_mod.start_local_servers(args, run_mod.judge_settings(args), tmp_path, stack)
+        return local_servers.start_local_servers(args, judge_settings(args), tmp_path, stack)
 
 
 def test_same_model_for_candidate_and_judge_is_one_server(fake, tmp_path):

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from oab_bench.judge.generation import lighteval_compat
-from oab_bench.judge.generation.run import child_env, judge_settings
+from oab_bench.judge.generation.run_settings import child_env, judge_settings
 from oab_bench.judge.settings import JudgeSettings, env_var, flag, settings_env, settings_from
 from oab_bench.scripts.cli import build_parser
 

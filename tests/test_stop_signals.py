@@ -19,9 +19,9 @@ import pytest
 
 from oab_bench.conventions import SUMMARY_FILE
 from oab_bench.judge.generation.processes import Stopped, held_stops, raise_if_stopped, stop_signals
-from oab_bench.judge.records import Judgment
 from oab_bench.scripts.cli import main
 from tests.conftest import REPO
+from tests.helpers import made_up_judgment
 
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
@@ -98,7 +98,7 @@ os.register_at_fork(after_in_parent=send)
 try:
     with stop_signals():
         if sys.argv[1] == "lighteval child":
-            from oab_bench.judge.generation.run import run_redacted
+            from oab_bench.judge.generation.lighteval_child import run_redacted
             code = run_redacted([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[3]], env=dict(os.environ), cwd=Path("."))
         else:
             os.environ["OAB_BENCH_VLLM_PYTHON"] = sys.argv[2]
@@ -160,18 +160,18 @@ def signal_now(sig: int, dropped: bool) -> None:
 def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
     """`run(phase, sig, dropped)`: `oab-bench run` in this process with `sig` at `phase`; returns
     (exit code, the output folder, whether the child started)."""
+    import oab_bench.judge.generation.lighteval_child as child_mod
     import oab_bench.judge.generation.run as run_mod
+    import oab_bench.judge.generation.run_summary as summary_mod
 
     rows, _ = built_rows
     row = next(r for r in rows if r.edition == 39)
-    judgment = Judgment(
+    judged = made_up_judgment(
         question_id=row.question_id,
         exam_id=row.exam_id,
         model="openai/cand",
         judge_model="openai/j",
         prompt_version="oab-pt-v1",
-        mode="structured",
-        status="ok",
         score=0.0,
         max_score=row.max_score,
     )
@@ -183,13 +183,13 @@ def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
     def run(phase: str, sig: int, dropped: bool = False):
         out = tmp_path / f"{phase}-{sig.name}-{dropped}"
         started = []
-        real_run_redacted, real_preflight = run_mod.run_redacted, run_mod.preflight
-        real_write, real_leaderboard = run_mod.write_atomic, run_mod.leaderboard
+        real_run_redacted, real_preflight = child_mod.run_redacted, run_mod.preflight
+        real_write, real_leaderboard = summary_mod.write_atomic, summary_mod.leaderboard
 
         def child(cmd, *, env, cwd, watch=()):
             started.append(True)
             at_child = int(sig) if phase == "child" else 0
-            line = json.dumps(judgment.record())
+            line = json.dumps(judged.record())
             return real_run_redacted([sys.executable, "-c", CHILD, line, str(at_child)], env=env, cwd=cwd)
 
         def at(phase_name, real):
@@ -202,10 +202,10 @@ def bench(stub, built_rows, built_dataset, tmp_path, monkeypatch):
             return wrapped
 
         with monkeypatch.context() as m:
-            m.setattr(run_mod, "run_redacted", child)
+            m.setattr(child_mod, "run_redacted", child)
             m.setattr(run_mod, "preflight", at("preflight", real_preflight))
-            m.setattr(run_mod, "write_atomic", at("summary", real_write))
-            m.setattr(run_mod, "leaderboard", at("after", real_leaderboard))
+            m.setattr(summary_mod, "write_atomic", at("summary", real_write))
+            m.setattr(summary_mod, "leaderboard", at("after", real_leaderboard))
             code = main([*args, "--output-dir", str(out)])
         return code, out, bool(started)
 

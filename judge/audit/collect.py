@@ -25,7 +25,8 @@ from oab_bench.judge.answers import (
     one_per_question,
     one_run,
 )
-from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
+from oab_bench.judge.leaderboard.inputs import NoResults, is_probe_folder, load_records
+from oab_bench.judge.leaderboard.judged import Record
 from oab_bench.judge.results_layout import judgment_record
 from oab_bench.judge.results_source import open_shared
 
@@ -87,7 +88,7 @@ def _ours(v: dict) -> Trail:
 
 
 def _trails_jsonl(path: Path) -> dict:
-    """Keyed as the records are (leaderboard/inputs.py): ours by line; upstream's turns of a question
+    """Keyed as the records are (leaderboard/inputs.py, upstream_turns.py): ours by line; upstream's turns of a question
     by the first line of that question, each turn's first text (a copy of a turn is one)."""
     out: dict = {}
     upstream: dict = defaultdict(dict)

@@ -14,7 +14,7 @@ from oab_bench.dataset_builder.ids import AREAS
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs, trail_key
 from oab_bench.judge.leaderboard.formats import points
-from oab_bench.judge.leaderboard.inputs import Record, facts_of_rows, unjudged
+from oab_bench.judge.leaderboard.judged import Record, facts_of_rows, unjudged
 from oab_bench.judge.leaderboard.tables import Table, build_tables
 
 TOP_DISAGREEMENTS = 100

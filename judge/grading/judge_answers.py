@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from oab_bench.judge.answers import Answer, load_answers, one_per_question
+from oab_bench.judge.answers import Answer, one_per_question, read_answer_files
 from oab_bench.judge.dataset import load_rows
 from oab_bench.judge.grading.batch.submit import BatchPending
 from oab_bench.judge.grading.grader import Judge
@@ -38,6 +38,15 @@ def pair_answers(rows, answers: list[Answer]):
     return pairs, missing, unknown
 
 
+def pairs_to_grade(rows, answers: list[Answer], questions) -> tuple[list, list]:
+    """(pairs, missing) of `pair_answers`; an answer to a question the dataset lacks is an error,
+    unless `questions` (--questions) chose part of the dataset."""
+    pairs, missing, unknown = pair_answers(rows, answers)
+    if unknown and not questions:
+        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+    return pairs, missing
+
+
 @dataclass
 class Beside:
     """Answers judged beside the candidates' (`judge --panel`, judge/panel/): after them, by the
@@ -62,15 +71,8 @@ def run_judge_command(
     rows = load_rows(args.dataset, questions=args.questions)
     if not rows:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")
-    answers = []
-    for path in args.answers:
-        got = load_answers(Path(path))
-        if not got:
-            raise ValueError(f"{path}: no answers in it (empty file?)")
-        answers += got
-    pairs, missing, unknown = pair_answers(rows, answers)
-    if unknown and not args.questions:
-        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+    answers = read_answer_files(args.answers)
+    pairs, missing = pairs_to_grade(rows, answers, args.questions)
     extra = beside(rows, answers) if beside is not None else None
     extra_pairs = extra.pairs if extra is not None else []
 

@@ -1,18 +1,17 @@
-"""Read judged results from any of our inputs into one record type.
+"""Read judged results from any of our inputs into one record type (judged.py's `Record`).
 
 Inputs: our judgment files (`oab-bench judge`, `oab-bench run`), lighteval output folders
-of the oab_bench task (details parquet), and upstream judgment files
-(`model_judgment/<judge>_single.jsonl`, one record per question turn). The format is told
-by the keys; nothing is skipped silently: an unparsed upstream score (-1) is a failed
-judgment of its question, a missing turn leaves the question unjudged.
+of the oab_bench task (details parquet), shared results datasets (`hf:...`), and upstream
+judgment files (`model_judgment/<judge>_single.jsonl`, one record per question turn, summed in
+upstream_turns.py). The format is told by the keys; nothing is skipped silently: an unparsed
+upstream score (-1) is a failed judgment of its question, a missing turn leaves the question unjudged.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -20,71 +19,15 @@ from pydantic import BaseModel, ValidationError
 from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, SUMMARY_FILE
 from oab_bench.conventions import PROBE_REPORT_FILE as PROBE_REPORT
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.dataset_builder.source import plain, read_objects
 from oab_bench.judge.grading.judgment_reader import read_judgment
-from oab_bench.judge.jury_name import canonical_judge
+from oab_bench.judge.leaderboard.judged import Facts, Record, facts_of_rows, judge_label, record_of
+from oab_bench.judge.leaderboard.upstream_turns import UPSTREAM_KEYS, from_upstream
 from oab_bench.judge.results_layout import judgment_record, upstream_lines
 from oab_bench.judge.results_source import Shared, open_shared
-from oab_bench.judge.scoring import annulled_part
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
-UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
-ITEM_MAX = 0.65  # a questão's two items are worth 0.65 and 0.60: the most a turn can be without the dataset
-
-
-class Record(BaseModel):
-    """One judged (judge, model, question)."""
-
-    judge: str  # judge model and prompt: rankings never mix two of them
-    model: str
-    question_id: str
-    exam_id: str
-    area: str
-    edition: int
-    status: str
-    score: float | None
-    max_score: float
-    source: str
-    line: int = 0  # in `source`; 0 when it has no lines
-    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
-    panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
-    items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
-
-
-class Facts(BaseModel):
-    """What a question is worth and where it belongs: the dataset's word, else the inputs' majority."""
-
-    question_id: str
-    exam_id: str
-    area: str
-    edition: int
-    max_score: float
-
-
-def facts_of_rows(rows: Iterable[QuestionRow]) -> dict[str, Facts]:
-    return {
-        r.question_id: Facts(
-            question_id=r.question_id,
-            exam_id=r.exam_id,
-            area=r.area,
-            edition=r.edition,
-            max_score=r.max_score,
-        )
-        for r in rows
-    }
-
-
-def facts_of_id(question_id: str) -> Facts:
-    """What the id alone says (a peça is worth 5.00, a questão 1.25): the tie-breaker without a dataset."""
-    exam, area, edition, max_score = _ids(question_id)
-    return Facts(question_id=question_id, exam_id=exam, area=area, edition=edition, max_score=max_score)
-
-
-def _ids(question_id: str) -> tuple[str, str, int, float]:
-    q = parse_question_id(question_id)
-    return q.exam_id, q.area, q.edition, PECA_MAX if q.kind == "peca" else QUESTAO_MAX
 
 
 def _prompt(record: dict) -> str | None:
@@ -93,56 +36,8 @@ def _prompt(record: dict) -> str | None:
     return f"{prompt}, {mode}" if prompt and mode else prompt
 
 
-def _judge_label(model: str, prompt: str | None) -> str:
-    model = canonical_judge(model)  # a jury named `c, a` in an older record is the jury `a, c`
-    return f"{model} [{prompt}]" if prompt else model
-
-
-def _record(question_id: str, max_score: float | None = None, **fields) -> Record:
-    """A record whose exam, area and edition come from its question id."""
-    exam, area, edition, default_max = _ids(question_id)
-    return Record(
-        question_id=question_id,
-        exam_id=fields.pop("exam_id", exam),
-        area=area,
-        edition=edition,
-        max_score=default_max if max_score is None else max_score,
-        **fields,
-    )
-
-
-def unjudged(question_id: str, judge: str, model: str = "") -> Record:
-    """A question expected but judged by nobody: it counts against coverage."""
-    return _record(question_id, judge=judge, model=model, status="missing", score=None, source="")
-
-
 def _jsonl(path: Path) -> list[tuple[int, dict]]:
     return list(read_objects(path))
-
-
-def _check_texts(v: dict, keys: tuple[str, ...], source: str, line: int, optional=()) -> None:
-    """Each of `keys` a non-empty string (those in `optional` may also be null): a number or a
-    list where a name belongs would become a judge or model of its own, or crash the report."""
-    for key in keys:
-        x = v.get(key)
-        if (x is None and key in optional) or (isinstance(x, str) and x):
-            continue
-        raise SourceError(f"{x!r} is not a non-empty string", file=source, line=line, field=key)
-
-
-def _upstream_judge(r: dict, source: str, line: int) -> tuple[str, str | None]:
-    """Upstream's `judge`: [judge model, prompt name]."""
-    judge = r["judge"]
-    if (
-        not isinstance(judge, list)
-        or not 1 <= len(judge) <= 2
-        or not all(isinstance(x, str) and x for x in judge[:1])
-        or not all(x is None or isinstance(x, str) for x in judge[1:])
-    ):
-        raise SourceError(
-            f"{judge!r} is not [judge model, prompt name]", file=source, line=line, field="judge"
-        )
-    return judge[0], (judge[1:] or [None])[0]
 
 
 def _judged(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
@@ -155,10 +50,10 @@ def _judged(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Re
     got = read_judgment(v, file=source, line=line, rows=rows)
     status = got.status
     repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
-    return _record(
+    return record_of(
         got.question_id,
         got.max_score,
-        judge=_judge_label(got.judge_model or "unknown", _prompt(v)),
+        judge=judge_label(got.judge_model or "unknown", _prompt(v)),
         model=got.model,
         exam_id=got.exam_id,
         status=status,
@@ -173,119 +68,6 @@ def _judged(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Re
 
 def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
     return [_judged(r, str(path), lineno, dataset) for lineno, r in rows]
-
-
-def _turn(r: dict, n_turns: int, path: Path, lineno: int) -> int:
-    turn = r["turn"]
-    if isinstance(turn, str) and turn.strip().isdigit():
-        turn = int(turn)
-    if not isinstance(turn, int) or isinstance(turn, bool) or not 1 <= turn <= n_turns:
-        raise SourceError(
-            f"{r['turn']!r} is not a turn of {r['question_id']} (1..{n_turns})",
-            file=str(path),
-            line=lineno,
-            field="turn",
-        )
-    return turn
-
-
-def _from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
-    """Sum a question's turns; a -1 (no score found) or a missing turn is not a zero.
-
-    Each turn's score is checked against that turn's value; a turn scored twice with different
-    scores is an error naming both lines (no line order may win); a turn whose every rubric row
-    FGV annulled counts in full, as in our own judgments (judge/scoring.py)."""
-    turns: dict[tuple[str, str, str], dict[int, tuple[float, int]]] = defaultdict(dict)
-    prompts: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    first_line: dict[tuple[str, str, str], int] = {}
-    for lineno, r in rows:
-        missing = UPSTREAM_KEYS - set(r)
-        if missing:
-            raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
-        _check_texts(r, ("question_id", "model"), str(path), lineno)
-        judge_model, prompt = _upstream_judge(r, str(path), lineno)
-        qid = r["question_id"]
-        try:
-            _ids(qid)
-        except ValueError as e:
-            raise SourceError(str(e), file=str(path), line=lineno, field="question_id") from None
-        key = (judge_model, r["model"], qid)
-        try:
-            score = float(r["score"]) if not isinstance(r["score"], bool) else math.nan
-        except (TypeError, ValueError):
-            score = math.nan
-        if not math.isfinite(score):
-            raise SourceError(f"{r['score']!r} is not a number", file=str(path), line=lineno, field="score")
-        turn = _turn(r, 1 if "peca" in qid else 2, path, lineno)
-        value = _turn_value(dataset.get(qid), qid, turn)
-        if score < 0 and score != -1:
-            raise SourceError(
-                f"{score} is negative (only -1, upstream's 'no score found', is allowed)",
-                file=str(path),
-                line=lineno,
-                field="score",
-            )
-        if score > value + 1e-6:
-            raise SourceError(
-                f"{score} is above turn {turn}'s value {value}", file=str(path), line=lineno, field="score"
-            )
-        if turn in turns[key]:
-            before, where = turns[key][turn]
-            if before != score:
-                raise SourceError(
-                    f"{r['model']} on {qid} turn {turn} (judge {judge_model}) scores {score} here "
-                    f"and {before} on line {where}: keep one of them",
-                    file=str(path),
-                    line=lineno,
-                    field="score",
-                )
-            continue  # the same line twice: one judgment
-        turns[key][turn] = (score, lineno)
-        first_line.setdefault(key, lineno)
-        prompts[key].add((prompt or "").removesuffix("-multi-turn"))
-    out = []
-    for (judge_model, model, qid), by_turn in sorted(turns.items()):
-        row = dataset.get(qid)
-        n_turns = 1 if "peca" in qid else 2
-        scores = [by_turn[t][0] if t in by_turn else None for t in range(1, n_turns + 1)]
-        if row is not None:  # a turn FGV annulled whole is everyone's, whatever the judge said
-            scores = [
-                row.items[t].max_score if s is not None and annulled_part(row, row.items[t].label) else s
-                for t, s in enumerate(scores)
-            ]
-        if any(s is None for s in scores):
-            status, score = "missing_turn", None
-        elif any(s < 0 for s in scores):
-            status, score = "parse_error", None
-        else:
-            status, score = "ok", money(sum(scores))
-            limit = row.max_score if row is not None else _ids(qid)[3]
-            if score > limit + 1e-6:
-                line = first_line[(judge_model, model, qid)]
-                raise SourceError(
-                    f"turns add up to {score}, above {limit}", file=str(path), line=line, field="score"
-                )
-        prompt = ",".join(sorted(p for p in prompts[(judge_model, model, qid)] if p)) or None
-        out.append(
-            _record(
-                qid,
-                row.max_score if row is not None else None,
-                judge=_judge_label(judge_model, prompt),
-                model=model,
-                status=status,
-                score=score,
-                source=str(path),
-                line=first_line[(judge_model, model, qid)],
-            )
-        )
-    return out
-
-
-def _turn_value(row: QuestionRow | None, qid: str, turn: int) -> float:
-    """What turn `turn` is worth: the dataset's item value, else the most any item can be."""
-    if row is not None and len(row.items) >= turn:
-        return row.items[turn - 1].max_score
-    return PECA_MAX if "peca" in qid else ITEM_MAX
 
 
 def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
@@ -331,7 +113,7 @@ def from_shared(
                 line=r.line,
                 field="judge",
             )
-    return out + [r for label, rows in upstream.items() for r in _from_upstream(Path(label), rows, dataset)]
+    return out + [r for label, rows in upstream.items() for r in from_upstream(Path(label), rows, dataset)]
 
 
 class NoResults(SourceError):
@@ -367,7 +149,7 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
             raise SourceError("empty file", file=str(path))
         keys = set(rows[0][1])
         if keys >= UPSTREAM_KEYS and "judgment" in keys:
-            return _from_upstream(path, rows, dataset)
+            return from_upstream(path, rows, dataset)
         if keys >= OURS_KEYS:
             return _from_ours(path, rows, dataset)
         raise SourceError(

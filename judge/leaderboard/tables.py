@@ -19,7 +19,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
 from oab_bench.judge.aggregate import QuestionResult, exam_totals
 from oab_bench.judge.intervals import DEFAULT_SEED, LEADERBOARD_RESAMPLES, bootstrap_ci, repeats_ci
-from oab_bench.judge.leaderboard.inputs import Facts, Record, facts_of_id
+from oab_bench.judge.leaderboard.judged import Facts, Record, facts_of_id
 
 _FAMILIES = {
     "openai": r"\b(gpt|o1|o3|o4|chatgpt|davinci)\b|^o\d",

@@ -24,7 +24,8 @@ from oab_bench.dataset_builder.source import read_objects
 from oab_bench.folders import Writer, check_replaceable, write_listed, written_files
 from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_per_question
 from oab_bench.judge.audit.collect import carried_answers
-from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
+from oab_bench.judge.leaderboard.inputs import Inputs, read_inputs
+from oab_bench.judge.leaderboard.judged import Record
 from oab_bench.judge.redact import redact, secret_values
 from oab_bench.judge.results_layout import (
     ANSWERS_FILE,
@@ -78,7 +79,7 @@ def _relative(file: str, given: str) -> str:
 
 def _upstream_turns(path: Path) -> dict[int, tuple[str, dict[int, tuple[float, str]]]]:
     """First line of each (judge, model, question) of an upstream file -> (judge model, each turn's
-    score and text), as leaderboard/inputs.py reads them (a turn given twice: its first line)."""
+    score and text), as leaderboard/upstream_turns.py reads them (a turn given twice: its first line)."""
     first: dict[tuple, int] = {}
     out: dict[int, tuple[str, dict[int, tuple[float, str]]]] = {}
     for lineno, r in read_objects(path):

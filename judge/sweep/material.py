@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.panel.published import UPSTREAM
@@ -34,18 +33,6 @@ def panel_specs(args: argparse.Namespace) -> list[str]:
     return [] if args.answers else [UPSTREAM]
 
 
-def _own_answers(paths: list[str]) -> list:
-    from oab_bench.judge.answers import load_answers
-
-    answers = []
-    for path in paths:
-        got = load_answers(Path(path))
-        if not got:
-            raise ValueError(f"{path}: no answers in it (empty file?)")
-        answers += got
-    return answers
-
-
 def _panel(specs: list[str], defaulted: bool):
     from oab_bench.judge.panel.published import resolve_panel
 
@@ -62,11 +49,13 @@ def _panel(specs: list[str], defaulted: bool):
 
 def load_material(args: argparse.Namespace) -> Material:
     """Every input read and checked before any call; bad input is a ValueError naming it."""
-    answers = _own_answers(args.answers or [])
+    from oab_bench.judge.answers import read_answer_files
+
+    answers = read_answer_files(args.answers or [])
     specs = panel_specs(args)
     panel = _panel(specs, defaulted=not args.panel) if specs else None  # first: a missing panel fails fast
     from oab_bench.judge.dataset import dataset_argument, load_rows, select_rows
-    from oab_bench.judge.grading.judge_answers import pair_answers  # (imports litellm: seconds)
+    from oab_bench.judge.grading.judge_answers import pairs_to_grade  # (imports litellm: seconds)
     from oab_bench.judge.panel.judging import panel_pairs
 
     dataset, origin = dataset_argument(args)
@@ -74,9 +63,7 @@ def load_material(args: argparse.Namespace) -> Material:
     rows = select_rows(pool, args.questions)
     if not rows:
         raise ValueError(f"no questions in {dataset} ({origin}) match {args.questions}")
-    pairs, missing, unknown = pair_answers(rows, answers)
-    if unknown and not args.questions:
-        raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
+    pairs, missing = pairs_to_grade(rows, answers, args.questions)
     n = len(args.answers or [])
     sources, notes = [f"--answers ({n} file{'s' if n > 1 else ''})"] if n else [], []
     if panel is not None:

@@ -74,15 +74,7 @@ def measure(
     write_atomic(folder / JUDGMENTS_FILE, dump_jsonl(answers))
     gradings = leaves(judge, done)
     return Measured(
-        spec=spec,
-        judge=judge,
-        folder=folder,
-        probes=probes,
-        answers=answers,
-        gradings=gradings,
-        calls=fresh_calls(gradings),
-        seconds=seconds,
-        failed=failure(gradings),
+        spec, judge, folder, probes, answers, gradings, fresh_calls(gradings), seconds, failure(gradings)
     )
 
 

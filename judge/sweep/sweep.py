@@ -12,11 +12,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from oab_bench.conventions import SWEEP_FILE, SWEEP_MARKER, SWEEP_PAGE_FILE
+from oab_bench.conventions import PROBE_ANSWERS_DIR, SWEEP_FILE, SWEEP_MARKER, SWEEP_PAGE_FILE
 from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
-
-ANSWERS_DIR = "answers"
 
 
 def _an_older_sweep(folder: Path) -> bool:
@@ -185,7 +183,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         check_output(out / SWEEP_FILE)
         check_output(out / SWEEP_PAGE_FILE)
         claim(out, SWEEP)
-    p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / ANSWERS_DIR)
+    p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
     print_notes(material)
     if args.estimate:
         return print_bill(judges, p_pairs, answer_pairs, args.format)

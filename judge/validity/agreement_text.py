@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 
-def _fig(f: dict | None, digits: int = 3) -> str:
+def figure_text(f: dict | None, digits: int = 3) -> str:
+    """A figure with its 95% interval, as every validity report prints it ("n/a" when unknown)."""
     if not f or f.get("value") is None:
         return "n/a"
     text = f"{f['value']:.{digits}f}"
@@ -18,9 +19,19 @@ def _model(model: str | None) -> str:
     return "(no model named)" if model is None else model
 
 
+def listed(title: str, rows: list[str]) -> list[str]:
+    """A titled list after a blank line; nothing when it has no rows."""
+    return ["", title, *rows] if rows else []
+
+
+def with_notes(lines: list[str], notes: list[str]) -> str:
+    """A text report: its lines, then its notes (if any)."""
+    return "\n".join(lines + listed("Notes", [f"  - {n}" for n in notes])) + "\n"
+
+
 def _block(title: str, figures: dict, names: list[tuple[str, str]], digits: int = 3) -> list[str]:
     out = [f"{title} (n={figures.get('n', 0)})"]
-    out += [f"  {label:<28} {_fig(figures.get(key), digits)}" for key, label in names]
+    out += [f"  {label:<28} {figure_text(figures.get(key), digits)}" for key, label in names]
     return out
 
 
@@ -84,33 +95,32 @@ def render_text(report: dict) -> str:
                 f"{_model(m['model'])[:34]:<34} {m['exams']:>5} {m['mean_a']:>7.2f} {m['mean_b']:>7.2f} "
                 f"{m['passed_a']:>6} {m['passed_b']:>6}"
             )
-        lines.append(f"  ranking Kendall tau: {_fig(report['ranking_tau'])}")
+        lines.append(f"  ranking Kendall tau: {figure_text(report['ranking_tau'])}")
     if report.get("pairwise"):
         lines += ["", "Pairwise exam-level agreement"]
         lines += [
-            f"  {p['a']} vs {p['b']}: CCC {_fig(p['ccc'])}, MAE {_fig(p['mae'], 2)} (n={p['n_exam_results']})"
+            f"  {p['a']} vs {p['b']}: CCC {figure_text(p['ccc'])}, MAE {figure_text(p['mae'], 2)} (n={p['n_exam_results']})"
             for p in report["pairwise"]
         ]
         lines.append(
-            f"  Krippendorff's alpha (interval, exam totals, all sources): {_fig(report.get('alpha'))}"
+            f"  Krippendorff's alpha (interval, exam totals, all sources): {figure_text(report.get('alpha'))}"
         )
     for b in report.get("human_baseline", []):
         names = " vs ".join(s["judge"] for s in b["sources"])
         lines += [
             "",
-            f"Human baseline: {names}: {b['n_pairs']} pairs; question MAE {_fig(b['question']['mae'], 2)}, "
-            f"exam MAE {_fig(b['exam']['mae'], 2)}, exam CCC {_fig(b['exam']['ccc'])}, "
-            f"item QWK {_fig(b['item']['qwk'])}",
+            f"Human baseline: {names}: {b['n_pairs']} pairs; question MAE {figure_text(b['question']['mae'], 2)}, "
+            f"exam MAE {figure_text(b['exam']['mae'], 2)}, exam CCC {figure_text(b['exam']['ccc'])}, "
+            f"item QWK {figure_text(b['item']['qwk'])}",
         ]
-    if report["disagreements"]:
-        lines += ["", "Largest disagreements (points)"]
-        lines += [
+    lines += listed(
+        "Largest disagreements (points)",
+        [
             f"  {_model(d['model'])[:30]:<30} {d['question_id']:<45} A {d['a']:.2f}  B {d['b']:.2f}  / {d['max_score']:.2f}"
             for d in report["disagreements"]
-        ]
-    if report["notes"]:
-        lines += ["", "Notes"] + [f"  - {n}" for n in report["notes"]]
-    return "\n".join(lines) + "\n"
+        ],
+    )
+    return with_notes(lines, report["notes"])
 
 
 def render_json(report: dict) -> str:

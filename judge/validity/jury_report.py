@@ -10,10 +10,10 @@ import itertools
 from pathlib import Path
 
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.judge.leaderboard.inputs import Record
+from oab_bench.judge.leaderboard.judged import Record
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity.agreement import alpha_over, compare_two
-from oab_bench.judge.validity.agreement_text import _fig
+from oab_bench.judge.validity.agreement_text import figure_text
 from oab_bench.judge.validity.nested import read_nested, read_nested_lines
 from oab_bench.judge.validity.sources import Graded, Source, source_names
 
@@ -61,10 +61,10 @@ def jury_lines(records: list[dict], *, resamples: int = 500, seed: int = 0) -> l
     for x, y in itertools.combinations(sources, 2):
         r = compare_two(x, y, resamples=resamples, seed=seed)
         lines.append(
-            f"jury agreement {x.name} vs {y.name}: exam CCC {_fig(r['exam']['ccc'])} (n={r['exam']['n']})"
+            f"jury agreement {x.name} vs {y.name}: exam CCC {figure_text(r['exam']['ccc'])} (n={r['exam']['n']})"
         )
     alpha = alpha_over(sources, {}, notes, resamples=resamples, seed=seed)
-    lines.append(f"jury agreement: Krippendorff's alpha (exam totals) {_fig(alpha)}")
+    lines.append(f"jury agreement: Krippendorff's alpha (exam totals) {figure_text(alpha)}")
     return lines + [f"jury agreement note: {n}" for n in notes]
 
 

@@ -19,7 +19,7 @@ from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, m
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.agreement import alpha_over
-from oab_bench.judge.validity.agreement_text import _fig
+from oab_bench.judge.validity.agreement_text import figure_text, listed, with_notes
 from oab_bench.judge.validity.nested import agreeing_row, read_nested
 from oab_bench.judge.validity.sources import Graded, Source
 
@@ -174,21 +174,20 @@ def render_repeats(report: dict) -> str:
         f"  exam total SD (points): mean {_num(report['exam_sd_mean'])}",
         f"  exams whose verdict changes between repeats: {vc['count']} of {report['n_exam_results']}"
         + (f" ({vc['share']:.0%})" if vc["share"] is not None else ""),
-        f"  Krippendorff's alpha across repeats, exam totals: {_fig(report['alpha'])}",
-        f"  Krippendorff's alpha across repeats, question scores (% of max): {_fig(report['alpha_question'])}",
+        f"  Krippendorff's alpha across repeats, exam totals: {figure_text(report['alpha'])}",
+        f"  Krippendorff's alpha across repeats, question scores (% of max): {figure_text(report['alpha_question'])}",
     ]
     lines += [
         f"    {c['model']} {c['exam_id']}: {', '.join(f'{t:.2f}' for t in c['totals'])}" for c in vc["exams"]
     ]
-    if sd["noisiest"]:
-        lines += ["", "Noisiest questions (points per repeat)"]
-        lines += [
+    lines += listed(
+        "Noisiest questions (points per repeat)",
+        [
             f"  {q['model'][:30]:<30} {q['question_id']:<45} SD {q['sd']:.3f}: {', '.join(f'{s:.2f}' for s in q['scores'])}"
             for q in sd["noisiest"]
-        ]
-    if report["notes"]:
-        lines += ["", "Notes"] + [f"  - {n}" for n in report["notes"]]
-    return "\n".join(lines) + "\n"
+        ],
+    )
+    return with_notes(lines, report["notes"])
 
 
 def _num(x: float | None) -> str:
