@@ -234,6 +234,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         )
     report, why = decide(built[0], built[1:], rule)
     text = report.model_dump_json(indent=2) + "\n"
+    # an earlier sweep's page never stands beside this sweep.json (a stop or a failed page between them)
+    (out / SWEEP_PAGE_FILE).unlink(missing_ok=True)
     write_atomic(out / SWEEP_FILE, text)
     sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled))
     write_page(report, why, scaled, out)
