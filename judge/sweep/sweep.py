@@ -207,7 +207,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     share_budget(judges, args.max_cost_usd)
 
     measured, pending = measure_all(
-        judges, folders, (p_pairs, p_missing), (answer_pairs, answer_missing), progress=not args.no_progress
+        judges,
+        folders,
+        (p_pairs, p_missing),
+        (answer_pairs, answer_missing),
+        progress=not args.no_progress,
+        panel=material.panel,
     )
     if pending:  # batches still running: the other judges are judged and cached; a rerun reattaches
         for line in pending:
