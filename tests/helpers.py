@@ -429,10 +429,11 @@ def _judge_args(dataset, answers, server, cache, out, *extra) -> list[str]:
     ]
 
 
-def _cli(args, env_extra=None, **kw):
+def _cli(args, env_extra=None, command="judge", **kw):
+    """`oab-bench judge ARGS...` (or another command) in a process of its own, output piped."""
     env = dict(os.environ, **(env_extra or {}))
     return subprocess.Popen(
-        [sys.executable, "-m", "oab_bench.scripts.cli", "judge", *args],
+        [sys.executable, "-m", "oab_bench.scripts.cli", command, *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

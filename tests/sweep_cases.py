@@ -37,16 +37,21 @@ def spec(name, server, suffix=""):
     return f"openai/judge-{name}{suffix},api_base={server.url},price_input={pin},price_output={pout}"
 
 
-def sweep(capsys, dataset, answers, tmp_path, ref, *candidates, extra=()):
-    """`judge-sweep` with this --dataset and these --answers (None, []: the flag left out), JSON on
-    stdout: (rc, out, err)."""
-    args = ["judge-sweep", *(["--dataset", str(dataset)] if dataset else []), "--questions", *EXAMS]
+def sweep_args(dataset, answers, tmp_path, ref, *candidates, extra=()) -> list[str]:
+    """`judge-sweep`'s arguments (after the command) with this --dataset and these --answers (None, []: the flag left
+    out), the cache and output under `tmp_path`, JSON on stdout."""
+    args = [*(["--dataset", str(dataset)] if dataset else []), "--questions", *EXAMS]
     args += ["--answers", *map(str, answers)] if answers else []
     args += ["--reference-judge", ref, *[x for c in candidates for x in ("--candidate", c)]]
     args += ["--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "out"), "--no-progress"]
-    args += ["--resamples", "200", "--format", "json", *extra]
+    return [*args, "--resamples", "200", "--format", "json", *extra]
+
+
+def sweep(capsys, dataset, answers, tmp_path, ref, *candidates, extra=()):
+    """`judge-sweep` in this process (sweep_args): (rc, out, err)."""
+    args = sweep_args(dataset, answers, tmp_path, ref, *candidates, extra=extra)
     capsys.readouterr()
-    rc = main(args)
+    rc = main(["judge-sweep", *args])
     out, err = capsys.readouterr()
     return rc, out, err
 

@@ -265,6 +265,43 @@ def test_the_cost_cap_never_hangs_on_rounding(stub, judge_key):
         assert loop.run(main()) == "finished", (n, frac, c, extra)
 
 
+@pytest.mark.parametrize("sig", loop.STOP_SIGNALS, ids=[s.name for s in loop.STOP_SIGNALS])
+@pytest.mark.parametrize("when", ["before it starts", "while it runs", "as it ends"])
+def test_a_second_signal_never_breaks_off_the_cleanup_and_none_is_lost(sig, when, monkeypatch):
+    """A second Ctrl-C used to raise at once (asyncio's own handling), losing the calls in flight that
+    were paid for; a SIGTERM or SIGHUP landing as the work began or ended was dropped, and the run
+    went on."""
+    steps = []
+    if when == "before it starts":
+        real = asyncio.Runner.run
+
+        def late(runner, coro, **kw):
+            signal.raise_signal(sig)
+            return real(runner, coro, **kw)
+
+        monkeypatch.setattr(asyncio.Runner, "run", late)
+
+    async def work() -> str:
+        steps.append("started")
+        await asyncio.sleep(0)
+        if when != "before it starts":
+            signal.raise_signal(sig)
+        if when == "as it ends":
+            return "done"
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            signal.raise_signal(sig)  # impatient
+            await asyncio.sleep(0.05)  # the calls in flight finishing
+            steps.append("cleaned up")
+            raise
+
+    with pytest.raises(loop.Stopped, match=sig.name):
+        loop.run(work())
+    assert steps == {"before it starts": [], "as it ends": ["started"]}.get(when, ["started", "cleaned up"])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
 def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
     stub, judge_key, tmp_path, upstream_v1, built_dataset, sig

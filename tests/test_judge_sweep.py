@@ -10,6 +10,7 @@ import pytest
 from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.sweep.decide import Rule, decide
 from oab_bench.judge.sweep.spec import parse_spec
+from oab_bench.scripts.cli import main
 from tests.openai_stub import count_prompt_tokens
 from tests.sweep_cases import PRICE, judge_row, made_up_answers, records, spec, sweep
 
@@ -209,6 +210,8 @@ def test_bad_input_writes_nothing(stub, built_dataset, material, tmp_path, capsy
         ([ref], "is given twice"),
         (["openai/x,foo=1"], "'foo' is not a judge's own setting"),
         (["jury:openai/x,concurrency=2|openai/y"], "jury member"),
+        ([f"{ref},effort=low", f"{ref},reasoning-effort=low"], "are one judge: every setting is the same"),
+        (["jury:openai/x|openai/y", "jury:openai/y|openai/x"], "are one judge"),
     ]:
         rc, _, err = sweep(capsys, built_dataset, material, tmp_path, ref, *cands)
         assert rc == 2 and says in err, err
@@ -249,3 +252,21 @@ def test_the_dataset_defaults_as_runs_does(stub, built_dataset, material, tmp_pa
     rc, _, err = sweep(capsys, None, material, tmp_path, ref, cand)
     assert rc == 2 and f"OAB_BENCH_DATASET {tmp_path / 'nowhere'}" in err and "no such folder" in err
     assert content.count == 0 and not (tmp_path / "out").exists()
+
+
+def test_one_model_at_two_efforts_is_two_judges_after_the_sweep(
+    stub, built_dataset, material, tmp_path, capsys
+):
+    """The sweep's judgments files read by the leaderboard: two tables, never one merged."""
+    content = stub(policy="overlap")
+    ref = spec("content", content)
+    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, f"{ref},effort=high")
+    assert rc == 0 and content.count == 160, err
+    files = sorted(str(p) for p in (tmp_path / "out").glob("*/judgments.jsonl"))
+    capsys.readouterr()
+    rc = main(["leaderboard", *files, "--format", "json", "--resamples", "50"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    judges = {r["judge"] for r in json.loads(out)["rows"]}
+    plain = "openai/judge-content [oab-pt-v1, structured]"
+    assert judges == {plain, plain[:-1] + ", reasoning_effort=high]"}

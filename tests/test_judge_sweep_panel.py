@@ -11,6 +11,8 @@ import time
 import pytest
 
 from oab_bench.judge.panel import upstream
+from oab_bench.judge.panel.published import resolve_panel
+from oab_bench.scripts.cli import main
 from tests.sweep_cases import made_up_answers, spec, sweep
 
 
@@ -61,6 +63,14 @@ def test_answers_and_panel_together_are_graded_together(stub, built_dataset, pan
     assert rc == 0, err
     assert content.count == 160 and json.loads(out)["recommended"] == cand  # 2 x (50 probes + 3 x 10)
     assert "answers to agree on: --answers (1 file); --panel" in err
+    # the panel's judgments marked with their answers' source, as `judge --panel` marks them
+    sources = resolve_panel([str(folder)]).sources
+    for judgments in (tmp_path / "out").glob("*/judgments.jsonl"):
+        marks = {(r["model"], r.get("panel")) for r in map(json.loads, judgments.read_text().splitlines())}
+        assert marks == {("m-good", sources["m-good"]), ("m-half", sources["m-half"]), ("m-bad", None)}
+    capsys.readouterr()
+    assert main(["leaderboard", str(judgments), "--resamples", "50"]) == 0
+    assert "(panel)" in capsys.readouterr().out
 
     # a model of --answers named as one of the panel's: refused naming both, before any call
     clash = tmp_path / "clash"

@@ -49,3 +49,35 @@ def test_a_bad_member_grading_names_its_line_and_field(tmp_path, capsys):
     assert main(["leaderboard", str(path), "--members", "--resamples", "10"]) == 2
     err = capsys.readouterr().err
     assert f"{path}:2: field 'members[2].score'" in err
+
+
+def test_one_member_at_two_efforts_is_two_judges_in_any_order(tmp_path, capsys):
+    """Two juries of the same members, where openai/a sat at another effort: its member records are
+    two judges, never merged (and each jury is a judge of its own)."""
+    files = []
+    for effort in ("low", "high"):
+        settings = {
+            "jury_combine": "median",
+            "members": [{"judge_model": "openai/a", "reasoning_effort": effort}]
+            + [{"judge_model": m, "reasoning_effort": None} for m in ("openai/b", "openai/c")],
+        }
+        path = tmp_path / f"{effort}.jsonl"
+        path.write_text(json.dumps({**jury_record(1.0), "settings": settings}) + "\n")
+        files.append(str(path))
+    judges = []
+    for order in (files, files[::-1]):
+        capsys.readouterr()
+        assert main(["leaderboard", *order, "--members", "--format", "json", "--resamples", "10"]) == 0
+        judges.append(sorted({r["judge"] for r in json.loads(capsys.readouterr().out)["rows"]}))
+    assert judges[0] == judges[1]
+    prompt = "oab-pt-v1, legacy"
+    assert [j for j in judges[0] if j.startswith("openai/a")] == [
+        f"openai/a [{prompt}, reasoning_effort=high] (jury member)",
+        f"openai/a [{prompt}, reasoning_effort=low] (jury member)",
+    ]
+    assert f"openai/b [{prompt}] (jury member)" in judges[0]
+    jury = "jury-median(openai/a, openai/b, openai/c)"
+    assert {j for j in judges[0] if j.startswith("jury")} == {
+        f"{jury} [{prompt}, openai/a reasoning_effort=high]",
+        f"{jury} [{prompt}, openai/a reasoning_effort=low]",
+    }

@@ -54,6 +54,9 @@ def _marked_setup(fn) -> bool:
     return isinstance(inner, functools.partial) and inner.keywords.get("acompletion") is True
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class Stopped(KeyboardInterrupt):
     """Ctrl-C, SIGTERM or SIGHUP (named in `signame`): raised once a run has stopped gracefully."""
 
@@ -65,10 +68,12 @@ class Stopped(KeyboardInterrupt):
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(coro)` on a loop of our own, with the inline-setup executor.
 
-    SIGTERM and SIGHUP stop it as Ctrl-C does (asyncio handles only SIGINT): the running task
-    is cancelled, so calls in flight finish and are stored, then `Stopped` is raised. A second
-    signal is ignored: it must not break off that cleanup. Outside the main thread signals are
-    left alone."""
+    Ctrl-C, SIGTERM and SIGHUP stop it alike: the running task is cancelled, so calls in flight
+    finish and are stored, then `Stopped` is raised. A second signal is ignored: it must not break
+    off that cleanup (asyncio's own Ctrl-C handling raises at once on a second Ctrl-C, losing the
+    calls in flight, which are paid for). A signal that lands before the task starts or after it
+    ends still raises `Stopped`: never lost. Ctrl-C ignored (a background job) or left to the
+    default action stays so; outside the main thread signals are left alone."""
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
         loop.set_default_executor(InlineSetupExecutor(thread_name_prefix="oab-judge"))
@@ -77,6 +82,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
         async def main() -> T:
             main_task.append(asyncio.current_task())
+            if fired:  # stopped before it began
+                coro.close()
+                raise asyncio.CancelledError
             return await coro
 
         def on_signal(signum, frame):
@@ -87,10 +95,12 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
         previous = {}
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGHUP):
+            for sig in STOP_SIGNALS:
+                if sig == signal.SIGINT and not callable(signal.getsignal(sig)):
+                    continue  # SIG_IGN or SIG_DFL: not ours to change
                 previous[sig] = signal.signal(sig, on_signal)
         try:
-            return runner.run(main())
+            result = runner.run(main())
         except asyncio.CancelledError:
             if fired:
                 raise Stopped(fired[0]) from None
@@ -98,3 +108,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+        if fired:  # it came as the task ended: what was judged is stored, and we stop
+            raise Stopped(fired[0])
+        return result

@@ -22,18 +22,13 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.dataset_builder.source import plain, read_objects
 from oab_bench.judge.grading.judgment_reader import read_judgment
-from oab_bench.judge.leaderboard.judged import Facts, Record, facts_of_rows, judge_label, record_of
+from oab_bench.judge.judge_label import judge_label, our_prompt
+from oab_bench.judge.leaderboard.judged import Facts, Record, facts_of_rows, record_of
 from oab_bench.judge.leaderboard.upstream_turns import UPSTREAM_KEYS, from_upstream
 from oab_bench.judge.results_layout import judgment_record, upstream_lines
 from oab_bench.judge.results_source import Shared, open_shared
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
-
-
-def _prompt(record: dict) -> str | None:
-    """Our prompt version and mode: the same judge model with another prompt is another judge."""
-    prompt, mode = record.get("prompt_version"), record.get("mode")
-    return f"{prompt}, {mode}" if prompt and mode else prompt
 
 
 def _jsonl(path: Path) -> list[tuple[int, dict]]:
@@ -48,12 +43,17 @@ def _judged(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Re
     `mismatch`, so its exam is left out and shows in coverage.
     """
     got = read_judgment(v, file=source, line=line, rows=rows)
+    try:  # the settings that change grading are part of the judge (judge_label.py)
+        judge = judge_label(got.judge_model or "unknown", our_prompt(v), v.get("settings"))
+    except ValueError as e:
+        field, _, why = str(e).partition(": ")
+        raise SourceError(why, file=source, line=line, field=field) from None
     status = got.status
     repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
     return record_of(
         got.question_id,
         got.max_score,
-        judge=judge_label(got.judge_model or "unknown", _prompt(v)),
+        judge=judge,
         model=got.model,
         exam_id=got.exam_id,
         status=status,
@@ -102,13 +102,17 @@ def from_shared(
         if row.source_kind == "upstream":
             upstream[label] += upstream_lines(row, n)
         else:
-            ours[label].append((n, judgment_record(row)))
-            judges[(str(Path(label)), n)] = row.judge
+            record = judgment_record(row)
+            ours[label].append((n, record))
+            # an export made before settings were part of the judge says the label without them
+            older = judge_label(row.judge_model or "unknown", our_prompt(record))
+            judges[(str(Path(label)), n)] = (row.judge, older)
     out = [r for label, rows in ours.items() for r in _from_ours(Path(label), rows, dataset)]
     for r in out:
-        if r.judge != judges[(r.source, r.line)]:
+        said, older = judges[(r.source, r.line)]
+        if r.judge != said and said != older:
             raise SourceError(
-                f"says {judges[(r.source, r.line)]!r}, its judge_model, prompt_version and mode make {r.judge!r}",
+                f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}",
                 file=r.source,
                 line=r.line,
                 field="judge",

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow
-from oab_bench.judge.jury_name import canonical_judge
 
 
 class Record(BaseModel):
@@ -65,11 +64,6 @@ def facts_of_id(question_id: str) -> Facts:
 def id_facts(question_id: str) -> tuple[str, str, int, float]:
     q = parse_question_id(question_id)
     return q.exam_id, q.area, q.edition, PECA_MAX if q.kind == "peca" else QUESTAO_MAX
-
-
-def judge_label(model: str, prompt: str | None) -> str:
-    model = canonical_judge(model)  # a jury named `c, a` in an older record is the jury `a, c`
-    return f"{model} [{prompt}]" if prompt else model
 
 
 def record_of(question_id: str, max_score: float | None = None, **fields) -> Record:

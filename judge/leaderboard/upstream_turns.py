@@ -13,7 +13,8 @@ from pathlib import Path
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import PECA_MAX, QuestionRow, money
-from oab_bench.judge.leaderboard.judged import Record, id_facts, judge_label, record_of
+from oab_bench.judge.judge_label import judge_label
+from oab_bench.judge.leaderboard.judged import Record, id_facts, record_of
 from oab_bench.judge.scoring import annulled_part
 
 UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}

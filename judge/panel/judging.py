@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
@@ -53,6 +53,12 @@ def print_notes(notes: Iterable[str], command: str) -> None:
 def panel_records(judgments: Iterable[Judgment], panel: Panel) -> list[dict]:
     """Judgment records marked as the panel's: `panel` holds the answers' source."""
     return [j.record() | {"panel": panel.sources[j.model]} for j in judgments]
+
+
+def marked_records(judgments: Iterable[Judgment], sources: Mapping[str, str]) -> list[dict]:
+    """Judgment records, those of a panel's model (`sources`: model -> its answers' source) marked
+    as `panel_records` marks them; the others as they are."""
+    return [j.record() | ({"panel": sources[j.model]} if j.model in sources else {}) for j in judgments]
 
 
 def dump_records(records: Iterable[dict]) -> str:

@@ -24,6 +24,7 @@ class Material:
     missing: list  # (row, model) of --answers with no answer: recorded as such
     source: str  # where the answers came from, for the report's line
     notes: list[str] = field(default_factory=list)
+    panel: dict[str, str] = field(default_factory=dict)  # a panel's model -> its answers' source
 
 
 def panel_specs(args: argparse.Namespace) -> list[str]:
@@ -83,7 +84,8 @@ def load_material(args: argparse.Namespace) -> Material:
             "the agreement needs the answers of two models or more to the questions chosen "
             "(--answers, --panel)"
         )
-    return Material(pool, rows, pairs, missing, "; ".join(sources), notes)
+    marks = dict(panel.sources) if panel is not None else {}
+    return Material(pool, rows, pairs, missing, "; ".join(sources), notes, marks)
 
 
 def print_notes(material: Material) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE
 from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
 from oab_bench.judge.output import write_atomic
+from oab_bench.judge.panel.judging import dump_records, marked_records
 from oab_bench.judge.records import Judgment
 from oab_bench.judge.redact import redact
 from oab_bench.judge.sweep.cost import fresh_calls, leaves
@@ -61,8 +63,10 @@ def measure(
     answer_missing,
     *,
     progress: bool,
+    panel: Mapping[str, str],
 ) -> Measured:
-    """Grade the probes and the answers in one run (one pool of concurrent calls); write both."""
+    """Grade the probes and the answers in one run (one pool of concurrent calls); write both, a
+    panel's judgments marked as `judge --panel` marks them (`panel`: model -> its answers' source)."""
     start = time.monotonic()
     done = run_judge_all(judge, [*probe_pairs, *answer_pairs], progress=progress)
     seconds = time.monotonic() - start
@@ -71,14 +75,16 @@ def measure(
         judge.unanswered(r, m, "the answer files have no answer to this question") for r, m in answer_missing
     ]
     write_atomic(folder / PROBE_JUDGMENTS_FILE, dump_jsonl(probes))
-    write_atomic(folder / JUDGMENTS_FILE, dump_jsonl(answers))
+    write_atomic(folder / JUDGMENTS_FILE, dump_records(marked_records(answers, panel)))
     gradings = leaves(judge, done)
     return Measured(
         spec, judge, folder, probes, answers, gradings, fresh_calls(gradings), seconds, failure(gradings)
     )
 
 
-def measure_all(judges, folders, probes, answers, *, progress: bool) -> tuple[list[Measured], list[str]]:
+def measure_all(
+    judges, folders, probes, answers, *, progress: bool, panel: Mapping[str, str]
+) -> tuple[list[Measured], list[str]]:
     """Every judge in turn (`probes`, `answers`: their pairs and missing pairs). A judge whose batches
     are still running when its `batch_wait` runs out is left for a rerun to reattach (nothing is
     submitted twice); the others are judged meanwhile, so the rerun finds them in the cache."""
@@ -88,7 +94,7 @@ def measure_all(judges, folders, probes, answers, *, progress: bool) -> tuple[li
     for (spec, judge), folder in zip(judges, folders, strict=True):
         say(f"{spec}: {len(probes[0])} probe and {len(answers[0])} answer judgments")
         try:
-            m = measure(spec, judge, folder, *probes, *answers, progress=progress)
+            m = measure(spec, judge, folder, *probes, *answers, progress=progress, panel=panel)
         except BatchPending as e:
             pending.append(f"{spec}: {e}")
             continue

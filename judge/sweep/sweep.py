@@ -32,6 +32,7 @@ def _folder(i: int, spec: str) -> str:
 def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
     """(spec as written, its settings) for the reference, then each candidate: no judge made yet
     (that imports litellm), so a bad spec, and then bad material, are refused at once."""
+    from oab_bench.judge.settings import member_settings
     from oab_bench.judge.sweep.spec import parse_spec
 
     specs = [args.reference_judge, *args.candidate]
@@ -39,7 +40,21 @@ def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
     twice = sorted({s for s in seen if seen.count(s) > 1})
     if twice:
         raise ValueError(f"judge {twice[0]!r} is given twice (as the reference or a candidate)")
-    return [(spec, parse_spec(spec, os.environ)) for spec in specs]
+    parsed = [(spec, parse_spec(spec, os.environ)) for spec in specs]
+    # written two ways (effort= or reasoning_effort=, a jury's members in another order): one judge
+    same = []
+    for spec, settings in parsed:
+        try:
+            same.append(sorted(member_settings(settings), key=lambda m: m.judge_model))
+        except ValueError as e:
+            raise ValueError(f"judge {spec!r}: {e}") from None
+    for i, (spec, _) in enumerate(parsed):
+        first = same.index(same[i])
+        if first < i:
+            raise ValueError(
+                f"judges {parsed[first][0]!r} and {spec!r} are one judge: every setting is the same"
+            )
+    return parsed
 
 
 def make_judges(parsed: list[tuple[str, object]], store) -> list[tuple[str, object]]:
@@ -190,7 +205,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     share_budget(judges, args.max_cost_usd)
 
     measured, pending = measure_all(
-        judges, folders, (p_pairs, p_missing), (answer_pairs, answer_missing), progress=not args.no_progress
+        judges,
+        folders,
+        (p_pairs, p_missing),
+        (answer_pairs, answer_missing),
+        progress=not args.no_progress,
+        panel=material.panel,
     )
     if pending:  # batches still running: the other judges are judged and cached; a rerun reattaches
         for line in pending:
@@ -232,6 +252,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         )
     report, why = decide(built[0], built[1:], rule)
     text = report.model_dump_json(indent=2) + "\n"
+    # an earlier sweep's page never stands beside this sweep.json (a stop or a failed page between them)
+    (out / SWEEP_PAGE_FILE).unlink(missing_ok=True)
     write_atomic(out / SWEEP_FILE, text)
     sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled))
     write_page(report, why, scaled, out)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.judge.judge_label import member_label
 from oab_bench.judge.leaderboard.judged import Record
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity.agreement import alpha_over, compare_two
@@ -75,10 +77,14 @@ def member_records(records: list[tuple[int, dict]], source: str) -> list[Record]
     for line, r in records:
         for m in r.get("members") or []:
             q = parse_question_id(r["question_id"])
-            prompt = f"{r['prompt_version']}, {r['mode']}"
+            try:
+                judge = member_label(r, m["judge_model"])
+            except ValueError as e:
+                field, _, why = str(e).partition(": ")
+                raise SourceError(why, file=source, line=line, field=field) from None
             out.append(
                 Record(
-                    judge=f"{m['judge_model']} [{prompt}] (jury member)",
+                    judge=f"{judge} (jury member)",
                     model=r["model"],
                     question_id=r["question_id"],
                     exam_id=r["exam_id"],

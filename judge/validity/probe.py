@@ -71,11 +71,15 @@ def probe_pairs(rows, probes, folder: Path | None):
 
 def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int):
     """The probe's figures and verdict for `judge` (a judge, or a jury under its own name)."""
+    from oab_bench.judge.judge_label import judge_label
     from oab_bench.judge.validity.probe_members import with_members
     from oab_bench.judge.validity.probe_report import build_report
 
     name = getattr(judge, "name", judge.settings.judge_model)  # a jury's own name, as in its records
-    label = f"{name} [{judge.prompt_version}, {judge.mode}]"  # as the leaderboard names it
+    settings = next((j.settings for j in judgments if j.settings is not None), None)
+    label = judge_label(
+        name, f"{judge.prompt_version}, {judge.mode}", settings
+    )  # as the leaderboard names it
     variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
     report = build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
     return with_members(report, judgments)  # a jury member that graded nothing: incomplete
