@@ -12,6 +12,7 @@ SUMMARY_FILE = "oab_bench_summary.json"  # what `oab-bench run` scored
 PANEL_JUDGMENTS_FILE = "panel_judgments.jsonl"  # `run --panel`: the panel's judgments, beside the run's
 PROBE_REPORT_FILE = "report.json"  # what `oab-bench probe` concluded
 HTML_REPORT_FILE = "report.html"  # the audit report a run leaves in its output folder
+PROBE_JUDGMENTS_FILE = "probe_judgments.jsonl"  # judge-sweep: each judge's probe judgments
 PROBE_ANSWERS_DIR = "answers"  # a probe's answers beside its judgments, one FastChat file per probe
 
 # Names: a model named so is one of `oab-bench probe`'s answers of known worth, never a real model.

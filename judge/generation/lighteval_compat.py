@@ -27,7 +27,8 @@
   then interrupts the run.
 
 Each patch is limited to our task and checked against the version it was written for: with
-another lighteval, `install` warns, because these patches reach into its internals.
+another lighteval, `install` warns, because these patches reach into its internals. The module
+is long on purpose: one file to read (and to delete) when lighteval fixes these upstream.
 """
 
 from __future__ import annotations

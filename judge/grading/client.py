@@ -9,6 +9,9 @@ Lean per call: we price every call from its usage (prices looked up once per mod
 our calls litellm skips its own cost calculation and its success logging (`no-log`, and its
 internal-call signal): with a fast judge, CPU per call is wall time (docs/performance.md).
 The retry loop is a plain loop for the same reason.
+
+Longer than most modules on purpose: a call's retry, classification and accounting are one
+sequence read top to bottom; split, each part would need the others' private state.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oab_bench.conventions import JUDGMENTS_FILE
+from oab_bench.conventions import JUDGMENTS_FILE, PROBE_JUDGMENTS_FILE
 from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.panel.judging import dump_records, marked_records
@@ -18,7 +18,6 @@ from oab_bench.judge.redact import redact
 from oab_bench.judge.sweep.cost import fresh_calls, leaves
 from oab_bench.judge.validity.probe_report import JUDGED_MIN
 
-PROBE_JUDGMENTS_FILE = "probe_judgments.jsonl"
 CALL_FAILURES = {"api_error", "budget"}  # the calls did not happen: nothing about the judge's grading
 
 

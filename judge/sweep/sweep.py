@@ -12,7 +12,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from oab_bench.conventions import PROBE_ANSWERS_DIR, SWEEP_FILE, SWEEP_MARKER, SWEEP_PAGE_FILE
+from oab_bench.conventions import (
+    PROBE_ANSWERS_DIR,
+    PROBE_JUDGMENTS_FILE,
+    SWEEP_FILE,
+    SWEEP_MARKER,
+    SWEEP_PAGE_FILE,
+)
 from oab_bench.folders import Writer, check_folder, claim, json_with_keys
 from oab_bench.judge.redact import redact
 
@@ -180,7 +186,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.sweep.cost import per_model
     from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
-    from oab_bench.judge.sweep.measure import PROBE_JUDGMENTS_FILE, measure_all, say
+    from oab_bench.judge.sweep.measure import measure_all, say
     from oab_bench.judge.sweep.sweep_table import render_text
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
