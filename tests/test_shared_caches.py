@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import SECRET
-from tests.helpers import TASK, candidate_calls, env_for, is_check_call, judge_calls
+from tests.helpers import TASK, answers_file, candidate_calls, env_for, is_check_call, judge_calls
 from tests.users import ALICE, BOB, OUTSIDER, TEAM, home_of, require_users, run_as, team_folder
 
 pytestmark = pytest.mark.e2e
@@ -112,11 +112,14 @@ def test_two_runs_sharing_their_caches_pay_for_nothing_twice(stub, built_dataset
     assert sum(map(len, whose.values())) == len(server.requests)
 
 
-def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(stub, built_dataset, tmp_path):
+def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
+    stub, built_dataset, built_rows, tmp_path
+):
     """Two users of one group, a setgid folder, umask 002: the files are the group's to write, so
     the second user reuses the first one's answers and judgments and adds to them. Made read-only,
-    the complete cache serves a rerun without a call; a run that would need new entries is refused
-    before any call, and goes on with --cache-read-only, keeping nothing."""
+    the complete cache serves a rerun without a call; a run that would need new entries (a new
+    model, or a --panel's judgments) is refused before any call, and goes on with
+    --cache-read-only, keeping nothing."""
     require_users()
     server = stub(policy="max")
     team = team_folder(tmp_path / "team")
@@ -164,6 +167,28 @@ def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(stu
     assert "this cache is read-only: 0 answers / 0 judgments would not be kept" in " ".join(
         again.stderr.split()
     )
+
+    (tmp_path / "panel").mkdir()
+    panel = answers_file(
+        tmp_path / "panel" / "m-panel.jsonl",
+        "m-panel",
+        {
+            r.question_id: f"Resposta do painel para {r.question_id}."
+            for r in built_rows[0]
+            if "penal" in r.exam_id
+        },
+    ).parent
+    refused, paid = run(BOB, bob, "--panel", panel, out="panel")
+    assert refused.returncode == 2 and paid == (0, 0, 0), refused.stderr[-3000:]
+    assert "this cache is read-only: 0 answers / 15 judgments would not be kept" in " ".join(
+        refused.stderr.split()
+    )
+    assert not (bob / "panel").exists()
+    went_on, paid = run(BOB, bob, "--panel", panel, "--cache-read-only", out="panel")
+    assert went_on.returncode == 0, went_on.stderr[-3000:]
+    assert paid[:2] == (0, 15)  # the panel judged, its judgments kept nowhere but the run's folder
+    assert len((bob / "panel" / "panel_judgments.jsonl").read_text().splitlines()) == 15
+    assert {p: p.read_bytes() for p in archived} == archived
 
     refused, paid = run(BOB, bob, model="openai/cand-other", out="other")
     assert refused.returncode == 2 and paid == (0, 0, 0)

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
     folders.check_folder(out, RUN, "--output-dir", args.output_dir)
     check_output_folder(out, args.output_dir)  # the task writes judgments.jsonl last: fail now, not then
-    args.read_only_caches = check_caches(args, settings)
+    args.read_only_caches = check_caches(args, settings, panel)
     state = argparse.Namespace(args=args, settings=settings)
     try:
         with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends

@@ -66,8 +66,9 @@ def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[
     return None if state is None else (state.questions, state.answered, state.judged)
 
 
-def stored_state(args: argparse.Namespace, settings: JudgeSettings) -> Stored | None:
-    """What the caches hold for this run, looked at without creating or writing anything."""
+def stored_state(args: argparse.Namespace, settings: JudgeSettings, panel=None) -> Stored | None:
+    """What the caches hold for this run, looked at without creating or writing anything; with
+    `panel` (run --panel: its Panel and pairs), its judgments count among those missing."""
     from lighteval.models.model_input import GenerationParameters
 
     from oab_bench.judge.answers import Answer, strip_reasoning
@@ -108,6 +109,10 @@ def stored_state(args: argparse.Namespace, settings: JudgeSettings) -> Stored | 
         lacking = sum(store is None or store.get(g.key(row, text)) is None for g in graders)
         missing += lacking
         judged += not lacking
+    if panel is not None and judges:
+        from oab_bench.judge.panel.runs import unstored_in
+
+        missing += unstored_in(settings, judges, panel[1])
     return Stored(len(rows), stored, judged if store is not None else None, len(rows) - stored, missing)
 
 
@@ -128,9 +133,10 @@ def check_cache_folders(args: argparse.Namespace) -> None:
             raise ValueError(f"--answer-cache ({CACHE_ENV}): {e}") from None
 
 
-def check_caches(args: argparse.Namespace, settings: JudgeSettings) -> bool:
+def check_caches(args: argparse.Namespace, settings: JudgeSettings, panel=None) -> bool:
     """The answer and judgment caches: ours, readable, and writable or allowed to be read-only
-    (True: a read-only cache is used; the child opens its stores so)."""
+    (True: a read-only cache is used; the child opens its stores so, and so is the panel judged).
+    A panel's judgments count among those a read-only cache would not keep."""
     if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
         try:
             check_folder(judges)
@@ -144,7 +150,7 @@ def check_caches(args: argparse.Namespace, settings: JudgeSettings) -> bool:
     ]
     return check_read_only(
         [c for c in caches if c is not None],
-        lambda: stored_state(args, settings),
+        lambda: stored_state(args, settings, panel),
         go_on=args.cache_read_only,
         batch=settings.batch,
     )

@@ -79,13 +79,11 @@ def spent_on(records: Iterable[dict]) -> float:
     return sum(r.get("cost_usd") or 0.0 for r in records if not r.get("cached"))
 
 
-def pending(judge, pairs: Pairs) -> bool:
-    """Would judging `pairs` call the judge (something not in the cache)? A jury: any member;
-    repeats beyond the first have keys of their own, so a repeated judge always counts as calling."""
-    if getattr(judge, "runs", None):
-        return bool(pairs)
-    members = getattr(judge, "members", None) or [judge]
-    return any(m.to_call(row, answer)[2] is not None for m in members for row, answer in pairs)
+def unstored(judge, pairs: Pairs) -> int:
+    """The judgments of `pairs` the judge's cache lacks: each jury member's and each repeat's count
+    apart (each has a key of its own), as the candidate's do."""
+    graders = getattr(judge, "runs", None) or getattr(judge, "members", None) or [judge]
+    return sum(g.to_call(row, answer)[2] is not None for g in graders for row, answer in pairs)
 
 
 def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[Answer]], Beside]:

@@ -24,12 +24,13 @@ from oab_bench.judge.panel.judging import (
     dump_records,
     panel_pairs,
     panel_records,
-    pending,
     print_notes,
     spent_on,
+    unstored,
 )
 from oab_bench.judge.panel.published import Panel, resolve_panel
 from oab_bench.judge.settings import JudgeSettings
+from oab_bench.keyed_store import Access
 
 
 def prepare(specs: list[str], rows: list[QuestionRow], names: set[str]) -> tuple[Panel, Pairs]:
@@ -42,17 +43,29 @@ def prepare(specs: list[str], rows: list[QuestionRow], names: set[str]) -> tuple
 
 def pending_in(settings: JudgeSettings, cache: Path | None, pairs: Pairs) -> bool:
     """Would judging the panel call the judge (a judgment not in the run's judgment cache)?"""
-    return pending(make_judge(settings, JudgmentStore(cache)), pairs)
+    return unstored_in(settings, cache, pairs) > 0
+
+
+def unstored_in(settings: JudgeSettings, cache: Path | None, pairs: Pairs) -> int:
+    """How many of the panel's judgments the run's judgment cache lacks; looked at, never written."""
+    return unstored(make_judge(settings, JudgmentStore(cache, access="read")), pairs)
 
 
 def judge_beside(
-    settings: JudgeSettings, cache: Path | None, panel: Panel, pairs: Pairs, candidate: list[dict], out: Path
+    settings: JudgeSettings,
+    cache: Path | None,
+    panel: Panel,
+    pairs: Pairs,
+    candidate: list[dict],
+    out: Path,
+    access: Access = "write",
 ) -> list[dict]:
     """Judge the panel's answers to the questions the candidate's `candidate` records judged;
-    write them, marked, to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does."""
+    write them, marked, to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does.
+    `access`: "either" when the run goes on with a read-only judgment cache (--cache-read-only)."""
     asked = {r["question_id"] for r in candidate}
     pairs = [(row, a) for row, a in pairs if row.question_id in asked]
-    judge = make_judge(settings, JudgmentStore(cache))
+    judge = make_judge(settings, JudgmentStore(cache, access=access))
     charge(judge, spent_on(candidate))
     print(
         f"oab-bench run: judging the panel: {len(pairs)} published answers of {len(panel.models)} models "
