@@ -36,9 +36,12 @@ browser:
 	  else echo "make: chromium not installed and not installable here: the browser test will say so" >&2; exit 0; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# Tests run in parallel (pytest-xdist, one worker per core); a test module stays on one worker, so the
-# lighteval run a module's tests share is made once. -rs: every skip says why.
-PYTEST := $(BIN)/python -m pytest -q -rs -n auto --dist loadfile
+# Tests run in parallel (pytest-xdist): one worker more than the cores, since many tests wait on a
+# server or a child process and a core would idle meanwhile (docs/performance.md). A test module
+# stays on one worker, so the lighteval run a module's tests share is made once. -rs: every skip
+# says why.
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+PYTEST := $(BIN)/python -m pytest -q -rs -n $(WORKERS) --dist loadfile
 # Upstream's data: ../shared/data, else upstream's release fetched once (pinned by commit, checked by
 # SHA-256) into ~/.cache/oab-bench/upstream-data/; offline, the tests that read it are skipped.
 WITH_DATA := data=$$($(BIN)/python -m tests.upstream_data --shared $(SHARED_DATA)) && OAB_BENCH_SHARED_DATA=$$data

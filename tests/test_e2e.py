@@ -7,12 +7,10 @@ import json
 import math
 import os
 import subprocess
-import sys
 from collections import defaultdict
 
 import pandas as pd
 import pytest
-import yaml
 
 from oab_bench.conventions import RUN_MARKER
 from tests.conftest import REPO, oab
@@ -116,42 +114,6 @@ def test_oab_bench_run_end_to_end(stub, built_rows, built_dataset, tmp_path):
         and all(j["cached"] for j in again)
         and {j["model"] for j in again} == {"openai/cand-e2e"}
     )
-
-
-def test_plain_lighteval_command(stub, built_rows, built_dataset, tmp_path):
-    """What a lighteval user types: the model YAML, the task name, the custom-tasks file."""
-    rows, _ = built_rows
-    server = stub(policy="alternate")
-    config = tmp_path / "model.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "model_parameters": {
-                    "model_name": "openai/cand-plain",
-                    "base_url": server.url,
-                    "max_model_length": 32768,
-                    "cache_dir": str(tmp_path / "lighteval-cache"),
-                }
-            }
-        )
-    )
-    out = tmp_path / "out"
-    env = env_for(
-        OAB_BENCH_DATASET=str(built_dataset),
-        OAB_JUDGE_MODEL="openai/judge-plain",
-        OAB_JUDGE_API_BASE=server.url,
-        OAB_JUDGE_CACHE=str(tmp_path / "jc"),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-    )
-    cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), f"{TASK}|0"]
-    cmd += ["--custom-tasks", str(REPO / "oab_bench_task.py"), "--output-dir", str(out), "--save-details"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = results_json(out)["results"][f"{TASK}|0"]
-    for key, value in expected_figures(rows).items():
-        assert got[key] == pytest.approx(value), key
-    check_candidate_requests(server, rows)
-    check_no_secret(out, proc.stdout, proc.stderr)
 
 
 def test_candidate_errors_fail_the_run_and_their_exams_get_no_figure(
@@ -264,8 +226,9 @@ def readme_block(heading: str) -> str:
 
 
 def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, built_dataset, tmp_path):
-    """The README's block, run by bash in a checkout-like folder; only the model, server and dataset
-    change. model.yaml and lighteval's files land in ~/oab-bench-runs, not in the checkout."""
+    """What a lighteval user types: the README's block (model YAML, task name, custom-tasks file),
+    run by bash in a checkout-like folder; only the model, server and dataset change. model.yaml and
+    lighteval's files land in ~/oab-bench-runs, not in the checkout."""
     rows, _ = built_rows
     server = stub(policy="alternate")
     root, home = tmp_path / "checkout", tmp_path / "home"
@@ -297,3 +260,5 @@ def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, b
         assert got[key] == pytest.approx(value), key
     assert sorted(p.name for p in root.iterdir()) == [".venv", "oab_bench_task.py"]  # nothing written there
     assert f"|{TASK}:0|" in proc.stdout.replace(" ", "")  # the label the README explains
+    check_candidate_requests(server, rows)  # the exam's rules as a system message, one token limit
+    check_no_secret(home / "oab-bench-runs", proc.stdout, proc.stderr)
