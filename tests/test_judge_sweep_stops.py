@@ -20,6 +20,7 @@ STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 PER_JUDGE = 80  # 50 probes + 3 models x 10 questions
 
 
+@pytest.mark.slow  # a sweep in a process of its own per signal, each importing litellm
 @pytest.mark.parametrize("sig", STOPS, ids=[s.name for s in STOPS])
 def test_a_stop_while_a_candidate_grades_keeps_what_was_paid(
     stub, built_rows, built_dataset, tmp_path, sig, capsys
