@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -599,3 +600,39 @@ def closed_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+# The headless browser the report tests look through.
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe:
+        return exe
+    message = "chromium not installed: `apt-get install chromium` (`make test` installs it under CI)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)  # under CI the browser test never skips
+    pytest.skip(message)
+
+
+def browse(exe: str, url: str, tmp: Path, *flags: str) -> subprocess.CompletedProcess:
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
+    cmd += [
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp / 'profile'}",
+        *flags,
+        url,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+# Made-up judgments to grade, at known prices.
+PRICES = {"price_input": 1.0, "price_cached_input": 1.0, "price_output": 2.0}
+
+
+def pairs(n: int, row=None):
+    row = row or made_up_row()
+    return [
+        (row, Answer(model=f"m{i}", question_id=row.question_id, turns=[f"resposta {i}"])) for i in range(n)
+    ]

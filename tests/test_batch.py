@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.batch.lines import split
 from oab_bench.judge.grading.batch.state import BatchLog
 from oab_bench.judge.grading.batch.submit import BatchPending
@@ -18,20 +17,11 @@ from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.runner import run_judge_all
 from tests.conftest import SECRET, oab
-from tests.helpers import _answers_file, _cli, _judge_args, made_up_row, settings
-
-PRICES = {"price_input": 1.0, "price_cached_input": 1.0, "price_output": 2.0}
+from tests.helpers import PRICES, _answers_file, _cli, _judge_args, made_up_row, pairs, settings
 
 
 def direct_price(j) -> float:
     return (j.usage.prompt_tokens * 1.0 + j.usage.completion_tokens * 2.0) / 1e6
-
-
-def pairs(n: int, row=None):
-    row = row or made_up_row()
-    return [
-        (row, Answer(model=f"m{i}", question_id=row.question_id, turns=[f"resposta {i}"])) for i in range(n)
-    ]
 
 
 def batch_lines(server) -> list[dict]:

@@ -15,8 +15,7 @@ from oab_bench.judge.grading.batch.submit import BatchPending
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.runner import run_judge_all
-from tests.helpers import settings
-from tests.test_batch import PRICES, pairs
+from tests.helpers import PRICES, pairs, settings
 
 
 def _keep_two(server, tmp_path):

@@ -88,6 +88,11 @@ def test_answers_and_panel_together_are_graded_together(stub, built_dataset, pan
     assert content.count == 160 and not (clash / "out").exists()
 
 
+def sweep_neither(capsys, dataset, tmp_path, server, extra):
+    """A sweep of two judges on one server given neither --answers nor --panel."""
+    return sweep(capsys, dataset, [], tmp_path, spec("ref", server), spec("content", server), extra=extra)
+
+
 @pytest.mark.parametrize("estimate", [False, True])
 def test_neither_flag_offline_without_the_panel_fails_at_once(
     stub, built_dataset, tmp_path, capsys, monkeypatch, estimate
@@ -96,15 +101,7 @@ def test_neither_flag_offline_without_the_panel_fails_at_once(
     monkeypatch.delenv(upstream.URL_ENV, raising=False)
     content = stub(policy="overlap")
     start = time.monotonic()
-    rc, out, err = sweep(
-        capsys,
-        built_dataset,
-        [],
-        tmp_path,
-        spec("ref", content),
-        spec("content", content),
-        extra=["--estimate"] if estimate else [],
-    )
+    rc, out, err = sweep_neither(capsys, built_dataset, tmp_path, content, ["--estimate"] if estimate else [])
     assert rc == 2 and out == "" and time.monotonic() - start < 30
     assert "neither --answers nor --panel was given" in err and "--panel upstream" in err
     assert "HF_HUB_OFFLINE is set (offline)" in err and "or pass --answers FILE" in err
@@ -122,15 +119,7 @@ def test_neither_flag_reads_upstreams_published_answers_from_the_cache(
     )
     monkeypatch.setenv(upstream.CACHE_ENV, str(cache))
     content = stub(policy="overlap")
-    rc, out, err = sweep(
-        capsys,
-        built_dataset,
-        [],
-        tmp_path,
-        spec("ref", content),
-        spec("content", content),
-        extra=["--estimate"],
-    )
+    rc, out, err = sweep_neither(capsys, built_dataset, tmp_path, content, ["--estimate"])
     assert rc == 0, err
     assert [j["calls"] for j in json.loads(out)["judges"]] == [110, 110]  # 50 probes + 6 models x 10
     assert f"--panel upstream: {upstream.LABEL}" in err and content.count == 0

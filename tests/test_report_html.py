@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from oab_bench.judge.answers import Answer, load_fastchat_answers
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
 from tests.conftest import oab
-from tests.helpers import settings
+from tests.helpers import browse, chromium, settings
 
 EXAM = "39_direito_penal"
 XSS = "<script>alert(1)</script>"
@@ -26,30 +24,6 @@ MARKER = '<img src=x onerror="document.body.dataset.xss=1">'  # would show that 
 # where the screenshots go: a temporary folder unless set (to look at them; they show exam text,
 # so never inside the checkout's tracked files)
 SCREENSHOTS_ENV = "OAB_REPORT_SCREENSHOTS"
-
-
-def chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe:
-        return exe
-    message = "chromium not installed: `apt-get install chromium` (`make test` installs it under CI)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)  # under CI the browser test never skips
-    pytest.skip(message)
-
-
-def browse(exe: str, url: str, tmp: Path, *flags: str) -> subprocess.CompletedProcess:
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
-    cmd += [
-        "--disable-background-networking",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={tmp / 'profile'}",
-        *flags,
-        url,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc
 
 
 def judged_exam(server, rows, answers: list[Answer]) -> list[dict]:

@@ -97,7 +97,7 @@ def test_a_sweep_json_that_is_not_one_names_its_file_and_field(made_up, tmp_path
 
 
 def test_the_sweep_page_of_a_report_in_headless_chromium(made_up, tmp_path):
-    from tests.test_report_html import browse, chromium
+    from tests.helpers import browse, chromium
 
     exe = chromium()
     report, _ = made_up
