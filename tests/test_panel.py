@@ -287,21 +287,36 @@ def test_an_output_over_a_panel_file_is_refused(stub, built_dataset, tmp_path, u
 
 
 def test_run_checks_the_judge_when_only_the_panel_is_left_to_judge(stub, judge_key, tmp_path):
-    """`run`'s preflight calls the judge once when anything is to be judged: a candidate fully
-    cached with a panel not yet judged still needs it; a panel fully cached does not."""
+    """`run`'s preflight counts the panel's judgments its judgment cache lacks, as the run will key
+    them: a candidate fully cached with a panel not yet judged still needs the judge; a panel fully
+    cached does not; a `vllm:` judge's are found under its served name."""
+    import argparse
+
     from oab_bench.judge.answers import Answer
+    from oab_bench.judge.generation.run_caches import panel_unstored
     from oab_bench.judge.grading.judgment_store import JudgmentStore
     from oab_bench.judge.grading.runner import run_judge_all
-    from oab_bench.judge.panel.runs import pending_in
     from tests.helpers import made_up_row, settings
 
     server = stub()
     row = made_up_row()
     pairs = [(row, Answer(model=m, question_id=row.question_id, turns=[f"{m} responde."])) for m in "pq"]
     chosen = settings(server)
-    assert pending_in(chosen, tmp_path / "jc", pairs) and server.count == 0  # asking calls nothing
+    args = argparse.Namespace(judge_cache=str(tmp_path / "jc"))
+
+    def lacking(judge_settings, cache=args):
+        return panel_unstored(cache, judge_settings, (None, pairs))
+
+    assert lacking(chosen) == 2 and server.count == 0  # asking calls nothing
+    assert not (tmp_path / "jc").exists()  # nor creates the cache
     run_judge_all(make_judge(chosen, JudgmentStore(tmp_path / "jc")), pairs[:1], progress=False)
-    assert pending_in(chosen, tmp_path / "jc", pairs)  # one of the two still to judge
+    assert lacking(chosen) == 1  # one of the two still to judge
     run_judge_all(make_judge(chosen, JudgmentStore(tmp_path / "jc")), pairs, progress=False)
-    assert not pending_in(chosen, tmp_path / "jc", pairs)
-    assert pending_in(chosen, None, pairs)  # no cache: everything is to judge
+    assert lacking(chosen) == 0
+    assert lacking(chosen, argparse.Namespace(judge_cache="off")) == 2  # no cache: everything is to judge
+
+    served = chosen.model_copy(
+        update={"judge_model": "openai/tiny-judge"}
+    )  # what `vllm:tiny-judge` serves as
+    run_judge_all(make_judge(served, JudgmentStore(tmp_path / "jc")), pairs, progress=False)
+    assert lacking(chosen.model_copy(update={"judge_model": "vllm:tiny-judge"})) == 0

@@ -59,6 +59,15 @@ def run_judge(settings: JudgeSettings, store=None):
     return make_judge(settings, store)
 
 
+def panel_unstored(args: argparse.Namespace, settings: JudgeSettings, panel) -> int:
+    """The panel's judgments (`panel`: its Panel and pairs) the run's judgment cache lacks, keyed as
+    the run will judge them; looked at, never created or written."""
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+    from oab_bench.judge.panel.judging import unstored
+
+    return unstored(run_judge(settings, JudgmentStore(judge_cache(args), access="read")), panel[1])
+
+
 def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
     """(questions, answers already stored, judgments of those already cached or None when the judge
     cache is off) for this run; None when that cannot be told (the dataset does not load here)."""
@@ -110,9 +119,7 @@ def stored_state(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
         missing += lacking
         judged += not lacking
     if panel is not None and judges:
-        from oab_bench.judge.panel.runs import unstored_in
-
-        missing += unstored_in(settings, judges, panel[1])
+        missing += panel_unstored(args, settings, panel)
     return Stored(len(rows), stored, judged if store is not None else None, len(rows) - stored, missing)
 
 

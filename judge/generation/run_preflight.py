@@ -20,8 +20,8 @@ from oab_bench.judge.generation.preflight import (
     check_reachable,
     server_max_model_len,
 )
-from oab_bench.judge.generation.run_caches import stored_progress
-from oab_bench.judge.generation.run_settings import candidate_prompts, judge_cache
+from oab_bench.judge.generation.run_caches import panel_unstored, stored_progress
+from oab_bench.judge.generation.run_settings import candidate_prompts
 from oab_bench.judge.generation.vllm_server import vllm_target
 from oab_bench.judge.grading.check_call import check_call, check_judges
 from oab_bench.judge.settings import JudgeSettings, member_settings
@@ -47,9 +47,7 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
         check_call("candidate", args.model, api_base=args.api_base, api_key=key)
     calls_judge = judged is None or judged < questions
     if not calls_judge and panel is not None:  # the panel's judgments: all stored, or some to make
-        from oab_bench.judge.panel.runs import pending_in
-
-        calls_judge = pending_in(settings, judge_cache(args), panel[1])
+        calls_judge = panel_unstored(args, settings, panel) > 0
     if calls_judge:
         check_judges(judges)
 

@@ -26,7 +26,6 @@ from oab_bench.judge.panel.judging import (
     panel_records,
     print_notes,
     spent_on,
-    unstored,
 )
 from oab_bench.judge.panel.published import Panel, resolve_panel
 from oab_bench.judge.settings import JudgeSettings
@@ -39,16 +38,6 @@ def prepare(specs: list[str], rows: list[QuestionRow], names: set[str]) -> tuple
     pairs, notes = panel_pairs(panel, rows, names)
     print_notes(notes, "run")
     return panel, pairs
-
-
-def pending_in(settings: JudgeSettings, cache: Path | None, pairs: Pairs) -> bool:
-    """Would judging the panel call the judge (a judgment not in the run's judgment cache)?"""
-    return unstored_in(settings, cache, pairs) > 0
-
-
-def unstored_in(settings: JudgeSettings, cache: Path | None, pairs: Pairs) -> int:
-    """How many of the panel's judgments the run's judgment cache lacks; looked at, never written."""
-    return unstored(make_judge(settings, JudgmentStore(cache, access="read")), pairs)
 
 
 def judge_beside(
