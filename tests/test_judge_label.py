@@ -94,7 +94,11 @@ def test_one_model_at_two_efforts_is_two_judges_in_every_reader(tmp_path, capsys
 @pytest.mark.parametrize(
     ("settings", "field"),
     [("high", "settings"), ({"reasoning_effort": ["high"]}, "settings.reasoning_effort"),
-     ({"members": [{"temperature": 0.5}]}, "settings.members")],
+     ({"members": [{"temperature": 0.5}]}, "settings.members"),
+     ({"max_tokens": "16000"}, "settings.max_tokens"),  # text for a number: never a setting's value
+     ({"max_tokens": 8000.5}, "settings.max_tokens"), ({"long_answers": "cut"}, "settings.long_answers"),
+     ({"members": [{"judge_model": "openai/a"}, {"judge_model": "openai/b", "temperature": "hot"}]},
+      "settings.members.1.temperature")],
 )  # fmt: skip
 def test_settings_of_a_wrong_shape_name_file_line_and_field(tmp_path, capsys, settings, field):
     path = judged(tmp_path / "j.jsonl", None, ("m-a", 4.0, 1.0))
