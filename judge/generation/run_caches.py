@@ -42,7 +42,7 @@ def run_answers(args: argparse.Namespace) -> tuple[list, list[str | None]]:
 
     from oab_bench.judge.generation.answer_store import generation_settings, stored_texts
 
-    rows = selected_rows(args.dataset, args.tasks)
+    rows = selected_rows(args.dataset, args.tasks, args.max_samples)
     params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
     generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     folder = None if args.fresh_answers else answer_cache(args)
@@ -78,7 +78,7 @@ def stored_state(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
     from oab_bench.judge.panel.judging import unstored
 
     try:
-        rows = selected_rows(args.dataset, args.tasks)
+        rows = selected_rows(args.dataset, args.tasks, args.max_samples)
     except Exception:  # lighteval will say what is wrong with the dataset
         return None
     model = litellm_name(args.model)
