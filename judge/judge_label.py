@@ -11,6 +11,10 @@ no settings (upstream's, or older than the field) is read as before, as the defa
 
 from __future__ import annotations
 
+import functools
+
+from pydantic import ValidationError
+
 from oab_bench.judge.jury_name import canonical_judge
 from oab_bench.judge.settings import JudgeSettings
 
@@ -56,12 +60,32 @@ def _changed(settings: dict, where: str) -> list[str]:
     for key, default in DEFAULTS.items():
         if key not in settings:  # not recorded: as the defaults
             continue
-        value = settings[key]
-        if isinstance(value, bool) or not isinstance(value, str | int | float | None):
-            raise ValueError(f"{where}.{key}: {value!r} is not a setting's value")
+        value = _checked(key, settings[key], where)
         if value != default:
             out.append(f"{key}={_text(value)}")
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid(key: str, value: str | int | float | None) -> str | int | float | None:
+    """The value as the setting holds it (`temperature` 0 is 0.0); a ValueError for one the setting
+    could never have had: text for a number, a number for text, out of range, not a whole number."""
+    try:
+        got = getattr(JudgeSettings(**{"judge_model": "-", key: value}), key)
+    except ValidationError as e:
+        raise ValueError(e.errors()[0]["msg"].lower()) from None
+    if isinstance(value, str) != isinstance(got, str):
+        raise ValueError(f"{'text' if isinstance(value, str) else 'a number'}, not the setting's type")
+    return got
+
+
+def _checked(key: str, value: object, where: str) -> str | int | float | None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float | None):
+        raise ValueError(f"{where}.{key}: {value!r} is not a setting's value")
+    try:
+        return _valid(key, value)
+    except ValueError as e:
+        raise ValueError(f"{where}.{key}: {value!r} is not a possible {key} ({e})") from None
 
 
 def _text(value: str | int | float | None) -> str:
@@ -76,7 +100,24 @@ def _text(value: str | int | float | None) -> str:
 def member_label(record: dict, member: str) -> str:
     """A jury member's own label, from the jury's record: the member with its recorded settings, so
     one model sitting at two efforts in two juries is two judges under `leaderboard --members`."""
+    return judge_label(member, our_prompt(record), _own(record, member))
+
+
+def member_spec(record: dict, member: str) -> str:
+    """The member as a jury member is written, with its settings that differ from the defaults
+    (`openai/a reasoning_effort=high`): its name among the jury's members."""
+    own = _own(record, member)
+    return " ".join([member, *(_changed(own, "settings.members") if own else [])])
+
+
+def _own(record: dict, member: str) -> dict | None:
+    """The member's recorded settings (None: an older record, at the defaults)."""
     settings = record.get("settings")
+    settings_tag(settings)  # its shape checked as the jury's label checks it
     members = settings.get("members") if isinstance(settings, dict) else None
-    own = next((m for m in members or [] if isinstance(m, dict) and m.get("judge_model") == member), None)
-    return judge_label(member, our_prompt(record), own)
+    if members is None:
+        return None
+    own = [m for m in members if m["judge_model"] == member]
+    if len(own) != 1:  # a member graded under settings never recorded, or recorded twice
+        raise ValueError(f"settings.members: {len(own)} entries for the member {member!r}, not one")
+    return own[0]

@@ -94,7 +94,11 @@ def test_one_model_at_two_efforts_is_two_judges_in_every_reader(tmp_path, capsys
 @pytest.mark.parametrize(
     ("settings", "field"),
     [("high", "settings"), ({"reasoning_effort": ["high"]}, "settings.reasoning_effort"),
-     ({"members": [{"temperature": 0.5}]}, "settings.members")],
+     ({"members": [{"temperature": 0.5}]}, "settings.members"),
+     ({"max_tokens": "16000"}, "settings.max_tokens"),  # text for a number: never a setting's value
+     ({"max_tokens": 8000.5}, "settings.max_tokens"), ({"long_answers": "cut"}, "settings.long_answers"),
+     ({"members": [{"judge_model": "openai/a"}, {"judge_model": "openai/b", "temperature": "hot"}]},
+      "settings.members.1.temperature")],
 )  # fmt: skip
 def test_settings_of_a_wrong_shape_name_file_line_and_field(tmp_path, capsys, settings, field):
     path = judged(tmp_path / "j.jsonl", None, ("m-a", 4.0, 1.0))
@@ -118,3 +122,20 @@ def test_an_export_made_before_settings_counted_still_reads(tmp_path, capsys):
     _, original, _ = run(capsys, "leaderboard", source, "--resamples", "50")
     rc, again, err = run(capsys, "leaderboard", f"hf:{out}", "--resamples", "50")
     assert rc == 0 and again == original and "reasoning_effort=high" in again, err
+
+
+def test_compare_and_report_keep_the_two_efforts_apart(tmp_path, capsys):
+    low = judged(tmp_path / "low.jsonl", "low", ("m-a", 4.0, 1.0), ("m-b", 3.0, 0.5))
+    high = judged(tmp_path / "high.jsonl", "high", ("m-a", 4.0, 1.0), ("m-b", 1.0, 0.25))
+    rc, out, err = run(capsys, "compare", "m-a", "m-b", low, high, "--resamples", "50")
+    assert rc == 0, err
+    lines = sorted(line for line in out.splitlines() if line.startswith("judge "))
+    assert [line.split(":")[0] for line in lines] == [
+        f"judge {JUDGE} [oab-pt-v1, structured, reasoning_effort=high]",
+        f"judge {JUDGE} [oab-pt-v1, structured, reasoning_effort=low]",
+    ]
+    assert "+6.00" in lines[0] and "+3.00" in lines[1]  # each judge's own difference, never pooled
+    page = tmp_path / "r.html"
+    assert run(capsys, "report", high, low, "--output", page, "--resamples", "50")[0] == 0
+    text = page.read_text()
+    assert "reasoning_effort=high" in text and "reasoning_effort=low" in text

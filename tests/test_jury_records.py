@@ -81,3 +81,31 @@ def test_one_member_at_two_efforts_is_two_judges_in_any_order(tmp_path, capsys):
         f"{jury} [{prompt}, openai/a reasoning_effort=high]",
         f"{jury} [{prompt}, openai/a reasoning_effort=low]",
     }
+
+
+def test_a_member_missing_from_the_recorded_settings_names_its_line(tmp_path, capsys):
+    """A jury's record whose settings leave a member out: its settings are unknown, never the defaults."""
+    settings = {"jury_combine": "median", "members": [{"judge_model": m} for m in ("openai/a", "openai/b")]}
+    path = tmp_path / "jury.jsonl"
+    path.write_text(json.dumps({**jury_record(1.0), "settings": settings}) + "\n")
+    assert main(["leaderboard", str(path), "--members", "--resamples", "10"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1: field 'settings.members'" in err and "'openai/c'" in err
+
+
+def test_agreement_over_a_jury_file_keeps_one_model_at_two_efforts_apart(tmp_path, capsys):
+    """One file holding two juries where openai/a sat at two efforts (on other models): openai/a is
+    two members, each named with its settings, never one source of mixed gradings (so they share
+    nothing to compare)."""
+    records = []
+    for model, effort in (("m", "low"), ("m2", "high")):
+        own = [{"judge_model": "openai/a", "reasoning_effort": effort}, {"judge_model": "openai/b"}]
+        settings = {"jury_combine": "median", "members": [*own, {"judge_model": "openai/c"}]}
+        records.append({**jury_record(1.0), "model": model, "settings": settings})
+    path = tmp_path / "jury.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    capsys.readouterr()
+    assert main(["agreement", str(path), "--resamples", "10"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "A (openai/a reasoning_effort=high;" in err and "B (openai/a reasoning_effort=low;" in err
+    assert "no (model, question) graded ok by both" in err

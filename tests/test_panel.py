@@ -288,24 +288,23 @@ def test_an_output_over_a_panel_file_is_refused(stub, built_dataset, tmp_path, u
 
 def test_run_checks_the_judge_when_only_the_panel_is_left_to_judge(stub, judge_key, tmp_path):
     """`run`'s preflight counts the panel's judgments its judgment cache lacks, as the run will key
-    them: a candidate fully cached with a panel not yet judged still needs the judge; a panel fully
-    cached does not; a `vllm:` judge's are found under its served name."""
-    import argparse
-
+    them (run_caches.stored_state: the run's judge, panel/judging.unstored): a candidate fully
+    cached with a panel not yet judged still needs the judge; a panel fully cached does not; a
+    `vllm:` judge's are found under its served name."""
     from oab_bench.judge.answers import Answer
-    from oab_bench.judge.generation.run_caches import panel_unstored
+    from oab_bench.judge.generation.run_caches import run_judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
     from oab_bench.judge.grading.runner import run_judge_all
+    from oab_bench.judge.panel.judging import unstored
     from tests.helpers import made_up_row, settings
 
     server = stub()
     row = made_up_row()
     pairs = [(row, Answer(model=m, question_id=row.question_id, turns=[f"{m} responde."])) for m in "pq"]
     chosen = settings(server)
-    args = argparse.Namespace(judge_cache=str(tmp_path / "jc"))
 
-    def lacking(judge_settings, cache=args):
-        return panel_unstored(cache, judge_settings, (None, pairs))
+    def lacking(judge_settings, cache=tmp_path / "jc"):
+        return unstored(run_judge(judge_settings, JudgmentStore(cache, access="read")), pairs)
 
     assert lacking(chosen) == 2 and server.count == 0  # asking calls nothing
     assert not (tmp_path / "jc").exists()  # nor creates the cache
@@ -313,7 +312,7 @@ def test_run_checks_the_judge_when_only_the_panel_is_left_to_judge(stub, judge_k
     assert lacking(chosen) == 1  # one of the two still to judge
     run_judge_all(make_judge(chosen, JudgmentStore(tmp_path / "jc")), pairs, progress=False)
     assert lacking(chosen) == 0
-    assert lacking(chosen, argparse.Namespace(judge_cache="off")) == 2  # no cache: everything is to judge
+    assert lacking(chosen, None) == 2  # no cache: everything is to judge
 
     served = chosen.model_copy(
         update={"judge_model": "openai/tiny-judge"}

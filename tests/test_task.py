@@ -47,14 +47,14 @@ def test_candidate_prompt_lists_items_with_values(task_module, built_rows):
     assert "(Valor: 5,00)" in p and "PEÇA PRÁTICO" not in p
 
 
-def evaluation_docs(task_name: str) -> list:
+def evaluation_docs(task_name: str, max_samples: int | None = None) -> list:
     """The documents lighteval's pipeline prepares for an evaluation of `task_name` (get_docs)."""
     from lighteval.tasks.lighteval_task import LightevalTask
     from lighteval.tasks.registry import Registry
 
     tasks = Registry(tasks=f"{task_name}|0", custom_tasks=str(REPO / "oab_bench_task.py")).load_tasks()
     LightevalTask.load_datasets(tasks, 1)
-    return [doc for task in tasks.values() for doc in task.get_docs()]
+    return [doc for task in tasks.values() for doc in task.get_docs(max_samples)]
 
 
 def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
@@ -80,6 +80,19 @@ def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
     assert {d.specific["question_id"] for d in evaluation_docs("oab_bench:39")} == {
         r.question_id for r in rows if r.edition == 39
     }
+
+
+def test_run_counts_the_questions_lighteval_samples(task_module, built_dataset, monkeypatch):
+    """`run --max-samples N` looks in its caches for the N questions lighteval's seeded shuffle takes
+    (run_settings.selected_rows): a complete read-only cache is not refused for the others."""
+    from oab_bench.judge.generation.run_settings import selected_rows
+
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    for tasks, n in (("oab_bench:penal", 5), ("oab_bench:penal,oab_bench:civil", 4)):
+        docs = [d for name in tasks.split(",") for d in evaluation_docs(name, n)]
+        rows = selected_rows(str(built_dataset), tasks, n)
+        assert {r.question_id for r in rows} == {d.specific["question_id"] for d in docs}
+        assert len(rows) == len(docs) < len(selected_rows(str(built_dataset), tasks))
 
 
 def test_a_judge_cache_it_cannot_use_fails_before_the_evaluation(task_module, monkeypatch, tmp_path):

@@ -106,7 +106,9 @@ def run_panel(args: argparse.Namespace):
     from oab_bench.judge.panel.runs import prepare
 
     return prepare(
-        args.panel, selected_rows(args.dataset, args.tasks), {args.model, litellm_name(args.model)}
+        args.panel,
+        selected_rows(args.dataset, args.tasks, args.max_samples),
+        {args.model, litellm_name(args.model)},
     )
 
 

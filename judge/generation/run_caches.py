@@ -24,15 +24,15 @@ from oab_bench.judge.generation.run_settings import (
 )
 from oab_bench.judge.generation.vllm_server import vllm_target
 from oab_bench.judge.grading.judgment_store import StoreError, check_folder
-from oab_bench.judge.settings import JudgeSettings, member_settings
+from oab_bench.judge.settings import JudgeSettings
 
 
 class Stored(NamedTuple):
     questions: int
     answered: int  # answers stored
-    judged: int | None  # questions whose every judgment is stored (None: the judge cache is off)
+    judged: int | None  # stored answers needing no judge call (None: the judge cache is off)
     answers_missing: int
-    judgments_missing: int  # not stored (every judgment of an answer not stored yet)
+    judgments_missing: int  # to make and keep (every judgment of an answer not stored yet; the panel's)
 
 
 def run_answers(args: argparse.Namespace) -> tuple[list, list[str | None]]:
@@ -42,7 +42,7 @@ def run_answers(args: argparse.Namespace) -> tuple[list, list[str | None]]:
 
     from oab_bench.judge.generation.answer_store import generation_settings, stored_texts
 
-    rows = selected_rows(args.dataset, args.tasks)
+    rows = selected_rows(args.dataset, args.tasks, args.max_samples)
     params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
     generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     folder = None if args.fresh_answers else answer_cache(args)
@@ -57,15 +57,6 @@ def run_judge(settings: JudgeSettings, store=None):
     if vllm_target(settings.judge_model):
         settings = settings.model_copy(update={"judge_model": litellm_name(settings.judge_model)})
     return make_judge(settings, store)
-
-
-def panel_unstored(args: argparse.Namespace, settings: JudgeSettings, panel) -> int:
-    """The panel's judgments (`panel`: its Panel and pairs) the run's judgment cache lacks, keyed as
-    the run will judge them; looked at, never created or written."""
-    from oab_bench.judge.grading.judgment_store import JudgmentStore
-    from oab_bench.judge.panel.judging import unstored
-
-    return unstored(run_judge(settings, JudgmentStore(judge_cache(args), access="read")), panel[1])
 
 
 def stored_progress(args: argparse.Namespace, settings: JudgeSettings) -> tuple[int, int, int | None] | None:
@@ -83,12 +74,11 @@ def stored_state(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
     from oab_bench.judge.answers import Answer, strip_reasoning
     from oab_bench.judge.generation.answer_store import AnswerStore, answer_key, generation_settings
     from oab_bench.judge.generation.task_prompt import candidate_messages
-    from oab_bench.judge.grading.grader import Judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
-    from oab_bench.judge.grading.repeats import RepeatJudge
+    from oab_bench.judge.panel.judging import unstored
 
     try:
-        rows = selected_rows(args.dataset, args.tasks)
+        rows = selected_rows(args.dataset, args.tasks, args.max_samples)
     except Exception:  # lighteval will say what is wrong with the dataset
         return None
     model = litellm_name(args.model)
@@ -97,29 +87,25 @@ def stored_state(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
     params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
     generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
     judges = judge_cache(args)
-    members = [
-        m.model_copy(update={"judge_model": litellm_name(m.judge_model)}) for m in member_settings(settings)
-    ]
-    graders = (  # each judgment a question needs has its own key: a jury's members, or each repeat
-        [RepeatJudge(members[0], None, k) for k in range(settings.repeats)]
-        if settings.repeats > 1
-        else [Judge(m) for m in members]
-    )
     store = JudgmentStore(judges, access="read") if judges else None
+    # the judge the task makes, its cache looked at as it will be (panel/judging.unstored): an empty
+    # or too long answer calls nothing and keeps nothing; a truncated one is keyed by what is sent
+    judge = run_judge(settings, store or JudgmentStore(None))
+    graders = len(getattr(judge, "runs", None) or getattr(judge, "members", None) or [judge])
     stored = judged = missing = 0
     for row in rows:
         key = answer_key(model=model, messages=candidate_messages(row), generation=generation)
         answer = answers.get(key) if answers else None
         if answer is None:
-            missing += len(graders)
+            missing += graders
             continue
         stored += 1
-        text = Answer(model=model, question_id=row.question_id, turns=[strip_reasoning(answer.texts[0])]).text
-        lacking = sum(store is None or store.get(g.key(row, text)) is None for g in graders)
+        text = strip_reasoning(answer.texts[0])
+        lacking = unstored(judge, [(row, Answer(model=model, question_id=row.question_id, turns=[text]))])
         missing += lacking
         judged += not lacking
-    if panel is not None and judges:
-        missing += panel_unstored(args, settings, panel)
+    if panel is not None and store is not None:  # the same judge, the same lookups
+        missing += unstored(judge, panel[1])
     return Stored(len(rows), stored, judged if store is not None else None, len(rows) - stored, missing)
 
 

@@ -20,7 +20,7 @@ from oab_bench.judge.generation.preflight import (
     check_reachable,
     server_max_model_len,
 )
-from oab_bench.judge.generation.run_caches import panel_unstored, stored_progress
+from oab_bench.judge.generation.run_caches import stored_state
 from oab_bench.judge.generation.run_settings import candidate_prompts
 from oab_bench.judge.generation.vllm_server import vllm_target
 from oab_bench.judge.grading.check_call import check_call, check_judges
@@ -39,16 +39,13 @@ def check_remote(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
         check_reachable(settings.api_base, "judge")
     if args.no_check_call:
         return
-    progress = stored_progress(args, settings)
-    questions, answered, judged = progress or (1, 0, None)
+    state = stored_state(args, settings, panel)
+    questions, answered, judged, _, unmade = state or (1, 0, None, 1, 1)
     if not vllm_target(args.model) and answered < questions:
         local = args.api_base and args.model.startswith("openai/")  # as child_env: any key will do
         key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
         check_call("candidate", args.model, api_base=args.api_base, api_key=key)
-    calls_judge = judged is None or judged < questions
-    if not calls_judge and panel is not None:  # the panel's judgments: all stored, or some to make
-        calls_judge = panel_unstored(args, settings, panel) > 0
-    if calls_judge:
+    if judged is None or unmade:  # the panel's judgments among those to make
         check_judges(judges)
 
 

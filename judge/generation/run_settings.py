@@ -105,19 +105,24 @@ def litellm_name(model: str) -> str:
     return f"openai/{served_name(target)}" if target else model
 
 
-def selected_rows(dataset: str, tasks: str) -> list:
-    """The dataset rows `tasks` ask for (names checked by check_tasks), as the task file selects them."""
+def selected_rows(dataset: str, tasks: str, max_samples: int | None = None) -> list:
+    """The dataset rows `tasks` ask for (names checked by check_tasks), as the task file selects them;
+    with `max_samples` (--max-samples), those lighteval evaluates: per task, its rows shuffled with
+    lighteval's seed, the first N (LightevalTask.get_docs)."""
+    import random
+
     from oab_bench.judge.dataset import load_rows
 
-    names = check_tasks(tasks)
-    keep = []
-    for row in load_rows(dataset):
-        for name in names:
-            what = name.partition(":")[2]
-            if not what or what == row.area or what == str(row.edition):
-                keep.append(row)
-                break
-    return keep
+    rows = load_rows(dataset)
+    chosen: set[str] = set()
+    for name in check_tasks(tasks):
+        what = name.partition(":")[2]
+        mine = [r.question_id for r in rows if not what or what == r.area or what == str(r.edition)]
+        if max_samples:
+            random.Random(42).shuffle(mine)
+            mine = mine[:max_samples]
+        chosen.update(mine)
+    return [r for r in rows if r.question_id in chosen]
 
 
 def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:

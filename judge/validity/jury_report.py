@@ -11,18 +11,19 @@ from pathlib import Path
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.judge.judge_label import member_label
+from oab_bench.judge.judge_label import member_label, member_spec
 from oab_bench.judge.leaderboard.judged import Record
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity.agreement import alpha_over, compare_two
 from oab_bench.judge.validity.agreement_text import figure_text
-from oab_bench.judge.validity.nested import read_nested, read_nested_lines
+from oab_bench.judge.validity.nested import one_each, read_nested_lines
 from oab_bench.judge.validity.sources import Graded, Source, source_names
 
 
 def member_names(records: list[dict]) -> list[str]:
-    """The members the records name, sorted (a jury's canonical order, whatever a record's order)."""
-    return sorted({m["judge_model"] for r in records for m in r.get("members") or []})
+    """The members the records name with their own settings (judge_label.member_spec: one model at
+    two efforts is two members, never merged), sorted: a jury's canonical order, whatever a record's."""
+    return sorted({member_spec(r, m["judge_model"]) for r in records for m in r.get("members") or []})
 
 
 def member_sources(records: list[dict]) -> list[Source]:
@@ -31,7 +32,7 @@ def member_sources(records: list[dict]) -> list[Source]:
     graded: dict[str, dict] = {n: {} for n in names}
     for r in records:
         for m in r.get("members") or []:
-            graded[m["judge_model"]][(r["model"], r["question_id"])] = Graded.of_member(r, m)
+            graded[member_spec(r, m["judge_model"])][(r["model"], r["question_id"])] = Graded.of_member(r, m)
     return [
         Source(name=letter, path="jury member", judge=n, graded=graded[n])
         for letter, n in zip(source_names(len(names)), names, strict=True)
@@ -45,7 +46,9 @@ def jury_lines(records: list[dict], *, resamples: int = 500, seed: int = 0) -> l
         return []
     lines = []
     for s in sources:
-        mine = [m for r in records for m in r.get("members") or [] if m["judge_model"] == s.judge]
+        mine = [
+            m for r in records for m in r.get("members") or [] if member_spec(r, m["judge_model"]) == s.judge
+        ]
         ok = sum(m["status"] == "ok" for m in mine)
         costs = [m["cost_usd"] for m in mine]
         cost = "unknown" if any(c is None for c in costs) else f"${sum(costs):.4f}"
@@ -111,8 +114,9 @@ def member_records_of(path: Path) -> list[Record]:
 def jury_file_sources(path: Path) -> list[Source]:
     """The members of the jury whose judgments file is `path`, as sources to compare."""
     ours = Path(path).is_file() or open_shared(path) is not None
-    records = read_nested(Path(path), "members") if ours else []
-    sources = member_sources(records)
+    lines = read_nested_lines(Path(path), "members") if ours else []
+    member_records(lines, str(path))  # a member's settings of a wrong shape: its file, line and field
+    sources = member_sources(one_each(lines, Path(path)))
     if len(sources) < 2:
         raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")
     return [s.model_copy(update={"path": f"{path} (jury member)"}) for s in sources]

@@ -51,8 +51,14 @@ def read_nested_lines(
 def read_nested(path: Path, key: str, *, rows: dict[str, QuestionRow] | None = None) -> list[dict]:
     """The records of `path` that carry `key` ("members" or "repeats"), checked (read_nested_lines),
     one per (model, question) as the module docstring says, sorted by (model, question)."""
+    return one_each(read_nested_lines(path, key, rows), path)
+
+
+def one_each(lines: list[tuple[int, dict]], path: Path) -> list[dict]:
+    """One record per (model, question) of `lines` (read_nested_lines'), sorted: a copy is read
+    once, two that differ are an error naming both lines."""
     found: dict[tuple[str, str], tuple[int, dict]] = {}
-    for lineno, record in read_nested_lines(path, key, rows):
+    for lineno, record in lines:
         slot = (str(record["model"]), str(record["question_id"]))
         if slot in found:
             before, seen = found[slot]
