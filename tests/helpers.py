@@ -636,3 +636,10 @@ def pairs(n: int, row=None):
     return [
         (row, Answer(model=f"m{i}", question_id=row.question_id, turns=[f"resposta {i}"])) for i in range(n)
     ]
+
+
+def readme_block(heading: str) -> str:
+    """The first bash block under `heading` in README.md, as a reader copies it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    return section[section.index("```bash\n") + 8 : section.index("\n```", section.index("```bash"))]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from collections import defaultdict
 
 import pandas as pd
@@ -217,48 +216,3 @@ def test_a_key_echoed_by_the_candidate_server_is_masked(stub, built_dataset, tmp
     assert proc.returncode == 2  # the check call found it: nothing was generated
     assert "Incorrect API key provided: Bearer ***" in proc.stderr
     check_no_secret(out, proc.stdout, proc.stderr)
-
-
-def readme_block(heading: str) -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index(heading) :]
-    return section[section.index("```bash\n") + 8 : section.index("\n```", section.index("```bash"))]
-
-
-def test_the_readme_plain_lighteval_commands_work_as_written(stub, built_rows, built_dataset, tmp_path):
-    """What a lighteval user types: the README's block (model YAML, task name, custom-tasks file),
-    run by bash in a checkout-like folder; only the model, server and dataset change. model.yaml and
-    lighteval's files land in ~/oab-bench-runs, not in the checkout."""
-    rows, _ = built_rows
-    server = stub(policy="alternate")
-    root, home = tmp_path / "checkout", tmp_path / "home"
-    root.mkdir()
-    home.mkdir()
-    (root / ".venv").symlink_to(REPO / ".venv")
-    (root / "oab_bench_task.py").symlink_to(REPO / "oab_bench_task.py")
-    block = readme_block("## With the plain lighteval CLI")
-    for old, new in (
-        ("model_name: openai/gpt-4o-mini", "model_name: openai/cand-readme"),
-        ("# base_url: http://127.0.0.1:8000/v1", f"base_url: {server.url}"),
-        ("/tmp/lighteval-cache-1", str(tmp_path / "lighteval-cache")),
-        ('"oab_bench|0"', f'"{TASK}|0"'),
-    ):
-        assert old in block, old
-        block = block.replace(old, new)
-    env = env_for(
-        HOME=str(home),
-        OAB_BENCH_DATASET=str(built_dataset),  # offline; the README's default is upstream's Hub id
-        OAB_JUDGE_API_BASE=server.url,
-        OAB_JUDGE_CACHE=str(tmp_path / "jc"),
-    )
-    proc = subprocess.run(
-        ["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = results_json(home / "oab-bench-runs" / "results")["results"][f"{TASK}|0"]
-    for key, value in expected_figures(rows).items():
-        assert got[key] == pytest.approx(value), key
-    assert sorted(p.name for p in root.iterdir()) == [".venv", "oab_bench_task.py"]  # nothing written there
-    assert f"|{TASK}:0|" in proc.stdout.replace(" ", "")  # the label the README explains
-    check_candidate_requests(server, rows)  # the exam's rules as a system message, one token limit
-    check_no_secret(home / "oab-bench-runs", proc.stdout, proc.stderr)

@@ -97,20 +97,60 @@ def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
 
 
 @pytest.mark.e2e
-def test_plain_lighteval_on_a_raw_folder_twice(stub, built_rows, raw_folder, tmp_path):
-    """No `oab-bench build`: OAB_BENCH_DATASET is upstream's Hub layout on disk; the second start reuses the build."""
-    from tests.helpers import TASK, check_candidate_requests, env_for, expected_figures, results_json
+def test_the_readme_plain_lighteval_commands_on_a_raw_folder_then_again(
+    stub, built_rows, raw_folder, tmp_path
+):
+    """What a lighteval user types: the README's block (model YAML, task name, custom-tasks file),
+    run by bash in a checkout-like folder; only the model, server and dataset change, and the
+    dataset is upstream's Hub layout on disk, as the README's default is (no `oab-bench build`).
+    model.yaml and lighteval's files land in ~/oab-bench-runs, not in the checkout; a second plain
+    `lighteval` start reuses the build."""
+    from tests.helpers import (
+        TASK,
+        check_candidate_requests,
+        check_no_secret,
+        env_for,
+        expected_figures,
+        readme_block,
+        results_json,
+    )
 
     rows, _ = built_rows
     server = stub(policy="alternate")
+    root, home = tmp_path / "checkout", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (root / ".venv").symlink_to(REPO / ".venv")
+    (root / "oab_bench_task.py").symlink_to(REPO / "oab_bench_task.py")
+    block = readme_block("## With the plain lighteval CLI")
+    for old, new in (
+        ("model_name: openai/gpt-4o-mini", "model_name: openai/cand-raw"),
+        ("# base_url: http://127.0.0.1:8000/v1", f"base_url: {server.url}"),
+        ("/tmp/lighteval-cache-1", str(tmp_path / "lighteval-cache-1")),
+        ('"oab_bench|0"', f'"{TASK}|0"'),
+    ):
+        assert old in block, old
+        block = block.replace(old, new)
     env = env_for(
-        OAB_BENCH_DATASET=str(raw_folder),
+        HOME=str(home),
+        OAB_BENCH_DATASET=str(raw_folder),  # offline; the README's default is upstream's Hub id
         HF_HOME=str(tmp_path / "hf"),
-        OAB_JUDGE_MODEL="openai/judge-raw",
         OAB_JUDGE_API_BASE=server.url,
         OAB_JUDGE_CACHE=str(tmp_path / "jc"),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
     )
+    first = subprocess.run(
+        ["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stderr.count("oab_bench: ") == 1  # one log line, though lighteval imports the task twice
+    assert "is upstream's raw layout" in first.stderr and "built 105 questions in memory" in first.stderr
+    got = results_json(home / "oab-bench-runs" / "results")["results"][f"{TASK}|0"]
+    for key, value in expected_figures(rows).items():
+        assert got[key] == pytest.approx(value), key
+    assert sorted(p.name for p in root.iterdir()) == [".venv", "oab_bench_task.py"]  # nothing written there
+    assert f"|{TASK}:0|" in first.stdout.replace(" ", "")  # the label the README explains
+    check_candidate_requests(server, rows)  # the exam's rules as a system message, one token limit
+    check_no_secret(home / "oab-bench-runs", first.stdout, first.stderr)
 
     def run(n: int, *extra: str) -> subprocess.CompletedProcess:
         config = tmp_path / f"model{n}.yaml"
@@ -120,17 +160,9 @@ def test_plain_lighteval_on_a_raw_folder_twice(stub, built_rows, raw_folder, tmp
         cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), f"{TASK}|0"]
         cmd += ["--custom-tasks", str(REPO / "oab_bench_task.py"), "--output-dir", str(tmp_path / f"out{n}")]
         return subprocess.run(
-            [*cmd, *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-        )
-
-    first = run(1)
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert first.stderr.count("oab_bench: ") == 1  # one log line, though lighteval imports the task twice
-    assert "is upstream's raw layout" in first.stderr and "built 105 questions in memory" in first.stderr
-    got = results_json(tmp_path / "out1")["results"][f"{TASK}|0"]
-    for key, value in expected_figures(rows).items():
-        assert got[key] == pytest.approx(value), key
-    check_candidate_requests(server, rows)
+            [*cmd, *extra], cwd=tmp_path, env=env | {"OAB_JUDGE_MODEL": "openai/judge-raw"},
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
 
     second = run(2, "--max-samples", "2")
     assert second.returncode == 0, second.stderr[-3000:]
