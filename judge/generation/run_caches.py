@@ -130,11 +130,7 @@ def check_caches(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
     """The answer and judgment caches: ours, readable, and writable or allowed to be read-only
     (True: a read-only cache is used; the child opens its stores so, and so is the panel judged).
     A panel's judgments count among those a read-only cache would not keep."""
-    if (judges := judge_cache(args)) is not None:  # the task opens the store: its refusal, now
-        try:
-            check_folder(judges)
-        except StoreError as e:
-            raise ValueError(f"--judge-cache (OAB_JUDGE_CACHE): {e}") from None
+    judges = judge_cache(args)  # its folder already checked by check_cache_folders, which run calls first
     caches = [
         check_cache(
             "answers", cache_name("--answer-cache", args.answer_cache, CACHE_ENV), answer_cache(args)
