@@ -21,7 +21,7 @@ forever. Kinds: `429`
 Batch API (`/v1/files`, `/v1/batches`, `/v1/batches/{id}`, `/v1/files/{id}/content`; none of them
 with `batch_routes=False`, as on a vLLM server): each line
 of a batch is answered by this server's own chat endpoint (so the policies and faults above
-apply, and `requests` records it with the header `X-Stub-Batch`), after `batch_delay` seconds (or once `release_batches()` is called, with `batch_hold`).
+apply, and `requests` records it with the header `X-Stub-Batch`), at once (or, with `batch_hold`, once `release_batches()` is called).
 `batch_faults` are rules of the same shape for batch lines, kinds `failed` (the line goes to the
 error file) and `expired` (not answered: the batch ends `expired`, the line in the error file
 with code `batch_expired`). `batch_creations` and `batch_retrievals` count the batches created and polled.
@@ -161,7 +161,6 @@ class StubServer:
         max_model_len: int | None = None,
         served: tuple[str, ...] = ("candidate", "judge"),
         batch_faults: list[dict] | None = None,
-        batch_delay: float = 0.0,
         batch_hold: bool = False,
         batch_page: int = 100,
         batch_routes: bool = True,
@@ -176,7 +175,6 @@ class StubServer:
         self.served = served
         self.requests: list[dict] = []
         self.batch_faults = [dict(f) for f in batch_faults or []]
-        self.batch_delay = batch_delay
         self.batch_hold = batch_hold  # batches stay in_progress until release_batches()
         self.batch_page = batch_page  # GET /v1/batches: at most this many per page (OpenAI: 100)
         self.batch_routes = batch_routes  # False: no /v1/files nor /v1/batches (a vLLM server): 404
@@ -548,7 +546,6 @@ class StubServer:
         import aiohttp
 
         batch["status"] = "in_progress"
-        await asyncio.sleep(self.batch_delay)
         if self.batch_hold:
             await self._released.wait()
         out, errors, expired = [], [], []

@@ -122,10 +122,11 @@ def test_failed_and_expired_inside_the_batch_are_retried_and_counted(stub, judge
 
 def test_a_batch_created_but_not_recorded_is_found_not_created_again(stub, judge_key, tmp_path):
     """Killed between creating the batch and recording its id: the rerun finds it by its input file."""
-    server = stub(batch_delay=0.5)
+    server = stub(batch_hold=True)
     s = settings(server, batch=True, batch_wait=0)
     with pytest.raises(BatchPending, match="still running after --batch-wait 0s: batch_1"):
         run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(3), progress=False)
+    server.release_batches()
     log = tmp_path / "batches.jsonl"
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert [e["event"] for e in events] == ["submit", "file", "batch"]
@@ -141,10 +142,11 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(stub, judge
 def test_a_rerun_over_fewer_answers_keeps_the_others_replies(stub, judge_key, tmp_path, capsys):
     """A batch for 4 judgments collected by a run over 2 of them: the other 2 replies, paid for,
     are kept in the batch log; the run over all 4 grades them from there and calls nothing."""
-    server = stub(batch_delay=0.3)
+    server = stub(batch_hold=True)
     s = settings(server, batch=True, batch_wait=0, **PRICES)
     with pytest.raises(BatchPending):
         run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    server.release_batches()
     waits = s.model_copy(update={"batch_wait": None})
     two = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4)[:2], progress=False)
     assert [j.status for j in two] == ["ok"] * 2
@@ -252,7 +254,7 @@ def test_a_direct_rerun_pays_again_neither_for_kept_replies_nor_for_batches_stil
     kept in the log are graded from there, with no call."""
     from oab_bench.judge.grading.estimate.core import estimate
 
-    server = stub(batch_delay=0.3)
+    server = stub(batch_hold=True)
     s = settings(server, batch=True, batch_wait=0, **PRICES)
     with pytest.raises(BatchPending):
         run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(4), progress=False)
@@ -261,6 +263,7 @@ def test_a_direct_rerun_pays_again_neither_for_kept_replies_nor_for_batches_stil
     with pytest.raises(ValueError, match=r"4 of these judgments are in batches not yet collected \(batch_1"):
         run_judge_all(Judge(direct, JudgmentStore(tmp_path)), pairs(4), progress=False)
     assert not [r for r in server.requests if not r["headers"].get("X-Stub-Batch")]  # no direct call
+    server.release_batches()
 
     waits = s.model_copy(update={"batch_wait": None})
     run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4)[:2], progress=False)  # keeps 2 replies
@@ -273,7 +276,7 @@ def test_a_direct_rerun_pays_again_neither_for_kept_replies_nor_for_batches_stil
 
 
 def test_a_batch_sent_through_another_api_base_is_not_polled_through_this_one(stub, judge_key, tmp_path):
-    first, other = stub(batch_delay=5), stub()
+    first, other = stub(batch_hold=True), stub()
     s = settings(first, batch=True, batch_wait=0)
     with pytest.raises(BatchPending):
         run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(2), progress=False)
@@ -291,7 +294,7 @@ def test_a_lost_batch_is_found_past_the_first_page_of_the_list(stub, judge_key):
 
     from oab_bench.judge.grading.batch import api
 
-    server = stub(batch_delay=60, batch_page=2)
+    server = stub(batch_hold=True, batch_page=2)
     s = settings(server, batch=True)
 
     async def make() -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ def _keep_two(server, tmp_path):
     s = settings(server, batch=True, batch_wait=0, **PRICES)
     with pytest.raises(BatchPending):
         run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(4), progress=False)
+    server.release_batches()
     waits = s.model_copy(update={"batch_wait": None})
     run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4)[:2], progress=False)
     assert len(_kept(tmp_path)) == 2
@@ -41,7 +42,7 @@ def _paid(server) -> tuple[int, int]:
 
 @pytest.mark.parametrize("batch", [True, False], ids=["batch", "direct"])
 def test_the_run_that_stores_kept_replies_judgments_prunes_them(stub, judge_key, tmp_path, capsys, batch):
-    server = stub(batch_delay=0.3)
+    server = stub(batch_hold=True)
     waits = _keep_two(server, tmp_path).model_copy(update={"batch": batch})
     log = tmp_path / "batches.jsonl"
     size, paid = log.stat().st_size, _paid(server)
@@ -68,7 +69,7 @@ def test_a_kill_between_storing_and_pruning_leaves_a_log_a_rerun_pays_nothing_fo
 ):
     """Stopped right after the judgments were stored and fsynced, before the prune: the replies are
     still in the log and the judgments in the cache; a rerun calls nothing and prunes them."""
-    server = stub(batch_delay=0.3)
+    server = stub(batch_hold=True)
     waits = _keep_two(server, tmp_path)
 
     def killed(store):
@@ -89,7 +90,7 @@ def test_a_kill_between_storing_and_pruning_leaves_a_log_a_rerun_pays_nothing_fo
 def test_a_prune_that_fails_keeps_the_replies_and_the_run_goes_on(
     stub, judge_key, tmp_path, monkeypatch, caplog
 ):
-    server = stub(batch_delay=0.3)
+    server = stub(batch_hold=True)
     waits = _keep_two(server, tmp_path)
     log = tmp_path / "batches.jsonl"
     before = log.read_bytes()
@@ -111,7 +112,7 @@ def test_a_prune_that_fails_keeps_the_replies_and_the_run_goes_on(
 def test_a_reply_whose_judgment_failed_stays_in_the_log(stub, judge_key, tmp_path):
     """Failures are not stored: the reply of a refused judgment is the only copy of what was paid
     for, so it stays (a later run grades it again from there, for nothing)."""
-    server = stub(batch_delay=0.3, faults=[{"kind": "refusal", "match": "resposta 3\\n"}])
+    server = stub(batch_hold=True, faults=[{"kind": "refusal", "match": "resposta 3\\n"}])
     waits = _keep_two(server, tmp_path)
     out = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4), progress=False)
     assert [j.status for j in out] == ["ok", "ok", "ok", "refused"]
@@ -124,7 +125,7 @@ def test_a_reply_whose_judgment_failed_stays_in_the_log(stub, judge_key, tmp_pat
 
 
 def test_a_cache_opened_to_read_prunes_nothing(stub, judge_key, tmp_path, monkeypatch):
-    server = stub(batch_delay=0.3)
+    server = stub(batch_hold=True)
     waits = _keep_two(server, tmp_path)
     monkeypatch.setattr(runner, "prune_kept", lambda store: 0)
     run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4), progress=False)  # stored, not pruned
