@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.origin import HF_PREFIX, parse_hub_spec
 from oab_bench.dataset_builder.source import read_objects
+from oab_bench.hub_guard import CARD, card_data
 from oab_bench.judge.results_layout import (
     ANSWERS_FILE,
     CARD_KEY,
@@ -34,55 +34,18 @@ from oab_bench.judge.results_layout import (
     judgment_record,
 )
 
-CARD = "README.md"
-
-
-def front_matter(text: str) -> dict | None:
-    """A card's YAML front matter (`---` ... `---`), None when it has none or it is not a mapping."""
-    head, sep, rest = text.partition("---\n")
-    front, sep2, _ = rest.partition("\n---\n")
-    if head or not sep or not sep2:
-        return None
-    try:
-        meta = yaml.safe_load(front)
-    except yaml.YAMLError:
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-def card_meta(folder: Path) -> dict | None:
-    """The front matter of `folder`'s card when it marks a results dataset of ours, else None."""
-    try:
-        meta = front_matter((folder / CARD).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return None
-    mark = (meta or {}).get(CARD_KEY)
-    return meta if isinstance(mark, dict) and mark.get("kind") == KIND else None
-
 
 class Shared(NamedTuple):
     name: str  # the spec or folder as given, without `#CONFIG`: how its files are named
     folder: Path
     configs: list[str]  # the judges' configs to read (all, or the one picked)
 
-    def label(self, rel: str) -> str:
-        return f"{self.name}:{rel}"
-
     def judgments(self) -> list[tuple[str, int, JudgmentRow]]:
         """(file label, row number, row) of every judgment, config by config."""
-        out = []
-        for config in self.configs:
-            rel = judge_file(config)
-            out += [
-                (self.label(rel), n, r) for n, r in _rows(self.folder / rel, self.label(rel), JudgmentRow)
-            ]
-        return out
+        return [row for config in self.configs for row in _rows(self, judge_file(config), JudgmentRow)]
 
     def answers(self) -> list[tuple[str, int, AnswerRow]]:
-        if not (self.folder / ANSWERS_FILE).is_file():
-            return []
-        label = self.label(ANSWERS_FILE)
-        return [(label, n, r) for n, r in _rows(self.folder / ANSWERS_FILE, label, AnswerRow)]
+        return _rows(self, ANSWERS_FILE, AnswerRow) if (self.folder / ANSWERS_FILE).is_file() else []
 
     def sources(self) -> list[tuple[str, str | None]]:
         """Each input the export read, with the dataset it recorded, as (label, dataset)."""
@@ -91,20 +54,19 @@ class Shared(NamedTuple):
         )
 
 
-def _rows(path: Path, label: str, model: type[BaseModel]) -> list[tuple[int, BaseModel]]:
-    """The file's rows, validated; read once while the file is unchanged (each input an export read
-    is read back from the same files)."""
+def _rows(shared: Shared, rel: str, model: type[BaseModel]) -> list:
+    """(label, row number, row) of one file, validated; read once while the file is unchanged (each
+    input an export read is read back from the same files)."""
+    label = f"{shared.name}:{rel}"
     try:
-        stat = path.stat()
+        stat = (shared.folder / rel).stat()
     except OSError as e:
         raise SourceError(f"cannot read it: {e.strerror or e}", file=label) from None
-    return _read_rows(path, stat.st_mtime_ns, stat.st_size, label, model)
+    return _read_rows(shared.folder / rel, stat.st_mtime_ns, stat.st_size, label, model)
 
 
 @functools.lru_cache(maxsize=32)
-def _read_rows(
-    path: Path, _mtime: int, _size: int, label: str, model: type[BaseModel]
-) -> list[tuple[int, BaseModel]]:
+def _read_rows(path: Path, _mtime: int, _size: int, label: str, model: type[BaseModel]) -> list:
     import pyarrow.parquet as pq
 
     try:
@@ -117,7 +79,7 @@ def _read_rows(
     out = []
     for n, raw in enumerate(table.to_pylist(), start=1):
         try:
-            out.append((n, model.model_validate(raw)))
+            out.append((label, n, model.model_validate(raw)))
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -134,27 +96,6 @@ def _download(repo: str, revision: str | None) -> Path:
 
     patterns = [CARD, f"{JUDGMENTS_DIR}/*/*.parquet", "answers/*.parquet"]
     return Path(snapshot_download(repo, repo_type="dataset", revision=revision, allow_patterns=patterns))
-
-
-def _fetch(spec: str, repo: str, revision: str | None) -> Path:
-    try:
-        return _download(repo, revision)
-    except Exception as e:  # every Hub failure (offline and not cached, no such repo, no access) says so
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise SourceError(f"cannot read the Hub dataset: {why}", file=spec) from None
-
-
-def _configs(meta: dict, picked: str | None, name: str) -> list[str]:
-    configs = sorted(
-        str(c["config_name"])
-        for c in meta.get("configs") or []
-        if isinstance(c, dict) and c.get("config_name") not in RESERVED | {None}
-    )
-    if picked is None:
-        return configs
-    if picked not in configs:
-        raise SourceError(f"no judge config {picked!r} (configs: {', '.join(configs) or 'none'})", file=name)
-    return [picked]
 
 
 def _spec(name: str):
@@ -174,18 +115,25 @@ def open_shared(path: str | Path) -> Shared | None:
     name = name.rstrip("/") or name
     if given.startswith(HF_PREFIX):
         spec = _spec(name)
-        if spec.folder is not None:
-            folder = spec.folder
-            if not folder.is_dir():
-                raise SourceError("folder not found", file=name)
-        else:
-            folder = _fetch(name, spec.repo, spec.revision)
+        folder = spec.folder
+        if folder is None:
+            try:
+                folder = _download(spec.repo, spec.revision)
+            except Exception as e:  # every Hub failure (offline and not cached, no such repo, no access)
+                why = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise SourceError(f"cannot read the Hub dataset: {why}", file=name) from None
+        elif not folder.is_dir():
+            raise SourceError("folder not found", file=name)
     elif Path(name).is_dir() and (Path(name) / CARD).is_file():
         folder = Path(name)
     else:
         return None
-    meta = card_meta(folder)
-    if meta is None:
+    try:
+        meta = card_data((folder / CARD).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError):
+        meta = {}
+    mark = meta.get(CARD_KEY)
+    if not isinstance(mark, dict) or mark.get("kind") != KIND:
         if not given.startswith(HF_PREFIX):
             return None
         raise SourceError(
@@ -193,12 +141,19 @@ def open_shared(path: str | Path) -> Shared | None:
             "front matter (`oab-bench export` writes one)",
             file=name,
         )
-    made = meta[CARD_KEY].get("format", FORMAT)
+    made = mark.get("format", FORMAT)
     if not isinstance(made, int) or made > FORMAT:
         raise SourceError(
             f"written in layout format {made!r}; this oab-bench reads up to {FORMAT}", file=name
         )
-    return Shared(name, folder, _configs(meta, picked or None, name))
+    configs = sorted(
+        str(c["config_name"])
+        for c in meta.get("configs") or []
+        if isinstance(c, dict) and c.get("config_name") not in RESERVED | {None}
+    )
+    if picked and picked not in configs:
+        raise SourceError(f"no judge config {picked!r} (configs: {', '.join(configs) or 'none'})", file=name)
+    return Shared(name, folder, [picked] if picked else configs)
 
 
 def rows_at(label: str) -> dict[int, JudgmentRow] | None:
@@ -212,8 +167,7 @@ def rows_at(label: str) -> dict[int, JudgmentRow] | None:
         return None
     if shared is None:
         return None
-    config = rel.split("/")[1]
-    return {n: r for _, n, r in shared._replace(configs=[config]).judgments()}
+    return {n: r for _, n, r in shared._replace(configs=[rel.split("/")[1]]).judgments()}
 
 
 def judgment_objects(path: str | Path) -> Iterator[tuple[str, int, dict]]:

@@ -3,7 +3,6 @@ else is refused, untouched, in the same words (oab_bench/folders.py, shared by r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -104,10 +103,7 @@ def test_our_clean_build_is_replaced(tmp_path, source):
     proc = cli_build(source, out, "--overwrite")
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "src"]
-    # a build from before markers listed files (head line only) is still ours
-    (out / MARKER).write_text(MARKER_HEAD + "\n")
     rows, report = build_rows(source, source / "errata.yaml")
-    assert write_dataset(rows, report, out, overwrite=True) == out.resolve()
     # a marker with another text is not ours
     (out / MARKER).write_text("hello\n")
     with pytest.raises(FileExistsError, match=r"no \.oab-bench-build marker"):
@@ -238,15 +234,6 @@ def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_data
         assert main([*run, "--output-dir", str(fresh)]) == 1
     assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
 
-    older = tmp_path / "older"  # a run folder from before the marker: its summary is ours
-    older.mkdir()
-    (older / "judgments.jsonl").write_text("")
-    summary = {"model": "m", "api_base": None, "judge_model": "j", "results": "r.json", "figures": {}}
-    (older / run_mod.SUMMARY_FILE).write_text(json.dumps(summary))
-    assert main([*run, "--output-dir", str(older)]) == 1 and (older / run_mod.RUN_MARKER).is_file()
-    (notes / run_mod.SUMMARY_FILE).write_text(json.dumps({"model": "m"}))  # not our summary's shape
-    assert main([*run, "--output-dir", str(notes)]) == 2
-
 
 @pytest.fixture
 def notes(tmp_path) -> Path:
@@ -319,28 +306,6 @@ def test_judge_sweep_output_into_a_folder_it_did_not_write_is_refused_untouched(
     fresh = tmp_path / "fresh"
     assert main([*args, "--output", str(fresh)]) == 0 and (fresh / ".oab-bench-judge-sweep").is_file()
     assert main([*args, "--output", str(fresh)]) == 0  # ours now: a rerun writes there again
-
-
-def test_a_probe_folder_from_before_the_marker_is_still_ours(tmp_path):
-    older = tmp_path / "runs" / "probe_j"
-    older.mkdir(parents=True)
-    (older / "report.json").write_text(json.dumps({"judge": "j", "probes": {}, "checks": [], "verdict": "x"}))
-    check_folder(older, PROBE, "--output")
-    (older / "report.json").write_text(json.dumps({"judge": "j"}))  # not a probe report's shape
-    with pytest.raises(NotOurFolder):
-        check_folder(older, PROBE, "--output")
-
-
-def test_a_sweep_folder_from_before_the_marker_is_still_ours(tmp_path):
-    older = tmp_path / "runs" / "judge_sweep"
-    older.mkdir(parents=True)
-    (older / "sweep.json").write_text(
-        json.dumps({"reference": "r", "judges": [], "recommended": None, "rule": "x"})
-    )
-    check_folder(older, SWEEP, "--output")
-    (older / "sweep.json").write_text(json.dumps({"reference": "r"}))  # not a sweep report's shape
-    with pytest.raises(NotOurFolder):
-        check_folder(older, SWEEP, "--output")
 
 
 @pytest.mark.parametrize("writer", [RUN, PROBE, SWEEP, BUILD], ids=lambda w: w.command)
