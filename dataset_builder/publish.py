@@ -3,6 +3,7 @@ edition and the card with its configs, uploaded in one commit behind the Hub gua
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import io
 from pathlib import Path
@@ -42,20 +43,13 @@ def write_dataset(
     return write_listed(output, BUILD, fill, overwrite=overwrite)
 
 
-def push_dataset(
-    folder: Path,
-    repo_id: str,
-    *,
-    private: bool = False,
-    revision: str | None = None,
-    replace_foreign: str | None = None,
-    dry_run: bool = False,
-    api=None,
-) -> str | None:
-    """Upload a folder `oab-bench build` wrote, its parquet unchanged (its card may have been edited,
-    its front matter kept), to a repo `oab-bench push` made or makes: the commit's URL (None: a dry run).
-    Anything else fails before the Hub is asked anything."""
-    folder = Path(folder)
+def push_dataset(args: argparse.Namespace) -> str | None:
+    """`push`: a folder `oab-bench build` wrote (`args.dataset`), its parquet unchanged (its card may have
+    been edited, its front matter kept), in the pushed layout, behind the Hub guard; anything else fails
+    before the Hub is asked anything. The commit's URL (None: a dry run)."""
+    from huggingface_hub import HfApi
+
+    folder = Path(args.dataset)
     ours = listed(folder, BUILD)
     if ours is None or not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
         raise FileNotFoundError(
@@ -75,20 +69,5 @@ def push_dataset(
         buf = io.BytesIO()
         pq.write_table(table.filter(pc.equal(table.column("edition"), e)), buf)
         files[EDITION_FILE.format(edition=e)] = buf.getvalue()
-    if api is None:
-        from huggingface_hub import HfApi
-
-        api = HfApi()
-    return guarded_push(
-        api,
-        repo_id,
-        pushed_card(card, editions, repo_id),
-        files,
-        kind="dataset",
-        commit_message="Update OAB-Bench dataset (oab-bench build)",
-        delete_patterns=["data/*.parquet", "editions/**"],  # an edition no longer built goes too
-        private=private,
-        revision=revision,
-        replace_foreign=replace_foreign,
-        dry_run=dry_run,
-    )
+    card = pushed_card(card, editions, args.repo_id)  # an edition no longer built goes too:
+    return guarded_push(HfApi(), args, card, files, kind="dataset", delete=["data/*.parquet", "editions/**"])

@@ -4,7 +4,6 @@ only to a repo `oab-bench push` made (oab_bench/hub_guard.py)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 HELP = "publish a built dataset folder to the Hugging Face Hub (configs: default, edition_39, ...)"
 
@@ -12,14 +11,7 @@ HELP = "publish a built dataset folder to the Hugging Face Hub (configs: default
 def main(args: argparse.Namespace) -> int:
     from oab_bench.dataset_builder.publish import push_dataset
 
-    url = push_dataset(
-        Path(args.dataset),
-        args.repo_id,
-        private=args.private,
-        revision=args.revision,
-        replace_foreign=args.replace_foreign,
-        dry_run=args.dry_run,
-    )
+    url = push_dataset(args)
     if url:
         print(f"pushed {args.dataset} to {args.repo_id}: {url}")
     return 0
@@ -29,6 +21,7 @@ def add_hub_arguments(p: argparse.ArgumentParser, command: str) -> None:
     """What `push` and `push-results` share: the repo, and what the Hub guard lets through."""
     p.add_argument("--repo-id", required=True, help="OWNER/NAME: the dataset repository on the Hub")
     p.add_argument("--private", action="store_true", help="create the repository private")
+    p.add_argument("--revision", help="branch to push to (created if missing)")
     p.add_argument(
         "--replace-foreign",
         metavar="REPO_ID",
@@ -44,5 +37,4 @@ def add_hub_arguments(p: argparse.ArgumentParser, command: str) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="folder written by `oab-bench build`")
-    p.add_argument("--revision", help="branch to push to (created if missing)")
     add_hub_arguments(p, "push")

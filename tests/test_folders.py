@@ -3,6 +3,7 @@ else is refused, untouched, in the same words (oab_bench/folders.py, shared by r
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -116,6 +117,9 @@ def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, 
 
     from oab_bench.dataset_builder.publish import push_dataset
 
+    def push_dataset_(folder):
+        return push_dataset(argparse.Namespace(dataset=folder, repo_id="org/x"))
+
     calls = []
 
     class FakeApi:
@@ -128,17 +132,17 @@ def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, 
     pq.write_table(pa.table({"x": [1, 2]}), foreign / DATA_FILE)  # someone's dataset, our file names
     (foreign / "README.md").write_text("# notes\n")
     with pytest.raises(FileNotFoundError, match=r"not a dataset folder made by `oab-bench build`"):
-        push_dataset(foreign, "org/x")
+        push_dataset_(foreign)
     rows, report = build_rows(source, source / "errata.yaml")
     out = write_dataset(rows, report, tmp_path / "ds")
     built = (out / DATA_FILE).read_bytes()
     pq.write_table(pq.read_table(out / DATA_FILE).slice(1), out / DATA_FILE)  # a row removed by hand
     with pytest.raises(ValueError, match=rf"{DATA_FILE}: changed since the build"):
-        push_dataset(out, "org/x")
+        push_dataset_(out)
     (out / DATA_FILE).write_bytes(built)
     (out / "README.md").write_text("My own card, no metadata.\n")
     with pytest.raises(ValueError, match=r"README.md: .*front matter"):
-        push_dataset(out, "org/x")
+        push_dataset_(out)
     assert calls == []  # nothing reached the Hub
 
 

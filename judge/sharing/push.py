@@ -16,7 +16,7 @@ from oab_bench.judge.sharing.export import EXPORT, export_to
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def push_results(args: argparse.Namespace, api=None) -> str | None:
+def push_results(args: argparse.Namespace) -> str | None:
     """Check the repo id and that a token is there before anything is read; export; upload in one
     commit, deleting judge and answers files an earlier push left that this export did not write.
     The commit's URL (None: a dry run)."""
@@ -31,15 +31,6 @@ def push_results(args: argparse.Namespace, api=None) -> str | None:
     with tempfile.TemporaryDirectory(prefix="oab-bench-push-results-") as tmp:
         folder = export_to(args, Path(tmp) / "results", repo_id=args.repo_id)
         files = {rel: folder / rel for rel in sorted(listed(folder, EXPORT)) if rel != CARD}
-        return guarded_push(
-            api or HfApi(),
-            args.repo_id,
-            (folder / CARD).read_text(encoding="utf-8"),
-            files,
-            kind=KIND,
-            commit_message="Update OAB-Bench results (oab-bench push-results)",
-            delete_patterns=[f"{JUDGMENTS_DIR}/**", ANSWERS_FILE.split("/")[0] + "/**"],
-            private=args.private,
-            replace_foreign=args.replace_foreign,
-            dry_run=args.dry_run,
-        )
+        card = (folder / CARD).read_text(encoding="utf-8")
+        delete = [f"{JUDGMENTS_DIR}/**", ANSWERS_FILE.split("/")[0] + "/**"]
+        return guarded_push(HfApi(), args, card, files, kind=KIND, delete=delete)
