@@ -16,7 +16,7 @@ from oab_bench.conventions import BUILD_MARKER as MARKER
 from oab_bench.dataset_builder.build import BuildReport
 from oab_bench.dataset_builder.card import pushed_card, render_card
 from oab_bench.dataset_builder.schema import QuestionRow
-from oab_bench.folders import Writer, foreign_paths, listed, write_listed
+from oab_bench.folders import Writer, check_replaceable, listed, write_listed
 from oab_bench.hub_guard import card_data, guarded_push
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
@@ -27,7 +27,11 @@ BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
 def is_our_build(folder: Path) -> bool:
     """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build may be reused)."""
-    return foreign_paths(folder, BUILD) == []
+    try:
+        check_replaceable(folder, BUILD)
+    except OSError:  # NotOurFolder, FileExistsError
+        return False
+    return listed(folder, BUILD) is not None
 
 
 def write_dataset(
@@ -64,7 +68,7 @@ def push_dataset(args: argparse.Namespace) -> str | None:
         raise ValueError(f"{folder / 'README.md'}: no YAML front matter (--- ... ---) to add the configs to")
     table = pq.read_table(io.BytesIO(data))
     editions = sorted(set(table.column("edition").to_pylist()))
-    files: dict[str, bytes | Path] = {DATA_FILE: folder / DATA_FILE}
+    files = {DATA_FILE: data}
     for e in editions:
         buf = io.BytesIO()
         pq.write_table(table.filter(pc.equal(table.column("edition"), e)), buf)

@@ -178,7 +178,7 @@ def guarded_push(
     api,
     args: argparse.Namespace,
     card: str,
-    files: dict[str, bytes | Path],
+    files: dict[str, bytes],
     *,
     kind: str,
     delete: Iterable[str],
@@ -194,7 +194,7 @@ def guarded_push(
     if forcing is not None and forcing != repo_id:
         raise ValueError(f"--replace-foreign {forcing} does not name --repo-id {repo_id}: nothing written")
     files = {CARD: mark_card(card, kind).encode(), **files}
-    sizes = {p: len(d) if isinstance(d, bytes) else d.stat().st_size for p, d in sorted(files.items())}
+    sizes = {p: len(d) for p, d in sorted(files.items())}
     check_token(api, repo_id)
     plan = plan_push(
         api,
@@ -231,7 +231,7 @@ def guarded_push(
     if plan.create_branch:
         api.create_branch(repo_id, repo_type="dataset", branch=plan.revision, revision=plan.parent)
     operations = [CommitOperationDelete(path_in_repo=p) for p in plan.delete]
-    operations += [CommitOperationAdd(p, d if isinstance(d, bytes) else str(d)) for p, d in files.items()]
+    operations += [CommitOperationAdd(p, d) for p, d in files.items()]
     message = f"Update OAB-Bench {kind} ({KINDS[kind]})"
     # parent_commit: the commit checked; the Hub refuses the commit if the branch moved since
     info = api.create_commit(

@@ -11,7 +11,7 @@ import pytest
 
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import BUILD, DATA_FILE, MARKER, MARKER_HEAD, write_dataset
-from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, is_marked
+from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, listed
 from oab_bench.judge.generation.run import RUN
 from oab_bench.judge.sweep.sweep import SWEEP
 from oab_bench.judge.validity.probe import PROBE
@@ -335,7 +335,7 @@ def test_a_new_or_empty_folder_is_claimed_and_a_file_is_refused(tmp_path):
             folder.mkdir()
         check_folder(folder, writer, "--output")
         claim(folder, writer)
-        assert is_marked(folder, writer) and [p.name for p in folder.iterdir()] == [".oab-bench-x"]
+        assert listed(folder, writer) is not None and [p.name for p in folder.iterdir()] == [".oab-bench-x"]
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(NotOurFolder, match=r"--output .*a-file: is a file, not a folder"):
         check_folder(tmp_path / "a-file", writer, "--output")
@@ -359,7 +359,7 @@ def test_a_marker_that_merely_looks_like_ours_does_not_count(tmp_path):
     (folder / ".oab-bench-x").symlink_to(outside)  # a link to a marker elsewhere
     with pytest.raises(NotOurFolder):
         check_folder(folder, writer, "--output")
-    assert not is_marked(folder, writer)
+    assert listed(folder, writer) is None
 
 
 def test_claim_never_writes_through_a_link(tmp_path):
@@ -370,7 +370,7 @@ def test_claim_never_writes_through_a_link(tmp_path):
     folder.mkdir()
     (folder / ".oab-bench-x").symlink_to(target)
     claim(folder, writer)
-    assert target.read_text() == "years of work" and is_marked(folder, writer)
+    assert target.read_text() == "years of work" and listed(folder, writer) is not None
 
 
 def test_build_refuses_a_folder_it_did_not_write_even_without_overwrite(tmp_path, notes, capsys):

@@ -30,7 +30,7 @@ def push_results(args: argparse.Namespace) -> str | None:
         )
     with tempfile.TemporaryDirectory(prefix="oab-bench-push-results-") as tmp:
         folder = export_to(args, Path(tmp) / "results", repo_id=args.repo_id)
-        files = {rel: folder / rel for rel in sorted(listed(folder, EXPORT)) if rel != CARD}
+        files = {rel: (folder / rel).read_bytes() for rel in sorted(listed(folder, EXPORT)) if rel != CARD}
         card = (folder / CARD).read_text(encoding="utf-8")
         delete = [f"{JUDGMENTS_DIR}/**", ANSWERS_FILE.split("/")[0] + "/**"]
         return guarded_push(HfApi(), args, card, files, kind=KIND, delete=delete)
