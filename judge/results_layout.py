@@ -23,7 +23,6 @@ from oab_bench.judge.records import RECORD_FIELDS
 KIND = "results"  # the card's `oab_bench.kind`: a dataset of judged results (not the questions)
 CARD_KEY = "oab_bench"  # the front matter's marker: {kind, made_by, format, version}
 FORMAT = 1  # the layout's version: a reader refuses one it does not know
-SPLIT = "train"
 JUDGMENTS_DIR = "judgments"
 ANSWERS_FILE = "answers/train-00000-of-00001.parquet"
 RESERVED = {"default", "answers"}

@@ -1,11 +1,10 @@
 """`oab-bench export`: judgment sources -> a Hub dataset folder (judge/results_layout.py) with its card.
 
-The sources are read by the leaderboard's reader (judge/leaderboard/inputs.py), so what is exported is
-what the leaderboard counts, checked the same way; each record then takes everything its source says
-of it. A copy of a judgment already exported (the same judgment of the same answer: two runs into one
-folder) is left out, with a note. Answers come from run and probe folders, `--answers` files and shared
-datasets, once per (model, question). Every text goes through `redact`. The folder is written whole,
-replacing only a folder `oab-bench export` wrote, unchanged since (oab_bench/folders.py).
+The sources are read by the leaderboard's reader (judge/leaderboard/inputs.py), with its checks; each
+record then takes everything its source says of it. A copy of a judgment (the same judgment of the same
+answer: a run made twice into one folder) is exported once, with a note. Answers come from run and probe
+folders, `--answers` files and shared datasets, once per (model, question). Every text goes through
+`redact`. The folder is written whole (oab_bench/folders.py).
 """
 
 from __future__ import annotations
@@ -18,10 +17,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.conventions import EXPORT_MARKER
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.folders import Writer, write_listed
-from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_per_question
+from oab_bench.judge.answers import Answer, details_judgments, load_answers
 from oab_bench.judge.audit.collect import carried_answers
 from oab_bench.judge.leaderboard.inputs import Inputs, read_inputs
 from oab_bench.judge.leaderboard.judged import Record
@@ -39,9 +39,7 @@ from oab_bench.judge.results_source import open_shared, rows_at
 from oab_bench.judge.sharing.results_card import dataset_origins, render_card
 
 EXPORT = Writer(
-    "oab-bench export",
-    EXPORT_MARKER,
-    head="written by `oab-bench export`; a later export may replace this folder",
+    "oab-bench export", EXPORT_MARKER, "written by `oab-bench export`; a later export may replace this folder"
 )
 
 
@@ -54,48 +52,39 @@ class Exported(BaseModel):
 
 def _redacted(x, secrets: list[str]):
     """Every text of a row through `redact`: a key an error, an answer or a setting quoted never leaves."""
-    if isinstance(x, str):
-        return redact(x, secrets=secrets)
     if isinstance(x, dict):
         return {k: _redacted(v, secrets) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [_redacted(v, secrets) for v in x]
-    return x
+    return redact(x, secrets=secrets) if isinstance(x, str) else x
 
 
 def _relative(file: str, given: str) -> str:
     """Where inside the input `given` the record was read ("" when the input is that file)."""
     if file == given:
         return ""
-    try:
-        return Path(file).relative_to(given).as_posix()
-    except ValueError:
-        return file
-
-
-def _upstream_turns(path: Path) -> dict[int, tuple[str, dict[int, tuple[float, str]]]]:
-    """First line of each (judge, model, question) of an upstream file -> (judge model, each turn's
-    score and text), as leaderboard/upstream_turns.py reads them (a turn given twice: its first line)."""
-    first: dict[tuple, int] = {}
-    out: dict[int, tuple[str, dict[int, tuple[float, str]]]] = {}
-    for lineno, r in read_objects(path):
-        key = (r["judge"][0], r["model"], r["question_id"])
-        turns = out.setdefault(first.setdefault(key, lineno), (key[0], {}))[1]
-        turns.setdefault(int(r["turn"]), (float(r["score"]), str(r.get("judgment") or "")))
-    return out
+    return Path(file).relative_to(given).as_posix() if Path(file).is_relative_to(given) else file
 
 
 def _source_of(file: str) -> tuple[str, dict]:
-    """(kind, line -> what the file says there) of a file records name as their source."""
+    """(kind, line -> what the file says there) of a file records name as their source; for upstream's
+    files, the first line of each (judge, model, question) -> (judge model, each turn's score and text),
+    as leaderboard/upstream_turns.py reads them (a turn given twice: its first line)."""
     shared = rows_at(file)
     if shared is not None:
         return "shared", shared
     if file.endswith(".parquet"):
         return "details", details_judgments(Path(file))
     lines = dict(read_objects(Path(file)))
-    if lines and {"turn", "judgment"} <= set(next(iter(lines.values()))):
-        return "upstream", _upstream_turns(Path(file))
-    return "judgments", lines
+    if not lines or not {"turn", "judgment"} <= set(next(iter(lines.values()))):
+        return "judgments", lines
+    first: dict[tuple, int] = {}
+    turns: dict[int, tuple[str, dict[int, tuple[float, str]]]] = {}
+    for n, r in lines.items():
+        key = (r["judge"][0], r["model"], r["question_id"])
+        got = turns.setdefault(first.setdefault(key, n), (key[0], {}))[1]
+        got.setdefault(int(r["turn"]), (float(r["score"]), str(r.get("judgment") or "")))
+    return "upstream", turns
 
 
 def _row(record: Record, given: str, recorded: str | None, source: tuple[str, dict], secrets: list[str]):
@@ -105,18 +94,17 @@ def _row(record: Record, given: str, recorded: str | None, source: tuple[str, di
     fields = record.model_dump(include={"judge", "model", "question_id", "exam_id", "area", "edition"})
     fields |= {"source": given, "source_kind": kind, "source_file": _relative(record.source, given)}
     fields |= {"source_line": record.line, "dataset": recorded}
-    if kind == "upstream":
-        judge_model, turns = at[record.line]
-        n_turns = range(1, 2 if parse_question_id(record.question_id).kind == "peca" else 3)
-        fields |= record.model_dump(include={"status", "score", "max_score"}) | {
-            "judge_model": judge_model,
-            "prompt_version": record.judge[len(judge_model) + 2 : -1] or None,  # "model [prompt]"
-            "mode": None,
-            "turn_scores": [turns[t][0] if t in turns else None for t in n_turns],
-            "turn_texts": [turns[t][1] if t in turns else "" for t in n_turns],
-        }
-    else:
-        fields |= record_fields(at[record.line])
+    if kind != "upstream":
+        return JudgmentRow.model_validate(_redacted(fields | record_fields(at[record.line]), secrets))
+    judge_model, turns = at[record.line]
+    n_turns = range(1, 2 if parse_question_id(record.question_id).kind == "peca" else 3)
+    fields |= record.model_dump(include={"status", "score", "max_score"}) | {
+        "judge_model": judge_model,
+        "prompt_version": record.judge[len(judge_model) + 2 : -1] or None,  # "model [prompt]"
+        "mode": None,
+        "turn_scores": [turns[t][0] if t in turns else None for t in n_turns],
+        "turn_texts": [turns[t][1] if t in turns else "" for t in n_turns],
+    }
     return JudgmentRow.model_validate(_redacted(fields, secrets))
 
 
@@ -137,29 +125,21 @@ def _answers(
 
     for given in inputs:
         shared = open_shared(given)
-        if shared is not None:
-            rows += [r for _, _, r in shared.answers()]
-        else:
-            got, gone = carried_answers(Path(given))
-            rows += [row(a, given) for a in got]
-            notes += gone
+        got, gone = ([], []) if shared else carried_answers(Path(given))
+        rows += [r for _, _, r in shared.answers()] if shared else [row(a, given) for a in got]
+        notes += gone
     rows += [row(a, given) for given in answer_files for a in load_answers(Path(given))]
-    rows.sort(key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line))
-    one_per_question(  # raises on two texts for one (model, question)
-        [
-            Answer(
-                model=r.model,
-                question_id=r.question_id,
-                turns=r.turns,
-                source=f"{r.source}/{r.source_file}" if r.source_file else r.source,
-                line=r.source_line,
-            )
-            for r in rows
-        ]
-    )
     kept: dict[tuple[str, str], AnswerRow] = {}
-    for r in rows:
-        kept.setdefault((r.model, r.question_id), r)
+    for r in sorted(rows, key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line)):
+        seen = kept.setdefault((r.model, r.question_id), r)
+        if seen.turns != r.turns:
+            where = [f"{x.source}/{x.source_file}" if x.source_file else x.source for x in (seen, r)]
+            raise SourceError(
+                f"{r.model} answers {r.question_id} differently here and in {where[1]}:{r.source_line}: "
+                "pass one of them",
+                file=where[0],
+                line=seen.source_line or None,
+            )
     return list(kept.values()), notes
 
 
@@ -170,26 +150,23 @@ def _order(r: JudgmentRow):
 
 def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> Exported:
     """Everything the sources hold, as rows, each judgment once: what `oab-bench export` writes."""
-    inputs = read_inputs(list(sources), dataset)
-    secrets = secret_values()
-    source = functools.cache(_source_of)
+    inputs, secrets, source = (
+        read_inputs(list(sources), dataset),
+        secret_values(),
+        functools.cache(_source_of),
+    )
     rows = [
         _row(r, given, recorded, source(r.source), secrets)
         for r, (given, recorded) in zip(inputs.records, inputs.origins, strict=True)
     ]
-    first: dict[tuple, int] = {}
+    first: dict[tuple, int] = {}  # the copy that made the judgment (not served by a cache), if any
     for i in sorted(range(len(rows)), key=lambda i: (bool(rows[i].cached), _order(rows[i]))):
-        first.setdefault(rows[i].copy_key(), i)  # the copy that made the judgment, if there is one
+        first.setdefault(rows[i].copy_key(), i)
     keep = sorted(first.values())
-    notes = []
-    if len(keep) < len(rows):
-        notes.append(
-            f"{len(rows) - len(keep)} judgments are copies of another (the same judge, model, question, "
-            "scores and reply: a run made twice into one folder): each exported once"
-        )
-    inputs = inputs.model_copy(
-        update={"records": [inputs.records[i] for i in keep], "origins": [inputs.origins[i] for i in keep]}
-    )
+    copies = len(rows) - len(keep)
+    said = "(the same judge, model, question, scores and reply: a run made twice into one folder)"
+    notes = [f"{copies} judgments are copies of another {said}: each exported once"] if copies else []
+    inputs.records, inputs.origins = [inputs.records[i] for i in keep], [inputs.origins[i] for i in keep]
     contributed = {given for given, _ in inputs.origins}  # a folder skipped (no results) gives no answers
     answer_inputs = [s for s in sources if s in contributed or open_shared(s) is not None]
     answers, gone = _answers(answer_inputs, list(answer_files), secrets)
@@ -205,18 +182,11 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    command, dataset = args.command, args.dataset
-    exported = collect(args.sources, dataset, args.answers or [])
+    exported = collect(args.sources, args.dataset, args.answers or [])
     configs = config_names(sorted({r.judge for r in exported.judgments}))
+    datasets = dataset_origins({args.dataset, *(r.dataset for r in exported.judgments)}, args.dataset)
     card = render_card(
-        exported,
-        configs,
-        made_by=f"oab-bench {command}",
-        repo_id=repo_id,
-        dataset=dataset,
-        datasets=dataset_origins({dataset, *(r.dataset for r in exported.judgments)}, dataset),
-        resamples=args.resamples,
-        seed=args.seed,
+        exported, configs, args, made_by=f"oab-bench {args.command}", repo_id=repo_id, datasets=datasets
     )
 
     def write(path: Path, rows: list[BaseModel], model: type[BaseModel]) -> None:
@@ -225,19 +195,18 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
 
     def fill(tmp: Path) -> None:
         for judge, config in configs.items():
-            rows = sorted((r for r in exported.judgments if r.judge == judge), key=_order)
-            write(tmp / judge_file(config), rows, JudgmentRow)
+            write(
+                tmp / judge_file(config),
+                sorted((r for r in exported.judgments if r.judge == judge), key=_order),
+                JudgmentRow,
+            )
         if exported.answers:
             write(tmp / ANSWERS_FILE, exported.answers, AnswerRow)
         (tmp / "README.md").write_text(redact(card), encoding="utf-8")
 
     folder = write_listed(Path(output), EXPORT, fill, overwrite=True)
-    judges = len(configs)
-    print(
-        f"{len(exported.judgments)} judgments ({judges} judge{'' if judges == 1 else 's'}), "
-        f"{len(exported.answers)} answers",
-        file=sys.stderr,
-    )
+    judges = f"{len(configs)} judge{'' if len(configs) == 1 else 's'}"
+    print(f"{len(exported.judgments)} judgments ({judges}), {len(exported.answers)} answers", file=sys.stderr)
     for note in exported.inputs.notes + exported.notes:
-        print(f"oab-bench {command}: note: {note}", file=sys.stderr)
+        print(f"oab-bench {args.command}: note: {note}", file=sys.stderr)
     return folder
