@@ -42,6 +42,7 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
         {(r.provenance.source, r.provenance.revision or "unknown") for r in rows if r.provenance}
     )
     origin = "; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins) or "not recorded"
+    editions = ", ".join(map(str, sorted({r.edition for r in rows})))
     return f"""---
 {meta.to_yaml()}
 ---
@@ -51,29 +52,23 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
 Phase 2 of the Brazilian Bar Exam (Exame de Ordem, OAB/FGV) as a benchmark for legal writing in
 Portuguese: per exam one *peça prático-profissional* (5.00 points) and four *questões discursivas* of
 two items each (1.25 points per question), 10.00 points in all; a candidate passes at 6.00 or more.
-
-This build holds {len(rows)} questions ({report.exams} exams) from editions
-{", ".join(map(str, sorted({r.edition for r in rows})))}: {areas}.
+This build holds {len(rows)} questions ({report.exams} exams) from editions {editions}: {areas}.
 
 Each row carries the official answer standard (*padrão de respostas*): `reference` (the commented
 answer per item) and `rubric` (the score table, one entry per scored row, with its `allowed_scores`).
 For every item the rubric's maxima add up to the item's `max_score`; where the source is wrong, an
-errata entry corrects it (listed below, and in each row's `errata`).
+errata entry corrects it (listed below, and in each row's `errata`). Annulled items (`annulled: true`)
+are not graded: as FGV does, every candidate gets their full value.
 
 ## Fields
 
-| field | meaning |
-| --- | --- |
-| `question_id` | `{{edition}}_direito_{{area}}_peca_*` or `..._questao_{{1-4}}` |
-| `edition`, `area`, `exam_id` | exam = `{{edition}}_direito_{{area}}` |
-| `kind`, `number` | `peca` (number 0) or `questao` (1-4) |
-| `system_prompt`, `statement` | the candidate's instructions (the exam's rules); the case, legal text unchanged |
-| `items`, `max_score` | `{{label, prompt, max_score}}` (`""` for the peça, `A`/`B`); 5.0 or 1.25 |
-| `reference`, `rubric` | the commented answer per item; `{{item_id, part, section, label, description, max_score, allowed_scores, annulled}}` |
-| `errata`, `upstream` | corrections applied; upstream's raw texts and values, for upstream's judge prompts |
-| `provenance` | `{{source, revision}}`: what the row was built from (Hub commit sha, or a hash of the local source) |
-
-Annulled items (`annulled: true`) are not graded: as FGV does, every candidate gets their full value.
+`question_id` (`{{edition}}_direito_{{area}}_peca_*` or `..._questao_{{1-4}}`), `edition`, `area`,
+`exam_id` (`{{edition}}_direito_{{area}}`), `kind` and `number` (`peca` 0, `questao` 1-4),
+`system_prompt` (the exam's rules), `statement` (the case; headings and `(Valor: ...)` removed, legal
+text unchanged), `items` (`label, prompt, max_score`: `""` for the peça, `A`/`B`), `max_score`,
+`reference`, `rubric` (`item_id, part, section, label, description, max_score, allowed_scores,
+annulled`), `errata`, `upstream` (upstream's raw texts and values, for its judge prompts),
+`provenance` (`source, revision`: the Hub commit sha, or a hash of the local source's content).
 
 ## Use
 

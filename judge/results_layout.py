@@ -1,11 +1,8 @@
 """What a shared results dataset holds: its files, configs, columns and the marker that says it is ours.
 
-One row of `judgments/<config>/train-*.parquet` is one judgment as the leaderboard read it from one
-input (a copy of a judgment already exported is left out); `answers/train-*.parquet` holds each
-(model, question)'s answer once. A row keeps every field of our judgment record, or, for upstream's
-judgment files, each turn's score and text, so reading it back goes through the same readers and
-checks as the original files (judge/leaderboard/inputs.py). `oab-bench export` (judge/sharing/)
-writes it; results_source.py reads it.
+A judgments row is one judgment as the leaderboard read it from one input; it keeps every field of our
+record, or each turn's score and text of upstream's, so that reading it back goes through the readers
+of the original files (judge/leaderboard/inputs.py). `oab-bench export` (judge/sharing/) writes it.
 """
 
 from __future__ import annotations
@@ -124,17 +121,8 @@ class JudgmentRow(Strict):
         """What makes two rows the same judgment of the same answer (an answer is one per (model,
         question) in an export): judge, question, outcome, item scores and the judge's reply."""
         items = tuple((i.item_id, i.score) for i in self.items or [])
-        turns = tuple(self.turn_scores or []), tuple(self.turn_texts or [])
-        return (
-            self.judge,
-            self.model,
-            self.question_id,
-            self.status,
-            self.score,
-            items,
-            self.judge_text,
-            turns,
-        )
+        said = (self.judge, self.model, self.question_id, self.status, self.score, self.judge_text)
+        return (*said, items, str(self.turn_scores), str(self.turn_texts))
 
 
 class GenerationRow(Strict):
@@ -176,43 +164,33 @@ def arrow_schema(model: type[BaseModel]):
     return pa.schema({k: arrow(f.annotation) for k, f in model.model_fields.items()})
 
 
-# --- our judgment record <-> row ------------------------------------------------------------------
-
-# a judgment record's fields a row keeps as they are (judge/records.py Judgment.record())
+# a judgment record's fields a row keeps as they are (judge/records.py Judgment.record()), and `panel`
 RECORD_KEYS = [
     k for k in JudgmentRow.model_fields if k in RECORD_FIELDS - {"model", "items", "usage", "settings"}
 ]
-RECORD_KEYS.append("panel")  # a panel's judgment's mark (`--panel`)
 GRADING_KEYS = ("judge_model", "repeat", "status", "score", "cost_usd", "error")
 
 
 def record_fields(v: dict) -> dict[str, Any]:
     """The row's fields from one of our judgment records (a judgments file line, a details metric)."""
 
-    def grading(m: dict) -> dict:
-        items = m.get("items") or {}
-        return {
-            **{k: m.get(k) for k in GRADING_KEYS},
-            "cached": bool(m.get("cached")),
-            "items": [{"item_id": k, "score": s} for k, s in items.items()],
-        }
+    def graded(m: dict) -> dict:
+        items = [{"item_id": k, "score": s} for k, s in (m.get("items") or {}).items()]
+        return {**{k: m.get(k) for k in GRADING_KEYS}, "cached": bool(m.get("cached")), "items": items}
 
-    def known(d: dict | None, model: type[BaseModel]) -> dict | None:
-        return None if d is None else {k: d[k] for k in model.model_fields if k in d}
-
-    settings = v.get("settings")
+    usage, settings = v.get("usage"), v.get("settings")
     return {
-        **{k: v.get(k) for k in RECORD_KEYS},
-        "items": None if v.get("items") is None else [known(i, ItemRow) for i in v["items"]],
-        "usage": known(v.get("usage"), UsageRow),
+        **{k: v.get(k) for k in [*RECORD_KEYS, "panel"]},
+        "items": v.get("items") and [{k: i[k] for k in ItemRow.model_fields if k in i} for i in v["items"]],
+        "usage": usage and {k: usage[k] for k in UsageRow.model_fields if k in usage},
         "settings": None if settings is None else json.dumps(settings, sort_keys=True, ensure_ascii=False),
-        **{k: None if v.get(k) is None else [grading(m) for m in v[k]] for k in ("members", "repeats")},
+        **{k: v.get(k) and [graded(m) for m in v[k]] for k in ("members", "repeats")},
     }
 
 
 def judgment_record(row: JudgmentRow) -> dict:
     """A row back as the judgment record it was (`model` included): what our readers take."""
-    out = row.model_dump(include={*RECORD_KEYS, "model", "items", "usage"})
+    out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "items", "usage"})
     out["settings"] = None if row.settings is None else json.loads(row.settings)
     for key in ("members", "repeats"):
         if getattr(row, key) is not None:
@@ -225,18 +203,11 @@ def judgment_record(row: JudgmentRow) -> dict:
 def upstream_lines(row: JudgmentRow, line: int) -> list[tuple[int, dict]]:
     """An upstream row back as upstream's lines, one per turn it had (a missing turn stays missing)."""
     judge = [row.judge_model, row.prompt_version] if row.prompt_version else [row.judge_model]
-    texts = row.turn_texts or []
+    texts, said = row.turn_texts or [], {"question_id": row.question_id, "model": row.model, "judge": judge}
     return [
         (
             line,
-            {
-                "question_id": row.question_id,
-                "model": row.model,
-                "judge": judge,
-                "turn": turn,
-                "score": score,
-                "judgment": texts[turn - 1] if turn <= len(texts) else "",
-            },
+            {**said, "turn": turn, "score": score, "judgment": texts[turn - 1] if turn <= len(texts) else ""},
         )
         for turn, score in enumerate(row.turn_scores or [], start=1)
         if score is not None

@@ -1,11 +1,8 @@
-"""A shared results dataset as an input: `hf:OWNER/NAME[@REV]`, `hf:/abs/folder`, or such a folder.
-
-`#CONFIG` after either picks one judge's config (`hf:org/results#openai-gpt-5.2-oab-pt-v1-structured`).
-A Hub repo is downloaded once into the Hub cache (`huggingface_hub`; offline, the cache is used). Only
-a dataset whose card carries our marker (`oab_bench: {kind: results}`) is read: anything else that is
-named with `hf:` is an error, never a guess. Rows are checked against the layout's types; what they
-say is checked by the same readers as any judgments file. Files are named in messages as
-`SPEC:judgments/CONFIG/train-00000-of-00001.parquet`, rows counted from 1 like lines.
+"""A shared results dataset as an input: `hf:OWNER/NAME[@REV]`, `hf:/abs/folder`, or such a folder;
+`#CONFIG` picks one judge's config. A Hub repo is downloaded once into the Hub cache (offline, the cache
+is used). Only a card with our marker (`oab_bench: {kind: results}`) is read: anything else named with
+`hf:` is an error, never a guess. Rows are checked against the layout's types, then by the readers of
+any judgments file; messages name `SPEC:judgments/CONFIG/train-00000-of-00001.parquet:ROW`.
 """
 
 from __future__ import annotations
@@ -57,16 +54,15 @@ class Shared(NamedTuple):
 def _rows(shared: Shared, rel: str, model: type[BaseModel]) -> list:
     """(label, row number, row) of one file, validated; read once while the file is unchanged (each
     input an export read is read back from the same files)."""
-    label = f"{shared.name}:{rel}"
     try:
         stat = (shared.folder / rel).stat()
     except OSError as e:
-        raise SourceError(f"cannot read it: {e.strerror or e}", file=label) from None
-    return _read_rows(shared.folder / rel, stat.st_mtime_ns, stat.st_size, label, model)
+        raise SourceError(f"cannot read it: {e.strerror or e}", file=f"{shared.name}:{rel}") from None
+    return _read_rows(shared.folder / rel, stat.st_mtime_ns, f"{shared.name}:{rel}", model)
 
 
 @functools.lru_cache(maxsize=32)
-def _read_rows(path: Path, _mtime: int, _size: int, label: str, model: type[BaseModel]) -> list:
+def _read_rows(path: Path, _mtime: int, label: str, model: type[BaseModel]) -> list:
     import pyarrow.parquet as pq
 
     try:

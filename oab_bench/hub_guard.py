@@ -54,10 +54,10 @@ def mark_card(text: str, kind: str) -> str:
     """`text` with our marker of `kind` in its front matter; its other keys (`format`) stay."""
     from huggingface_hub import DatasetCard
 
-    if card_data(text) is None:
+    meta = card_data(text)
+    if meta is None:
         raise ValueError(f"{CARD}: no YAML front matter (--- ... ---) to carry the oab-bench marker")
-    card = DatasetCard(text)
-    kept = card.data.get(MARKER_KEY)
+    card, kept = DatasetCard(text), meta.get(MARKER_KEY)
     card.data[MARKER_KEY] = {**(kept if isinstance(kept, dict) else {}), "made_by": KINDS[kind], "kind": kind}
     return str(card)
 
@@ -80,10 +80,24 @@ class PushPlan(BaseModel):
     def where(self) -> str:
         return self.repo_id + (f" (branch {self.revision})" if self.revision else "")
 
-    @property
-    def changes(self) -> str:
-        replace, delete = summarize(self.replace) or "nothing", summarize(self.delete) or "nothing"
-        return f"it would replace {replace} and delete {delete}"
+    def lines(self, refused: bool) -> list[str]:
+        """What the plan does, one line per file: for `--dry-run`."""
+        at, visibility = f"(at commit {self.parent})", "private" if self.private else "public"
+        head = {
+            "new": f"{self.repo_id} does not exist: would create it ({visibility})",
+            "empty": f"{self.where} holds nothing but .gitattributes: would fill it {at}",
+            "ours": f"{self.where} was made by `{KINDS[self.kind]}`: would update it {at}",
+        }.get(self.owner, f"{self.where}: {self.owner}: ")
+        if self.owner not in WRITABLE:
+            head += "refused, not written" if refused else "would be written anyway (--replace-foreign)"
+        out = [head + (f" and create the branch {self.revision}" if self.create_branch else "")]
+        out += [
+            f"  {'replace' if p in self.replace else 'upload '} {p} ({n:,} bytes)"
+            for p, n in self.upload.items()
+        ]
+        out += [f"  delete  {p}" for p in self.delete]
+        counts = f"{len(self.upload)} files to upload ({len(self.replace)} replacing), {len(self.delete)}"
+        return [*out, counts + " to delete; dry run: nothing was written"]
 
 
 def check_token(api, repo_id: str) -> None:
@@ -95,20 +109,17 @@ def check_token(api, repo_id: str) -> None:
             f"{repo_id}: the Hub token (HF_TOKEN or `hf auth login`) could not be checked: {e}"
         ) from None
     token, owner = (me.get("auth") or {}).get("accessToken") or {}, repo_id.split("/")[0]
-    grants = token.get("fineGrained") or {}
+    grants, role = token.get("fineGrained") or {}, token.get("role")
     scopes = [
         s for s in grants.get("scoped") or [] if (s.get("entity") or {}).get("name") in (owner, repo_id)
     ]
     granted = [*(grants.get("global") or []), *(p for s in scopes for p in s.get("permissions") or [])]
-    if token.get("role") == "read" or (token.get("role") == "fineGrained" and "repo.write" not in granted):
-        why = (
-            "is read-only (role: read)"
-            if token["role"] == "read"
-            else f"has no repo.write on {owner} or {repo_id}"
-        )
+    if role == "read" or (role == "fineGrained" and "repo.write" not in granted):
+        why = "is read-only (role: read)" if role == "read" else f"has no repo.write on {owner} or {repo_id}"
+        name = f"{token.get('displayName', 'the token')!r} of {me.get('name', '?')}"
         raise ValueError(
-            f"{repo_id}: the Hub says the token {token.get('displayName', 'the token')!r} of {me.get('name', '?')} "
-            f"{why}: writing needs a token with write access (https://huggingface.co/settings/tokens)"
+            f"{repo_id}: the Hub says the token {name} {why}: writing needs a token with write access "
+            "(https://huggingface.co/settings/tokens)"
         )
 
 
@@ -118,23 +129,17 @@ def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
     from huggingface_hub.utils import filter_repo_objects
 
-    def head(revision: str | None = None) -> str:
-        return api.repo_info(plan.repo_id, repo_type="dataset", revision=revision).sha
-
     try:
-        plan.parent = head()
+        plan.parent = api.repo_info(plan.repo_id, repo_type="dataset").sha
     except RepositoryNotFoundError:  # or private to someone else: create_repo(exist_ok=False) tells
         return plan.model_copy(update={"create_branch": bool(plan.revision)})
     try:
-        plan.parent = head(plan.revision) if plan.revision else plan.parent
+        plan.parent = api.repo_info(plan.repo_id, repo_type="dataset", revision=plan.revision).sha
     except RevisionNotFoundError:
         plan.create_branch = True  # made from the default branch's head
     files = api.list_repo_files(plan.repo_id, repo_type="dataset", revision=plan.parent)
-    if set(files) <= {".gitattributes"}:
-        plan.owner = "empty"
-    elif CARD not in files:
-        plan.owner = f"it has no {CARD}, so no oab-bench marker"
-    else:
+    plan.owner = "empty" if set(files) <= {".gitattributes"} else f"it has no {CARD}, so no oab-bench marker"
+    if CARD in files:
         try:
             with tempfile.TemporaryDirectory(prefix="oab-bench-card-") as tmp:
                 path = api.hf_hub_download(
@@ -154,39 +159,13 @@ def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
     return plan
 
 
-def describe(plan: PushPlan, refused: bool) -> list[str]:
-    """What the plan does, one line per file: for `--dry-run`."""
-    head = {
-        "new": f"{plan.repo_id} does not exist: would create it ({'private' if plan.private else 'public'})",
-        "empty": f"{plan.where} holds nothing but .gitattributes: would fill it (at commit {plan.parent})",
-        "ours": f"{plan.where} was made by `{KINDS[plan.kind]}`: would update it (at commit {plan.parent})",
-    }.get(plan.owner, f"{plan.where}: {plan.owner}: ")
-    if plan.owner not in WRITABLE:
-        head += "refused, not written" if refused else "would be written anyway (--replace-foreign)"
-    lines = [head + (f" and create the branch {plan.revision}" if plan.create_branch else "")]
-    lines += [
-        f"  {'replace' if p in plan.replace else 'upload '} {p} ({n:,} bytes)" for p, n in plan.upload.items()
-    ]
-    lines += [f"  delete  {p}" for p in plan.delete]
-    return [
-        *lines,
-        f"{len(plan.upload)} files to upload ({len(plan.replace)} replacing), {len(plan.delete)} to delete",
-    ]
-
-
 def guarded_push(
-    api,
-    args: argparse.Namespace,
-    card: str,
-    files: dict[str, bytes],
-    *,
-    kind: str,
-    delete: Iterable[str],
+    api, args: argparse.Namespace, card: str, files: dict[str, bytes], *, kind: str, delete: Iterable[str]
 ) -> str | None:
     """Upload `files` and `card` (as README.md, marked ours of `kind`) to `args.repo_id` in ONE commit,
-    deleting remote files matching `delete` that are not uploaded, after the module's checks.
-    `args`: the flags `push` and `push-results` share (`--private`, `--revision`, `--replace-foreign`,
-    `--dry-run`). The commit's URL (None: a dry run, which prints the plan)."""
+    deleting remote files matching `delete` that are not uploaded, after the module's checks. `args`:
+    the flags `push` and `push-results` share (cmd_push.add_hub_arguments). The commit's URL (None: a
+    dry run, which prints the plan)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -194,29 +173,28 @@ def guarded_push(
     if forcing is not None and forcing != repo_id:
         raise ValueError(f"--replace-foreign {forcing} does not name --repo-id {repo_id}: nothing written")
     files = {CARD: mark_card(card, kind).encode(), **files}
-    sizes = {p: len(d) for p, d in sorted(files.items())}
     check_token(api, repo_id)
-    plan = plan_push(
-        api,
-        PushPlan(repo_id=repo_id, kind=kind, revision=args.revision, private=args.private, upload=sizes),
-        delete,
-    )
+    sizes = {p: len(d) for p, d in sorted(files.items())}
+    plan = PushPlan(repo_id=repo_id, kind=kind, revision=args.revision, private=args.private, upload=sizes)
+    plan = plan_push(api, plan, delete)
     forced = plan.owner not in WRITABLE
     refused = forced and (forcing != repo_id or plan.owner == GATED)
     if args.dry_run:
-        print("\n".join(describe(plan, refused)) + "; dry run: nothing was written")
+        print("\n".join(plan.lines(refused)))
+    replaced, deleted = (summarize(paths) or "nothing" for paths in (plan.replace, plan.delete))
+    changes = f"it would replace {replaced} and delete {deleted}"
+    if refused and plan.owner == GATED:
+        raise HubRefusal(f"{repo_id}: {GATED}, so it is not written; check --repo-id")
     if refused:
         raise HubRefusal(
-            f"{repo_id}: {GATED}, so it is not written; check --repo-id"
-            if plan.owner == GATED
-            else f"{plan.where}: {plan.owner}, so `{KINDS[kind]}` did not make it: refusing to write to it; "
-            f"{plan.changes} (check --repo-id, or pass --replace-foreign {repo_id} to replace them)"
+            f"{plan.where}: {plan.owner}, so `{KINDS[kind]}` did not make it: refusing to write to it; "
+            f"{changes} (check --repo-id, or pass --replace-foreign {repo_id} to replace them)"
         )
     if args.dry_run:
         return None
     if forced:
         print(
-            f"--replace-foreign {repo_id}: writing to {plan.where} although {plan.owner}: {plan.changes}",
+            f"--replace-foreign {repo_id}: writing to {plan.where} although {plan.owner}: {changes}",
             file=sys.stderr,
         )
     if plan.owner == "new":
@@ -232,8 +210,7 @@ def guarded_push(
         api.create_branch(repo_id, repo_type="dataset", branch=plan.revision, revision=plan.parent)
     operations = [CommitOperationDelete(path_in_repo=p) for p in plan.delete]
     operations += [CommitOperationAdd(p, d) for p, d in files.items()]
-    message = f"Update OAB-Bench {kind} ({KINDS[kind]})"
-    # parent_commit: the commit checked; the Hub refuses the commit if the branch moved since
+    message = f"Update OAB-Bench {kind} ({KINDS[kind]})"  # on the commit checked: the Hub refuses a moved one
     info = api.create_commit(
         repo_id,
         operations,
