@@ -12,24 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.origin import HF_PREFIX, parse_hub_spec
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.hub_guard import CARD, card_data
-from oab_bench.judge.results_layout import (
-    ANSWERS_FILE,
-    CARD_KEY,
-    FORMAT,
-    JUDGMENTS_DIR,
-    KIND,
-    RESERVED,
-    AnswerRow,
-    JudgmentRow,
-    judge_file,
-    judgment_record,
-)
+from oab_bench.judge import results_layout as layout
+from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
 
 
 class Shared(NamedTuple):
@@ -39,10 +29,14 @@ class Shared(NamedTuple):
 
     def judgments(self) -> list[tuple[str, int, JudgmentRow]]:
         """(file label, row number, row) of every judgment, config by config."""
-        return [row for config in self.configs for row in _rows(self, judge_file(config), JudgmentRow)]
+        return [row for config in self.configs for row in _rows(self, layout.judge_file(config), JudgmentRow)]
 
     def answers(self) -> list[tuple[str, int, AnswerRow]]:
-        return _rows(self, ANSWERS_FILE, AnswerRow) if (self.folder / ANSWERS_FILE).is_file() else []
+        return (
+            _rows(self, layout.ANSWERS_FILE, AnswerRow)
+            if (self.folder / layout.ANSWERS_FILE).is_file()
+            else []
+        )
 
     def sources(self) -> list[tuple[str, str | None]]:
         """Each input the export read, with the dataset it recorded, as (label, dataset)."""
@@ -72,17 +66,16 @@ def _read_rows(path: Path, _mtime: int, label: str, model: type[BaseModel]) -> l
     missing = [c for c in model.model_fields if c not in table.column_names]
     if missing:
         raise SourceError(f"missing columns {missing}: not an oab-bench results file", file=label)
-    out = []
-    for n, raw in enumerate(table.to_pylist(), start=1):
-        try:
-            out.append((label, n, model.model_validate(raw)))
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise SourceError(
-                f"{first['input']!r}: {first['msg']}", file=label, line=n, field=where
-            ) from None
-    return out
+    try:
+        rows = TypeAdapter(list[model]).validate_python(table.to_pylist())
+    except ValidationError as e:
+        first = e.errors()[0]
+        n, *where = first["loc"]
+        where = ".".join(map(str, where))
+        raise SourceError(
+            f"{first['input']!r}: {first['msg']}", file=label, line=n + 1, field=where
+        ) from None
+    return [(label, n, row) for n, row in enumerate(rows, start=1)]
 
 
 @functools.cache
@@ -90,7 +83,7 @@ def _download(repo: str, revision: str | None) -> Path:
     """The repo's card and data files, from the Hub cache or downloaded into it."""
     from huggingface_hub import snapshot_download
 
-    patterns = [CARD, f"{JUDGMENTS_DIR}/*/*.parquet", "answers/*.parquet"]
+    patterns = [CARD, f"{layout.JUDGMENTS_DIR}/*/*.parquet", "answers/*.parquet"]
     return Path(snapshot_download(repo, repo_type="dataset", revision=revision, allow_patterns=patterns))
 
 
@@ -128,24 +121,24 @@ def open_shared(path: str | Path) -> Shared | None:
         meta = card_data((folder / CARD).read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError):
         meta = {}
-    mark = meta.get(CARD_KEY)
-    if not isinstance(mark, dict) or mark.get("kind") != KIND:
+    mark = meta.get(layout.CARD_KEY)
+    if not isinstance(mark, dict) or mark.get("kind") != layout.KIND:
         if not given.startswith(HF_PREFIX):
             return None
         raise SourceError(
-            f"not an oab-bench results dataset: its {CARD} has no `{CARD_KEY}: {{kind: {KIND}}}` in its "
+            f"not an oab-bench results dataset: its {CARD} has no `oab_bench: {{kind: results}}` in its "
             "front matter (`oab-bench export` writes one)",
             file=name,
         )
-    made = mark.get("format", FORMAT)
-    if not isinstance(made, int) or made > FORMAT:
+    made = mark.get("format", layout.FORMAT)
+    if not isinstance(made, int) or made > layout.FORMAT:
         raise SourceError(
-            f"written in layout format {made!r}; this oab-bench reads up to {FORMAT}", file=name
+            f"written in layout format {made!r}; this oab-bench reads up to {layout.FORMAT}", file=name
         )
     configs = sorted(
         str(c["config_name"])
         for c in meta.get("configs") or []
-        if isinstance(c, dict) and c.get("config_name") not in RESERVED | {None}
+        if isinstance(c, dict) and c.get("config_name") not in layout.RESERVED | {None}
     )
     if picked and picked not in configs:
         raise SourceError(f"no judge config {picked!r} (configs: {', '.join(configs) or 'none'})", file=name)
@@ -155,7 +148,7 @@ def open_shared(path: str | Path) -> Shared | None:
 def rows_at(label: str) -> dict[int, JudgmentRow] | None:
     """The rows of the judgments file a record names as its source; None when it names no such file."""
     name, sep, rel = label.rpartition(":")
-    if not sep or not rel.startswith(f"{JUDGMENTS_DIR}/"):
+    if not sep or not rel.startswith(f"{layout.JUDGMENTS_DIR}/"):
         return None
     try:
         shared = open_shared(name)
@@ -176,7 +169,7 @@ def judgment_objects(path: str | Path) -> Iterator[tuple[str, int, dict]]:
         return
     for label, n, row in shared.judgments():
         if row.source_kind != "upstream":
-            yield label, n, judgment_record(row)
+            yield label, n, layout.judgment_record(row)
 
 
 def local_path(path: str) -> Path | None:

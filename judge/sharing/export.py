@@ -21,20 +21,13 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.folders import Writer, write_listed
+from oab_bench.judge import results_layout as layout
 from oab_bench.judge.answers import Answer, details_judgments, load_answers
 from oab_bench.judge.audit.collect import carried_answers
 from oab_bench.judge.leaderboard.inputs import Inputs, read_inputs
 from oab_bench.judge.leaderboard.judged import Record
 from oab_bench.judge.redact import redact, secret_values
-from oab_bench.judge.results_layout import (
-    ANSWERS_FILE,
-    AnswerRow,
-    JudgmentRow,
-    arrow_schema,
-    config_names,
-    judge_file,
-    record_fields,
-)
+from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
 from oab_bench.judge.results_source import open_shared, rows_at
 from oab_bench.judge.sharing.results_card import dataset_origins, render_card
 
@@ -95,7 +88,7 @@ def _row(record: Record, given: str, recorded: str | None, source: tuple[str, di
     fields |= {"source": given, "source_kind": kind, "source_file": _relative(record.source, given)}
     fields |= {"source_line": record.line, "dataset": recorded}
     if kind != "upstream":
-        return JudgmentRow.model_validate(_redacted(fields | record_fields(at[record.line]), secrets))
+        return JudgmentRow.model_validate(_redacted(fields | layout.record_fields(at[record.line]), secrets))
     judge_model, turns = at[record.line]
     n_turns = range(1, 2 if parse_question_id(record.question_id).kind == "peca" else 3)
     fields |= record.model_dump(include={"status", "score", "max_score"}) | {
@@ -150,11 +143,8 @@ def _order(r: JudgmentRow):
 
 def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> Exported:
     """Everything the sources hold, as rows, each judgment once: what `oab-bench export` writes."""
-    inputs, secrets, source = (
-        read_inputs(list(sources), dataset),
-        secret_values(),
-        functools.cache(_source_of),
-    )
+    inputs, secrets = read_inputs(list(sources), dataset), secret_values()
+    source = functools.cache(_source_of)
     rows = [
         _row(r, given, recorded, source(r.source), secrets)
         for r, (given, recorded) in zip(inputs.records, inputs.origins, strict=True)
@@ -183,7 +173,7 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
     import pyarrow.parquet as pq
 
     exported = collect(args.sources, args.dataset, args.answers or [])
-    configs = config_names(sorted({r.judge for r in exported.judgments}))
+    configs = layout.config_names(sorted({r.judge for r in exported.judgments}))
     datasets = dataset_origins({args.dataset, *(r.dataset for r in exported.judgments)}, args.dataset)
     card = render_card(
         exported, configs, args, made_by=f"oab-bench {args.command}", repo_id=repo_id, datasets=datasets
@@ -191,17 +181,15 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
 
     def write(path: Path, rows: list[BaseModel], model: type[BaseModel]) -> None:
         path.parent.mkdir(parents=True)
-        pq.write_table(pa.Table.from_pylist([r.model_dump() for r in rows], schema=arrow_schema(model)), path)
+        table = pa.Table.from_pylist([r.model_dump() for r in rows], schema=layout.arrow_schema(model))
+        pq.write_table(table, path)
 
     def fill(tmp: Path) -> None:
         for judge, config in configs.items():
-            write(
-                tmp / judge_file(config),
-                sorted((r for r in exported.judgments if r.judge == judge), key=_order),
-                JudgmentRow,
-            )
+            mine = sorted((r for r in exported.judgments if r.judge == judge), key=_order)
+            write(tmp / layout.judge_file(config), mine, JudgmentRow)
         if exported.answers:
-            write(tmp / ANSWERS_FILE, exported.answers, AnswerRow)
+            write(tmp / layout.ANSWERS_FILE, exported.answers, AnswerRow)
         (tmp / "README.md").write_text(redact(card), encoding="utf-8")
 
     folder = write_listed(Path(output), EXPORT, fill, overwrite=True)
