@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.origin import HF_PREFIX, parse_hub_spec
-from oab_bench.dataset_builder.source import read_objects
+from oab_bench.dataset_builder.source import read_objects, validate_objects
 from oab_bench.hub_guard import CARD, card_data
 from oab_bench.judge import results_layout as layout
 from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
@@ -66,16 +66,8 @@ def _read_rows(path: Path, _mtime: int, label: str, model: type[BaseModel]) -> l
     missing = [c for c in model.model_fields if c not in table.column_names]
     if missing:
         raise SourceError(f"missing columns {missing}: not an oab-bench results file", file=label)
-    try:
-        rows = TypeAdapter(list[model]).validate_python(table.to_pylist())
-    except ValidationError as e:
-        first = e.errors()[0]
-        n, *where = first["loc"]
-        where = ".".join(map(str, where))
-        raise SourceError(
-            f"{first['input']!r}: {first['msg']}", file=label, line=n + 1, field=where
-        ) from None
-    return [(label, n, row) for n, row in enumerate(rows, start=1)]
+    rows = validate_objects(enumerate(table.to_pylist(), start=1), model, label=label)
+    return [(label, n, row) for n, row in rows]
 
 
 @functools.cache
