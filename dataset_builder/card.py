@@ -100,16 +100,12 @@ def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
     """The built card with `configs:` (the full set, one per edition) and the repository named."""
     from huggingface_hub import DatasetCard
 
+    def config(name: str, path: str) -> dict:
+        return {"config_name": name, "data_files": [{"split": "test", "path": path}]}
+
     pushed = DatasetCard(card)
-    data = [("default", "data/test-*")] + [(f"edition_{e}", f"editions/{e}/test-*") for e in editions]
-    pushed.data["configs"] = [
-        {
-            "config_name": name,
-            "data_files": [{"split": "test", "path": path}],
-            **({"default": True} if i == 0 else {}),
-        }
-        for i, (name, path) in enumerate(data)
-    ]
+    per_edition = [config(f"edition_{e}", f"editions/{e}/test-*") for e in editions]
+    pushed.data["configs"] = [{**config("default", "data/test-*"), "default": True}, *per_edition]
     names = ", ".join(f"`edition_{e}`" for e in editions)
     pushed.text = pushed.text.replace('"<this repo>"', f'"{repo_id}"').replace(
         "## Use\n",
