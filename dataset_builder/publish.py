@@ -26,7 +26,7 @@ BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
 
 def is_our_build(folder: Path) -> bool:
-    """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build may be reused)."""
+    """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build is reused)."""
     try:
         check_replaceable(folder, BUILD)
     except OSError:  # NotOurFolder, FileExistsError

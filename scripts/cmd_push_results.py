@@ -1,4 +1,4 @@
-"""`oab-bench push-results`: export judged results, then upload them to a Hub dataset (judge/sharing/push.py)."""
+"""`oab-bench push-results`: export judged results, upload them to a Hub dataset (judge/sharing/push.py)."""
 
 from __future__ import annotations
 
