@@ -1,11 +1,8 @@
 """What a shared results dataset holds: its files, configs, columns and the marker that says it is ours.
 
-One row of `judgments/<config>/train-*.parquet` is one judgment as the leaderboard read it from one
-input (copies included, so a reader counts what the leaderboard counted); `answers/train-*.parquet`
-holds each (model, question)'s answer once. A row keeps every field of our judgment record, or, for
-upstream's judgment files, each turn's score and text, so reading it back goes through the same
-readers and checks as the original files (judge/leaderboard/inputs.py). `oab-bench export`
-(judge/sharing/) writes it; results_source.py reads it.
+A judgments row is one judgment as the leaderboard read it from one input; it keeps every field of our
+record, or each turn's score and text of upstream's, so that reading it back goes through the readers
+of the original files (judge/leaderboard/inputs.py). `oab-bench export` (judge/sharing/) writes it.
 """
 
 from __future__ import annotations
@@ -13,23 +10,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Literal
+import types
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, field_validator
+
+from oab_bench.judge.records import RECORD_FIELDS
 
 KIND = "results"  # the card's `oab_bench.kind`: a dataset of judged results (not the questions)
 CARD_KEY = "oab_bench"  # the front matter's marker: {kind, made_by, format, version}
 FORMAT = 1  # the layout's version: a reader refuses one it does not know
-SPLIT = "train"
 JUDGMENTS_DIR = "judgments"
 ANSWERS_FILE = "answers/train-00000-of-00001.parquet"
-DATA_FILE = "train-00000-of-00001.parquet"
 RESERVED = {"default", "answers"}
-SourceKind = Literal["judgments", "details", "upstream"]
 
 
 def judge_file(config: str) -> str:
-    return f"{JUDGMENTS_DIR}/{config}/{DATA_FILE}"
+    return f"{JUDGMENTS_DIR}/{config}/train-00000-of-00001.parquet"
 
 
 def config_names(judges: list[str]) -> dict[str, str]:
@@ -108,7 +105,7 @@ class JudgmentRow(Strict):
     turn_scores: list[float | None] | None = None  # upstream: each turn's score (-1: none found)
     turn_texts: list[str] | None = None  # upstream: each turn's judgment text
     source: str  # the input as given to `oab-bench export`
-    source_kind: SourceKind
+    source_kind: Literal["judgments", "details", "upstream"]
     source_file: str  # inside a folder input ("" for a file)
     source_line: int
     dataset: str | None  # the dataset the input recorded (a run folder's), if any
@@ -119,6 +116,13 @@ class JudgmentRow(Strict):
         if value is not None and not isinstance(json.loads(value), dict):  # a JSONDecodeError is a ValueError
             raise ValueError("is not a JSON object")
         return value
+
+    def copy_key(self) -> tuple:
+        """What makes two rows the same judgment of the same answer (an answer is one per (model,
+        question) in an export): judge, question, outcome, item scores and the judge's reply."""
+        items = tuple((i.item_id, i.score) for i in self.items or [])
+        said = (self.judge, self.model, self.question_id, self.status, self.score, self.judge_text)
+        return (*said, items, str(self.turn_scores), str(self.turn_texts))
 
 
 class GenerationRow(Strict):
@@ -143,127 +147,67 @@ class AnswerRow(Strict):
     source_line: int
 
 
-def _grading_type(pa):
-    S, F, N, B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
-    items = pa.list_(pa.struct({"item_id": S, "score": F}))
-    fields = {"judge_model": S, "repeat": N, "status": S, "score": F, "items": items, "cost_usd": F}
-    return pa.struct({**fields, "cached": B, "error": S})
-
-
-def judgments_schema():
-    """The judgments files' columns, typed as JudgmentRow's fields (pyarrow only when a file is written)."""
+def arrow_schema(model: type[BaseModel]):
+    """The parquet columns of a row model, typed from its fields (every column typed, even all null)."""
     import pyarrow as pa
 
-    S, F, N, B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
-    grading = pa.list_(_grading_type(pa))
-    types = {
-        "edition": N,
-        "score": F,
-        "max_score": F,
-        "items": pa.list_(pa.struct({k: F if k.endswith("score") else S for k in ItemRow.model_fields})),
-        "attempts": N,
-        "cached": B,
-        "cost_usd": F,
-        "usage": pa.struct({k: N for k in UsageRow.model_fields}),
-        "members": grading,
-        "repeats": grading,
-        "turn_scores": pa.list_(F),
-        "turn_texts": pa.list_(S),
-        "source_line": N,
-    }
-    return pa.schema({name: types.get(name, S) for name in JudgmentRow.model_fields})
+    def arrow(tp):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if get_origin(tp) in (Union, types.UnionType):
+            return arrow(args[0])
+        if get_origin(tp) is list:
+            return pa.list_(arrow(args[0]))
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return pa.struct({k: arrow(f.annotation) for k, f in tp.model_fields.items()})
+        return {int: pa.int64(), float: pa.float64(), bool: pa.bool_()}.get(tp, pa.string())  # str, Literal
+
+    return pa.schema({k: arrow(f.annotation) for k, f in model.model_fields.items()})
 
 
-def answers_schema():
-    import pyarrow as pa
-
-    usage = pa.struct({k: pa.float64() if k == "cost" else pa.int64() for k in GenerationRow.model_fields})
-    types = {"edition": pa.int64(), "turns": pa.list_(pa.string()), "usage": usage, "source_line": pa.int64()}
-    return pa.schema({name: types.get(name, pa.string()) for name in AnswerRow.model_fields})
-
-
-# --- our judgment record <-> row ------------------------------------------------------------------
-
-RECORD_KEYS = (  # a judgment record's fields a row keeps (judge/records.py Judgment.record())
-    "judge_model",
-    "prompt_version",
-    "mode",
-    "question_id",
-    "exam_id",
-    "status",
-    "score",
-    "max_score",
-    "judge_text",
-    "error",
-    "note",
-    "parse_method",
-    "attempts",
-    "cached",
-    "cost_usd",
-    "panel",
-)
-
-
-def _grading_row(m: dict) -> dict:
-    items = m.get("items") or {}
-    return {
-        **{k: m.get(k) for k in ("judge_model", "repeat", "status", "score", "cost_usd", "error")},
-        "cached": bool(m.get("cached")),
-        "items": [{"item_id": k, "score": v} for k, v in items.items()],
-    }
-
-
-def _known(d: dict | None, model: type[BaseModel]) -> dict | None:
-    return None if d is None else {k: d.get(k) for k in model.model_fields if k in d}
+# a judgment record's fields a row keeps as they are (judge/records.py Judgment.record()), and `panel`
+RECORD_KEYS = [
+    k for k in JudgmentRow.model_fields if k in RECORD_FIELDS - {"model", "items", "usage", "settings"}
+]
+GRADING_KEYS = ("judge_model", "repeat", "status", "score", "cost_usd", "error")
 
 
 def record_fields(v: dict) -> dict[str, Any]:
     """The row's fields from one of our judgment records (a judgments file line, a details metric)."""
-    items = v.get("items")
-    settings = v.get("settings")
+
+    def graded(m: dict) -> dict:
+        items = [{"item_id": k, "score": s} for k, s in (m.get("items") or {}).items()]
+        return {**{k: m.get(k) for k in GRADING_KEYS}, "cached": bool(m.get("cached")), "items": items}
+
+    usage, settings = v.get("usage"), v.get("settings")
     return {
-        **{k: v.get(k) for k in RECORD_KEYS},
-        "items": None if items is None else [_known(i, ItemRow) for i in items],
-        "usage": _known(v.get("usage"), UsageRow),
+        **{k: v.get(k) for k in [*RECORD_KEYS, "panel"]},
+        "items": v.get("items") and [{k: i[k] for k in ItemRow.model_fields if k in i} for i in v["items"]],
+        "usage": usage and {k: usage[k] for k in UsageRow.model_fields if k in usage},
         "settings": None if settings is None else json.dumps(settings, sort_keys=True, ensure_ascii=False),
-        "members": None if v.get("members") is None else [_grading_row(m) for m in v["members"]],
-        "repeats": None if v.get("repeats") is None else [_grading_row(m) for m in v["repeats"]],
+        **{k: v.get(k) and [graded(m) for m in v[k]] for k in ("members", "repeats")},
     }
-
-
-def _grading(m: dict) -> dict:
-    return {**m, "items": {i["item_id"]: i["score"] for i in m["items"]}}
 
 
 def judgment_record(row: JudgmentRow) -> dict:
     """A row back as the judgment record it was (`model` included): what our readers take."""
-    out = {k: getattr(row, k) for k in RECORD_KEYS}
-    out["model"] = row.model
-    out["items"] = None if row.items is None else [i.model_dump() for i in row.items]
-    out["usage"] = None if row.usage is None else row.usage.model_dump()
+    out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "items", "usage"})
     out["settings"] = None if row.settings is None else json.loads(row.settings)
     for key in ("members", "repeats"):
-        nested = getattr(row, key)
-        if nested is not None:
-            out[key] = [_grading(m.model_dump()) for m in nested]
+        if getattr(row, key) is not None:
+            out[key] = [
+                {**m.model_dump(), "items": {i.item_id: i.score for i in m.items}} for m in getattr(row, key)
+            ]
     return out
 
 
 def upstream_lines(row: JudgmentRow, line: int) -> list[tuple[int, dict]]:
     """An upstream row back as upstream's lines, one per turn it had (a missing turn stays missing)."""
     judge = [row.judge_model, row.prompt_version] if row.prompt_version else [row.judge_model]
-    texts = row.turn_texts or []
+    texts, said = row.turn_texts or [], {"question_id": row.question_id, "model": row.model, "judge": judge}
     return [
         (
             line,
-            {
-                "question_id": row.question_id,
-                "model": row.model,
-                "judge": judge,
-                "turn": turn,
-                "score": score,
-                "judgment": texts[turn - 1] if turn <= len(texts) else "",
-            },
+            {**said, "turn": turn, "score": score, "judgment": texts[turn - 1] if turn <= len(texts) else ""},
         )
         for turn, score in enumerate(row.turn_scores or [], start=1)
         if score is not None

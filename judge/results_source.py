@@ -1,11 +1,8 @@
-"""A shared results dataset as an input: `hf:OWNER/NAME[@REV]`, `hf:/abs/folder`, or such a folder.
-
-`#CONFIG` after either picks one judge's config (`hf:org/results#openai-gpt-5.2-oab-pt-v1-structured`).
-A Hub repo is downloaded once into the Hub cache (`huggingface_hub`; offline, the cache is used). Only
-a dataset whose card carries our marker (`oab_bench: {kind: results}`) is read: anything else that is
-named with `hf:` is an error, never a guess. Rows are checked against the layout's types; what they
-say is checked by the same readers as any judgments file. Files are named in messages as
-`SPEC:judgments/CONFIG/train-00000-of-00001.parquet`, rows counted from 1 like lines.
+"""A shared results dataset as an input: `hf:OWNER/NAME[@REV]`, `hf:/abs/folder`, or such a folder;
+`#CONFIG` picks one judge's config. A Hub repo is downloaded once into the Hub cache (offline, the cache
+is used). Only a card with our marker (`oab_bench: {kind: results}`) is read: anything else named with
+`hf:` is an error, never a guess. Rows are checked against the layout's types, then by the readers of
+any judgments file; messages name `SPEC:judgments/CONFIG/train-00000-of-00001.parquet:ROW`.
 """
 
 from __future__ import annotations
@@ -15,49 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.origin import HF_PREFIX, parse_hub_spec
-from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.results_layout import (
-    ANSWERS_FILE,
-    CARD_KEY,
-    FORMAT,
-    JUDGMENTS_DIR,
-    KIND,
-    RESERVED,
-    AnswerRow,
-    JudgmentRow,
-    judge_file,
-    judgment_record,
-)
-
-CARD = "README.md"
-
-
-def front_matter(text: str) -> dict | None:
-    """A card's YAML front matter (`---` ... `---`), None when it has none or it is not a mapping."""
-    head, sep, rest = text.partition("---\n")
-    front, sep2, _ = rest.partition("\n---\n")
-    if head or not sep or not sep2:
-        return None
-    try:
-        meta = yaml.safe_load(front)
-    except yaml.YAMLError:
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-def card_meta(folder: Path) -> dict | None:
-    """The front matter of `folder`'s card when it marks a results dataset of ours, else None."""
-    try:
-        meta = front_matter((folder / CARD).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return None
-    mark = (meta or {}).get(CARD_KEY)
-    return meta if isinstance(mark, dict) and mark.get("kind") == KIND else None
+from oab_bench.dataset_builder.source import read_objects, validate_objects
+from oab_bench.hub_guard import CARD, card_data
+from oab_bench.judge import results_layout as layout
+from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
 
 
 class Shared(NamedTuple):
@@ -65,24 +27,16 @@ class Shared(NamedTuple):
     folder: Path
     configs: list[str]  # the judges' configs to read (all, or the one picked)
 
-    def label(self, rel: str) -> str:
-        return f"{self.name}:{rel}"
-
     def judgments(self) -> list[tuple[str, int, JudgmentRow]]:
         """(file label, row number, row) of every judgment, config by config."""
-        out = []
-        for config in self.configs:
-            rel = judge_file(config)
-            out += [
-                (self.label(rel), n, r) for n, r in _rows(self.folder / rel, self.label(rel), JudgmentRow)
-            ]
-        return out
+        return [row for config in self.configs for row in _rows(self, layout.judge_file(config), JudgmentRow)]
 
     def answers(self) -> list[tuple[str, int, AnswerRow]]:
-        if not (self.folder / ANSWERS_FILE).is_file():
-            return []
-        label = self.label(ANSWERS_FILE)
-        return [(label, n, r) for n, r in _rows(self.folder / ANSWERS_FILE, label, AnswerRow)]
+        return (
+            _rows(self, layout.ANSWERS_FILE, AnswerRow)
+            if (self.folder / layout.ANSWERS_FILE).is_file()
+            else []
+        )
 
     def sources(self) -> list[tuple[str, str | None]]:
         """Each input the export read, with the dataset it recorded, as (label, dataset)."""
@@ -91,20 +45,18 @@ class Shared(NamedTuple):
         )
 
 
-def _rows(path: Path, label: str, model: type[BaseModel]) -> list[tuple[int, BaseModel]]:
-    """The file's rows, validated; read once while the file is unchanged (each input an export read
-    is read back from the same files)."""
+def _rows(shared: Shared, rel: str, model: type[BaseModel]) -> list:
+    """(label, row number, row) of one file, validated; read once while the file is unchanged (each
+    input an export read is read back from the same files)."""
     try:
-        stat = path.stat()
+        stat = (shared.folder / rel).stat()
     except OSError as e:
-        raise SourceError(f"cannot read it: {e.strerror or e}", file=label) from None
-    return _read_rows(path, stat.st_mtime_ns, stat.st_size, label, model)
+        raise SourceError(f"cannot read it: {e.strerror or e}", file=f"{shared.name}:{rel}") from None
+    return _read_rows(shared.folder / rel, stat.st_mtime_ns, f"{shared.name}:{rel}", model)
 
 
 @functools.lru_cache(maxsize=32)
-def _read_rows(
-    path: Path, _mtime: int, _size: int, label: str, model: type[BaseModel]
-) -> list[tuple[int, BaseModel]]:
+def _read_rows(path: Path, _mtime: int, label: str, model: type[BaseModel]) -> list:
     import pyarrow.parquet as pq
 
     try:
@@ -114,17 +66,8 @@ def _read_rows(
     missing = [c for c in model.model_fields if c not in table.column_names]
     if missing:
         raise SourceError(f"missing columns {missing}: not an oab-bench results file", file=label)
-    out = []
-    for n, raw in enumerate(table.to_pylist(), start=1):
-        try:
-            out.append((n, model.model_validate(raw)))
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise SourceError(
-                f"{first['input']!r}: {first['msg']}", file=label, line=n, field=where
-            ) from None
-    return out
+    rows = validate_objects(enumerate(table.to_pylist(), start=1), model, label=label)
+    return [(label, n, row) for n, row in rows]
 
 
 @functools.cache
@@ -132,29 +75,8 @@ def _download(repo: str, revision: str | None) -> Path:
     """The repo's card and data files, from the Hub cache or downloaded into it."""
     from huggingface_hub import snapshot_download
 
-    patterns = [CARD, f"{JUDGMENTS_DIR}/*/*.parquet", "answers/*.parquet"]
+    patterns = [CARD, f"{layout.JUDGMENTS_DIR}/*/*.parquet", "answers/*.parquet"]
     return Path(snapshot_download(repo, repo_type="dataset", revision=revision, allow_patterns=patterns))
-
-
-def _fetch(spec: str, repo: str, revision: str | None) -> Path:
-    try:
-        return _download(repo, revision)
-    except Exception as e:  # every Hub failure (offline and not cached, no such repo, no access) says so
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise SourceError(f"cannot read the Hub dataset: {why}", file=spec) from None
-
-
-def _configs(meta: dict, picked: str | None, name: str) -> list[str]:
-    configs = sorted(
-        str(c["config_name"])
-        for c in meta.get("configs") or []
-        if isinstance(c, dict) and c.get("config_name") not in RESERVED | {None}
-    )
-    if picked is None:
-        return configs
-    if picked not in configs:
-        raise SourceError(f"no judge config {picked!r} (configs: {', '.join(configs) or 'none'})", file=name)
-    return [picked]
 
 
 def _spec(name: str):
@@ -174,37 +96,51 @@ def open_shared(path: str | Path) -> Shared | None:
     name = name.rstrip("/") or name
     if given.startswith(HF_PREFIX):
         spec = _spec(name)
-        if spec.folder is not None:
-            folder = spec.folder
-            if not folder.is_dir():
-                raise SourceError("folder not found", file=name)
-        else:
-            folder = _fetch(name, spec.repo, spec.revision)
+        folder = spec.folder
+        if folder is None:
+            try:
+                folder = _download(spec.repo, spec.revision)
+            except Exception as e:  # every Hub failure (offline and not cached, no such repo, no access)
+                why = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise SourceError(f"cannot read the Hub dataset: {why}", file=name) from None
+        elif not folder.is_dir():
+            raise SourceError("folder not found", file=name)
     elif Path(name).is_dir() and (Path(name) / CARD).is_file():
         folder = Path(name)
     else:
         return None
-    meta = card_meta(folder)
-    if meta is None:
+    try:
+        meta = card_data((folder / CARD).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError):
+        meta = {}
+    mark = meta.get(layout.CARD_KEY)
+    if not isinstance(mark, dict) or mark.get("kind") != layout.KIND:
         if not given.startswith(HF_PREFIX):
             return None
         raise SourceError(
-            f"not an oab-bench results dataset: its {CARD} has no `{CARD_KEY}: {{kind: {KIND}}}` in its "
+            f"not an oab-bench results dataset: its {CARD} has no `oab_bench: {{kind: results}}` in its "
             "front matter (`oab-bench export` writes one)",
             file=name,
         )
-    made = meta[CARD_KEY].get("format", FORMAT)
-    if not isinstance(made, int) or made > FORMAT:
+    made = mark.get("format", layout.FORMAT)
+    if not isinstance(made, int) or made > layout.FORMAT:
         raise SourceError(
-            f"written in layout format {made!r}; this oab-bench reads up to {FORMAT}", file=name
+            f"written in layout format {made!r}; this oab-bench reads up to {layout.FORMAT}", file=name
         )
-    return Shared(name, folder, _configs(meta, picked or None, name))
+    configs = sorted(
+        str(c["config_name"])
+        for c in meta.get("configs") or []
+        if isinstance(c, dict) and c.get("config_name") not in layout.RESERVED | {None}
+    )
+    if picked and picked not in configs:
+        raise SourceError(f"no judge config {picked!r} (configs: {', '.join(configs) or 'none'})", file=name)
+    return Shared(name, folder, [picked] if picked else configs)
 
 
 def rows_at(label: str) -> dict[int, JudgmentRow] | None:
     """The rows of the judgments file a record names as its source; None when it names no such file."""
     name, sep, rel = label.rpartition(":")
-    if not sep or not rel.startswith(f"{JUDGMENTS_DIR}/"):
+    if not sep or not rel.startswith(f"{layout.JUDGMENTS_DIR}/"):
         return None
     try:
         shared = open_shared(name)
@@ -212,8 +148,7 @@ def rows_at(label: str) -> dict[int, JudgmentRow] | None:
         return None
     if shared is None:
         return None
-    config = rel.split("/")[1]
-    return {n: r for _, n, r in shared._replace(configs=[config]).judgments()}
+    return {n: r for _, n, r in shared._replace(configs=[rel.split("/")[1]]).judgments()}
 
 
 def judgment_objects(path: str | Path) -> Iterator[tuple[str, int, dict]]:
@@ -226,7 +161,7 @@ def judgment_objects(path: str | Path) -> Iterator[tuple[str, int, dict]]:
         return
     for label, n, row in shared.judgments():
         if row.source_kind != "upstream":
-            yield label, n, judgment_record(row)
+            yield label, n, layout.judgment_record(row)
 
 
 def local_path(path: str) -> Path | None:

@@ -26,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source",
         required=True,
-        help="upstream data folder (question.jsonl, reference_answer/) or a clone of its repository, or its Hub dataset: "
-        "hf:OWNER/NAME[@REVISION] (e.g. hf:maritaca-ai/oab-bench) or hf:/abs/folder in that layout",
+        help="upstream data folder (question.jsonl, reference_answer/) or a clone of its repository, or "
+        "its Hub dataset: hf:OWNER/NAME[@REVISION] (e.g. hf:maritaca-ai/oab-bench) or hf:/abs/folder",
     )
     p.add_argument("--output", required=True, help="dataset folder to write (parquet under data/, README.md)")
     p.add_argument("--errata", help="errata file (default: the checked-in dataset_builder/errata.yaml)")

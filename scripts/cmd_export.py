@@ -11,11 +11,11 @@ HELP = "judged results -> a Hub dataset folder (parquet, a config per judge, a c
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.sharing.export import check_output, export_to
+    from oab_bench.folders import check_replaceable
+    from oab_bench.judge.sharing.export import EXPORT, export_to
 
-    output = Path(args.output)
-    check_output(output)  # before anything is read
-    print(f"wrote {export_to(args, output)}")
+    check_replaceable(Path(args.output).resolve(), EXPORT)  # before anything is read
+    print(f"wrote {export_to(args, Path(args.output))}")
     return 0
 
 

@@ -19,7 +19,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-WRITES = ("create_repo", "create_branch", "create_commit", "upload_folder", "delete_repo", "delete_file")
+WRITES = ("create_repo", "create_branch", "create_commit")
 WRITE_TOKEN = {"name": "me", "auth": {"accessToken": {"displayName": "laptop", "role": "write"}}}
 NO_TOKEN = "no token"
 
@@ -141,7 +141,8 @@ class FakeHub:
             if isinstance(op, CommitOperationDelete):
                 files.pop(op.path_in_repo)
             elif isinstance(op, CommitOperationAdd):
-                files[op.path_in_repo] = Path(op.path_or_fileobj).read_bytes()
+                data = op.path_or_fileobj
+                files[op.path_in_repo] = data if isinstance(data, bytes) else Path(data).read_bytes()
         sha = _sha(files, head_sha)
         self.repos[repo_id][branch].append((sha, files))
         return SimpleNamespace(commit_url=f"https://hub.invalid/datasets/{repo_id}/commit/{sha}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 import yaml
@@ -155,16 +154,21 @@ def test_failed_write_leaves_previous_output_intact(built_rows, tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
 
 
-def test_push_uploads_the_pushed_layout_and_it_loads_back(built_rows, built_dataset, tmp_path):
+def test_push_uploads_the_pushed_layout_and_it_loads_back(
+    built_rows, built_dataset, tmp_path, monkeypatch, capsys
+):
     """Offline: a fake HfApi keeps what push sends; `load_dataset` reads it back, per config."""
     import datasets
+    import huggingface_hub
 
-    from oab_bench.dataset_builder.publish import push_dataset
+    from oab_bench.scripts.cli import main
     from tests.fake_hub import FakeHub
 
     fake = FakeHub()
-    plan = push_dataset(built_dataset, "org/oab-bench", private=True, revision="v1", api=fake)
-    assert plan.url.startswith("https://hub.invalid/datasets/org/oab-bench/commit/")
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda *a, **k: fake)
+    push = ["push", "--dataset", str(built_dataset), "--repo-id", "org/oab-bench", "--private"]
+    assert main([*push, "--revision", "v1"]) == 0
+    assert "org/oab-bench: https://hub.invalid/datasets/org/oab-bench/commit/" in capsys.readouterr().out
     assert fake.writes == ["create_repo", "create_branch", "create_commit"]
     create = next(kw for name, _, kw in fake.calls if name == "create_repo")
     assert create == {"repo_type": "dataset", "private": True, "exist_ok": False}
@@ -190,8 +194,7 @@ def test_push_uploads_the_pushed_layout_and_it_loads_back(built_rows, built_data
     assert [QuestionRow.model_validate(x) for x in full] == rows
     e40 = datasets.load_dataset(str(hub), "edition_40", split="test", cache_dir=str(tmp_path / "c2"))
     assert [QuestionRow.model_validate(x) for x in e40] == [r for r in rows if r.edition == 40]
-    with pytest.raises(FileNotFoundError):
-        push_dataset(Path("/nonexistent"), "org/x")
+    assert main(["push", "--dataset", "/nonexistent", "--repo-id", "org/x"]) == 2
 
 
 def test_dataset_folder_is_world_readable(built_dataset):

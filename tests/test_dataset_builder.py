@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,7 +11,7 @@ import yaml
 
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.errors import BuildError, SourceError
-from oab_bench.dataset_builder.publish import DATA_FILE, MARKER, MARKER_HEAD, is_our_build, write_dataset
+from oab_bench.dataset_builder.publish import DATA_FILE, is_our_build, write_dataset
 from oab_bench.dataset_builder.rubric import parse_reference, parse_scores
 from tests import synthetic as syn
 from tests.conftest import oab
@@ -641,27 +639,6 @@ def test_a_values_entry_does_not_silence_the_questions_merged_cell_warnings(tmp_
     ]
 
 
-def test_an_old_marker_does_not_let_overwrite_replace_an_edited_card(tmp_path):
-    src = syn.write_source(tmp_path / "src", syn.exam())
-    rows, report = build_rows(src, src / "errata.yaml")
-    out = write_dataset(rows, report, tmp_path / "ds")
-    (out / MARKER).write_text(MARKER_HEAD + "\n")  # a marker from before markers listed files
-    assert not is_our_build(out)  # nothing proves the files are ours
-    (out / "README.md").write_text("# my own notes on this dataset\n")
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    with pytest.raises(FileExistsError) as info:
-        write_dataset(rows, report, out, overwrite=True)
-    assert "lists no file hashes" in str(info.value) and f"rm -r {out}" in str(info.value)
-    assert "README.md (not verifiable" in str(info.value)
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # untouched
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "src"]  # no temporary folder left
-    # the same files as this build writes are verified by their bytes: replaced, with a full marker now
-    write_dataset(rows, report, tmp_path / "fresh")
-    (out / "README.md").write_bytes((tmp_path / "fresh" / "README.md").read_bytes())
-    assert write_dataset(rows, report, out, overwrite=True) == out
-    assert is_our_build(out)
-
-
 def test_in_a_clone_of_upstreams_repository_errors_name_the_path_from_the_folder_given(tmp_path):
     pairs = syn.exam()
     data = syn.write_source(tmp_path / "clone" / "data" / "oab_bench", pairs)
@@ -692,26 +669,18 @@ def test_our_built_folder_as_source_is_named_as_such(tmp_path):
         build_rows(out, src / "errata.yaml")
 
 
-def test_a_rebuilt_folder_is_swapped_in_whole(tmp_path, monkeypatch):
-    """The old folder was renamed aside and then the new one in: a kill between the two renames
-    left no output folder at all. On Linux the two are now exchanged in one step; elsewhere (or
-    on a file system without it) the two renames remain, the old folder restored on failure."""
-    from oab_bench import folders
+def test_a_rebuild_that_fails_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
+    """The new folder is filled beside the old one and renamed in only once whole."""
+    import oab_bench.dataset_builder.publish as publish
 
-    def folder(name: str, text: str) -> Path:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "README.md").write_text(text)
-        return tmp_path / name
-
-    output, new = folder("out", "old"), folder(".out.new", "new")
-    folders.swap_in(new, output)
-    assert (output / "README.md").read_text() == "new" and not new.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    if sys.platform.startswith("linux"):
-        assert folders.exchange(folder("a", "a"), folder("b", "b"))
-        assert (tmp_path / "a" / "README.md").read_text() == "b"
-
-    monkeypatch.setattr(folders, "exchange", lambda a, b: False)  # the fallback: two renames
-    folders.swap_in(folder(".out.newer", "newer"), output)
-    assert (output / "README.md").read_text() == "newer"
-    assert {p.name for p in tmp_path.iterdir()} - {"a", "b"} == {"out"}
+    src = syn.write_source(tmp_path / "src", syn.exam())
+    rows, report = build_rows(src, src / "errata.yaml")
+    out = write_dataset(rows, report, tmp_path / "ds")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    monkeypatch.setattr(publish, "render_card", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        write_dataset(rows, report, out, overwrite=True)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    monkeypatch.undo()
+    assert write_dataset(rows, report, out, overwrite=True) == out and is_our_build(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "src"]  # nothing left beside it

@@ -3,7 +3,7 @@ else is refused, untouched, in the same words (oab_bench/folders.py, shared by r
 
 from __future__ import annotations
 
-import json
+import argparse
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,7 +11,7 @@ import pytest
 
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import BUILD, DATA_FILE, MARKER, MARKER_HEAD, write_dataset
-from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, is_marked
+from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, listed
 from oab_bench.judge.generation.run import RUN
 from oab_bench.judge.sweep.sweep import SWEEP
 from oab_bench.judge.validity.probe import PROBE
@@ -104,10 +104,7 @@ def test_our_clean_build_is_replaced(tmp_path, source):
     proc = cli_build(source, out, "--overwrite")
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "src"]
-    # a build from before markers listed files (head line only) is still ours
-    (out / MARKER).write_text(MARKER_HEAD + "\n")
     rows, report = build_rows(source, source / "errata.yaml")
-    assert write_dataset(rows, report, out, overwrite=True) == out.resolve()
     # a marker with another text is not ours
     (out / MARKER).write_text("hello\n")
     with pytest.raises(FileExistsError, match=r"no \.oab-bench-build marker"):
@@ -119,6 +116,9 @@ def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, 
     import pyarrow as pa
 
     from oab_bench.dataset_builder.publish import push_dataset
+
+    def push_dataset_(folder):
+        return push_dataset(argparse.Namespace(dataset=folder, repo_id="org/x"))
 
     calls = []
 
@@ -132,17 +132,17 @@ def test_push_sends_only_our_unchanged_build_and_says_why_not(tmp_path, source, 
     pq.write_table(pa.table({"x": [1, 2]}), foreign / DATA_FILE)  # someone's dataset, our file names
     (foreign / "README.md").write_text("# notes\n")
     with pytest.raises(FileNotFoundError, match=r"not a dataset folder made by `oab-bench build`"):
-        push_dataset(foreign, "org/x")
+        push_dataset_(foreign)
     rows, report = build_rows(source, source / "errata.yaml")
     out = write_dataset(rows, report, tmp_path / "ds")
     built = (out / DATA_FILE).read_bytes()
     pq.write_table(pq.read_table(out / DATA_FILE).slice(1), out / DATA_FILE)  # a row removed by hand
     with pytest.raises(ValueError, match=rf"{DATA_FILE}: changed since the build"):
-        push_dataset(out, "org/x")
+        push_dataset_(out)
     (out / DATA_FILE).write_bytes(built)
     (out / "README.md").write_text("My own card, no metadata.\n")
     with pytest.raises(ValueError, match=r"README.md: .*front matter"):
-        push_dataset(out, "org/x")
+        push_dataset_(out)
     assert calls == []  # nothing reached the Hub
 
 
@@ -238,15 +238,6 @@ def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_data
         assert main([*run, "--output-dir", str(fresh)]) == 1
     assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
 
-    older = tmp_path / "older"  # a run folder from before the marker: its summary is ours
-    older.mkdir()
-    (older / "judgments.jsonl").write_text("")
-    summary = {"model": "m", "api_base": None, "judge_model": "j", "results": "r.json", "figures": {}}
-    (older / run_mod.SUMMARY_FILE).write_text(json.dumps(summary))
-    assert main([*run, "--output-dir", str(older)]) == 1 and (older / run_mod.RUN_MARKER).is_file()
-    (notes / run_mod.SUMMARY_FILE).write_text(json.dumps({"model": "m"}))  # not our summary's shape
-    assert main([*run, "--output-dir", str(notes)]) == 2
-
 
 @pytest.fixture
 def notes(tmp_path) -> Path:
@@ -321,28 +312,6 @@ def test_judge_sweep_output_into_a_folder_it_did_not_write_is_refused_untouched(
     assert main([*args, "--output", str(fresh)]) == 0  # ours now: a rerun writes there again
 
 
-def test_a_probe_folder_from_before_the_marker_is_still_ours(tmp_path):
-    older = tmp_path / "runs" / "probe_j"
-    older.mkdir(parents=True)
-    (older / "report.json").write_text(json.dumps({"judge": "j", "probes": {}, "checks": [], "verdict": "x"}))
-    check_folder(older, PROBE, "--output")
-    (older / "report.json").write_text(json.dumps({"judge": "j"}))  # not a probe report's shape
-    with pytest.raises(NotOurFolder):
-        check_folder(older, PROBE, "--output")
-
-
-def test_a_sweep_folder_from_before_the_marker_is_still_ours(tmp_path):
-    older = tmp_path / "runs" / "judge_sweep"
-    older.mkdir(parents=True)
-    (older / "sweep.json").write_text(
-        json.dumps({"reference": "r", "judges": [], "recommended": None, "rule": "x"})
-    )
-    check_folder(older, SWEEP, "--output")
-    (older / "sweep.json").write_text(json.dumps({"reference": "r"}))  # not a sweep report's shape
-    with pytest.raises(NotOurFolder):
-        check_folder(older, SWEEP, "--output")
-
-
 @pytest.mark.parametrize("writer", [RUN, PROBE, SWEEP, BUILD], ids=lambda w: w.command)
 def test_every_writer_refuses_in_the_same_words(writer, notes):
     with pytest.raises(NotOurFolder) as e:
@@ -366,7 +335,7 @@ def test_a_new_or_empty_folder_is_claimed_and_a_file_is_refused(tmp_path):
             folder.mkdir()
         check_folder(folder, writer, "--output")
         claim(folder, writer)
-        assert is_marked(folder, writer) and [p.name for p in folder.iterdir()] == [".oab-bench-x"]
+        assert listed(folder, writer) is not None and [p.name for p in folder.iterdir()] == [".oab-bench-x"]
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(NotOurFolder, match=r"--output .*a-file: is a file, not a folder"):
         check_folder(tmp_path / "a-file", writer, "--output")
@@ -390,7 +359,7 @@ def test_a_marker_that_merely_looks_like_ours_does_not_count(tmp_path):
     (folder / ".oab-bench-x").symlink_to(outside)  # a link to a marker elsewhere
     with pytest.raises(NotOurFolder):
         check_folder(folder, writer, "--output")
-    assert not is_marked(folder, writer)
+    assert listed(folder, writer) is None
 
 
 def test_claim_never_writes_through_a_link(tmp_path):
@@ -401,7 +370,7 @@ def test_claim_never_writes_through_a_link(tmp_path):
     folder.mkdir()
     (folder / ".oab-bench-x").symlink_to(target)
     claim(folder, writer)
-    assert target.read_text() == "years of work" and is_marked(folder, writer)
+    assert target.read_text() == "years of work" and listed(folder, writer) is not None
 
 
 def test_build_refuses_a_folder_it_did_not_write_even_without_overwrite(tmp_path, notes, capsys):

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from oab_bench.hub_guard import card_data as front_matter
 from oab_bench.judge.results_layout import ANSWERS_FILE, judge_file
-from oab_bench.judge.results_source import front_matter
 from oab_bench.scripts.cli import main
 from tests.conftest import SECRET, oab
 from tests.fake_hub import FakeHub
@@ -135,6 +135,21 @@ def test_the_export_holds_every_judgment_and_each_answer_once(shared_run):
 
 
 PROBE_KINDS = ("reference", "partial", "swapped", "empty", "injection")
+
+
+@pytest.mark.e2e  # the run in shared_run
+def test_a_run_made_twice_into_one_folder_is_exported_once(shared_run, capsys):
+    """Two details sets of the same judgments in one run folder: each judgment once, saying so."""
+    tmp, sources, _, _, _ = shared_run
+    twice = tmp / "run-twice"
+    shutil.copytree(sources[0], twice)
+    (first,) = {p.parent for p in (twice / "details").rglob("details_*.parquet")}
+    shutil.copytree(first, first.with_name(first.name + "-again"))
+    rc, _, err = cli(capsys, "export", twice, "--output", tmp / "twice-exported", "--resamples", "100")
+    assert rc == 0, err
+    assert "15 judgments (1 judge), 15 answers" in err
+    assert "note: 15 judgments are copies of another" in err
+    assert len(rows_of(tmp / "twice-exported" / judge_file(CONFIG_A))) == 15
 
 
 @pytest.mark.e2e  # the run in shared_run
@@ -410,6 +425,19 @@ def test_secrets_never_leave(tmp_path, capsys, monkeypatch):
     assert rows_of(out / ANSWERS_FILE)[0]["turns"] == ["my key is ***; Bearer ***"]
 
 
+def test_a_judgment_recorded_twice_is_exported_once(tmp_path, capsys):
+    """The same judgments again, as a rerun served by the judgment cache records them (cached, no cost)."""
+    source = made_up_judgments(tmp_path / "j.jsonl")
+    lines = [json.loads(x) | {"cached": True, "cost_usd": 0.0} for x in source.read_text().splitlines()]
+    again = tmp_path / "again.jsonl"
+    again.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    out = tmp_path / "out"
+    rc, _, err = cli(capsys, "export", again, source, "--output", out, "--resamples", "100")
+    assert rc == 0 and "15 judgments (2 judges), 0 answers" in err and "note: 15 judgments are copies" in err
+    rows = rows_of(out / judge_file("openai-judge-x-oab-pt-v1-structured"))
+    assert len(rows) == 10 and {(r["source"], r["cached"]) for r in rows} == {(str(source), None)}
+
+
 def test_two_answers_to_one_question_stop_the_export(tmp_path, capsys):
     source = made_up_judgments(tmp_path / "j.jsonl")
     a = answers_file(tmp_path / "a.jsonl", "model-a", "one answer")
@@ -576,6 +604,23 @@ def test_push_results_refuses_a_repo_that_is_not_its_own(hub, tmp_path, capsys, 
     rc, _, err = push(capsys, tmp_path)
     assert rc == 2 and why in err and "refusing to write to it" in err, err
     assert fake.writes == []  # refused before any write
+
+
+def test_push_results_dry_run_prints_the_plan_and_writes_nothing(hub, tmp_path, capsys):
+    fake = hub()
+    rc, out, err = push(capsys, tmp_path, "me/oab-results", "--dry-run")
+    assert rc == 0, err
+    assert "me/oab-results does not exist: would create it (public)" in out
+    assert f"  upload  {judge_file('openai-judge-x-oab-pt-v1-structured')} (" in out
+    assert "  upload  README.md (" in out and "dry run: nothing was written" in out
+    assert "pushed" not in out and fake.writes == [] and "me/oab-results" not in fake.repos
+    fake.seed("me/oab-results", {"README.md": "---\nlicense: mit\n---\n", "judgments/x.parquet": "theirs"})
+    rc, out, err = push(capsys, tmp_path, "me/oab-results", "--dry-run")
+    assert rc == 2 and "refused, not written" in out and "  delete  judgments/x.parquet" in out
+    assert "refusing to write to it" in err and fake.writes == []
+    rc, _, err = push(capsys, tmp_path, "me/oab-results", "--replace-foreign", "me/oab-results")
+    assert rc == 0 and "--replace-foreign me/oab-results: writing to me/oab-results although" in err
+    assert fake.writes == ["create_commit"] and "judgments/x.parquet" not in fake.files("me/oab-results")
 
 
 def test_push_results_without_a_token_or_with_a_bad_repo_id(hub, tmp_path, capsys):

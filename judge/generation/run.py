@@ -112,13 +112,7 @@ def run_panel(args: argparse.Namespace):
     )
 
 
-def _summary_of_an_older_run(out: Path) -> bool:
-    """A run folder from before the marker: it holds our summary (model, judge, figures), so a
-    rerun there resumes as it always did (and marks it)."""
-    return folders.json_with_keys(out / SUMMARY_FILE, {"model", "judge_model", "results", "figures"})
-
-
-RUN = folders.Writer("oab-bench run", RUN_MARKER, older=_summary_of_an_older_run)
+RUN = folders.Writer("oab-bench run", RUN_MARKER)
 
 
 def generate_and_judge(

@@ -19,16 +19,10 @@ from oab_bench.conventions import (
     SWEEP_MARKER,
     SWEEP_PAGE_FILE,
 )
-from oab_bench.folders import Writer, check_folder, claim, json_with_keys
+from oab_bench.folders import Writer, check_folder, claim
 from oab_bench.judge.redact import redact
 
-
-def _an_older_sweep(folder: Path) -> bool:
-    """A sweep folder from before the marker: its sweep.json is a sweep's, so a rerun there resumes."""
-    return json_with_keys(folder / SWEEP_FILE, {"reference", "judges", "recommended", "rule"})
-
-
-SWEEP = Writer("oab-bench judge-sweep", SWEEP_MARKER, older=_an_older_sweep)
+SWEEP = Writer("oab-bench judge-sweep", SWEEP_MARKER)
 
 
 def _folder(i: int, spec: str) -> str:

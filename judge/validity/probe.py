@@ -16,17 +16,11 @@ from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR, PROBE_MARKER
 from oab_bench.conventions import PROBE_REPORT_FILE as REPORT_FILE
-from oab_bench.folders import Writer, check_folder, claim, json_with_keys
+from oab_bench.folders import Writer, check_folder, claim
 from oab_bench.judge.redact import redact
 from oab_bench.judge.validity.probes import PROBE_KINDS
 
-
-def _an_older_probe(folder: Path) -> bool:
-    """A probe folder from before the marker: its report is a probe's, so a rerun there resumes."""
-    return json_with_keys(folder / REPORT_FILE, {"judge", "probes", "checks", "verdict"})
-
-
-PROBE = Writer("oab-bench probe", PROBE_MARKER, older=_an_older_probe)
+PROBE = Writer("oab-bench probe", PROBE_MARKER)
 
 
 def parse_kinds(text: str) -> list[str]:
