@@ -1,18 +1,35 @@
-"""Typed upstream rows (FastChat-style JSONL) and a reader that says where input is bad."""
+"""Upstream's input: its rows typed, read from a folder of its JSONL files or from its Hub layout.
+
+`hf:OWNER/NAME[@REVISION]` is upstream's Hub dataset: configs `questions` and `guidelines`, one
+`train` split each, with the columns of `question.jsonl` and `reference_answer/guidelines.jsonl`;
+`hf:/abs/folder` is that layout on disk. Both are read through `datasets`, their rows numbered from 1
+like a file's lines. Every error names file (or config), line (or row) and field. The JSONL reader and
+`shape_error` serve every other reader of records too.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
+import operator
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, NamedTuple, TypeVar
 
+import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from oab_bench.conventions import BUILD_MARKER
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.schema import Provenance
 
 QUESTIONS_FILE = "question.jsonl"
 GUIDELINES_FILE = "reference_answer/guidelines.jsonl"
+HF_PREFIX = "hf:"
+RAW_CONFIGS = ("questions", "guidelines")
 
 
 def _unicode(text: str) -> str:
@@ -37,12 +54,8 @@ NonEmptyText = Annotated[str, AfterValidator(_unicode), AfterValidator(_non_empt
 
 
 class SourceQuestion(BaseModel):
-    """One line of `question.jsonl`.
-
-    Strict: `"0.6"` or `true` is not a value (ints are); NaN and infinity are refused. Every text
-    the real data always fills is required non-empty; a peça's one turn is `""` upstream, so
-    turns may be empty here (the builder requires a questão's turns).
-    """
+    """One line of `question.jsonl`. Strict: `"0.6"` or `true` is not a value, NaN and infinity are
+    refused; a peça's one turn is `""` upstream (the builder requires a questão's turns)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
 
@@ -68,26 +81,19 @@ class GenerationUsage(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _reasoning_from_details(cls, data):
-        if isinstance(data, dict) and "reasoning_tokens" not in data:
-            details = data.get("completion_tokens_details")
-            if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
-                return {**data, "reasoning_tokens": details["reasoning_tokens"]}
+        details = data.get("completion_tokens_details") if isinstance(data, dict) else None
+        if isinstance(details, dict) and "reasoning_tokens" not in data:
+            return {**data, "reasoning_tokens": details.get("reasoning_tokens")}
         return data
 
     def __add__(self, other: GenerationUsage) -> GenerationUsage:
         """Turns of one answer together; a figure one of them lacks is unknown for the whole."""
-
-        def both(a, b):
-            return None if a is None or b is None else a + b
-
-        return GenerationUsage(
-            **{k: both(getattr(self, k), getattr(other, k)) for k in GenerationUsage.model_fields}
-        )
+        both = {k: (getattr(self, k), getattr(other, k)) for k in GenerationUsage.model_fields}
+        return GenerationUsage(**{k: None if None in ab else ab[0] + ab[1] for k, ab in both.items()})
 
 
 class AnswerTurn(BaseModel):
-    """A turn of an answer file: a text (the older release), or `{"content": ..., "usage": {...}}`
-    (the newer release's files), read alike."""
+    """A turn of an answer file: a text (the older release), or `{"content": ..., "usage": {...}}`."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -124,19 +130,15 @@ class SourceAnswer(BaseModel):
 
     @property
     def turns(self) -> list[str]:
-        return [t if isinstance(t, str) else t.content for t in self.choices[0].turns]
+        return [getattr(t, "content", t) for t in self.choices[0].turns]
 
     @property
     def usage(self) -> GenerationUsage | None:
         """What generating the whole answer cost (its turns added); None when no turn says."""
-        turns = self.choices[0].turns
-        if all(isinstance(t, str) or t.usage is None for t in turns):
+        usages = [getattr(t, "usage", None) for t in self.choices[0].turns]
+        if all(u is None for u in usages):
             return None
-        total = None
-        for t in turns:
-            got = GenerationUsage() if isinstance(t, str) or t.usage is None else t.usage
-            total = got if total is None else total + got
-        return total
+        return functools.reduce(operator.add, (u or GenerationUsage() for u in usages))
 
 
 class ReferenceChoice(AnswerChoice):
@@ -145,7 +147,7 @@ class ReferenceChoice(AnswerChoice):
 
 class ReferenceAnswer(SourceAnswer):
     """A line of `reference_answer/guidelines.jsonl`: its texts go into the dataset, so they must be
-    valid Unicode (a model's answer file is read as SourceAnswer, unchanged)."""
+    valid Unicode."""
 
     choices: list[ReferenceChoice] = Field(min_length=1)
 
@@ -153,17 +155,9 @@ class ReferenceAnswer(SourceAnswer):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _field_of(error: ValidationError) -> tuple[str, str]:
-    first = error.errors()[0]
-    return ".".join(str(p) for p in first["loc"]) or "<row>", first["msg"]
-
-
 def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, JSON object) of a JSONL file; raise SourceError naming the first bad line.
-
-    Lines are split on newline bytes only (str.splitlines() would also split on U+2028 inside strings)
-    and decoded one by one, so a non-UTF-8 byte is reported with its line.
-    """
+    """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split
+    on newline bytes only (U+2028 inside a string is text) and decoded one by one."""
     name = label or str(path)
     try:
         handle = Path(path).open("rb")  # noqa: SIM115 (closed by the `with` below)
@@ -191,7 +185,7 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
 
 
 def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
-    """Yield (line number, typed row); raise SourceError at the first bad line."""
+    """(line number, typed row); SourceError at the first bad line."""
     name = label or str(path)
     yield from validate_objects(read_objects(path, label=name), model, label=name)
 
@@ -199,13 +193,14 @@ def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Itera
 def validate_objects(
     objects: Iterable[tuple[int, dict]], model: type[M], *, label: str
 ) -> Iterator[tuple[int, M]]:
-    """Typed rows from (line or row number, object) pairs of any source; SourceError names the first bad one."""
+    """Typed rows from (line or row number, object) pairs; SourceError names the first bad one."""
     for lineno, raw in objects:
         try:
             yield lineno, model.model_validate(raw)
         except ValidationError as e:
-            field, msg = _field_of(e)
-            raise SourceError(msg, file=label, line=lineno, field=field) from None
+            first = e.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "<row>"
+            raise SourceError(first["msg"], file=label, line=lineno, field=field) from None
 
 
 # --- records read back by other readers (judgments, details rows): the same words for a wrong shape
@@ -235,13 +230,6 @@ def plain(x):
     return x
 
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<record>"
-
-
 def shape_error(e: ValidationError) -> SourceError:
     """A pydantic error as `field 'x': what is wrong` (the caller adds file and line)."""
     first = e.errors()[0]
@@ -256,4 +244,181 @@ def shape_error(e: ValidationError) -> SourceError:
         if first["type"] == "greater_than_equal":
             kind = f"a number >= {first['ctx']['ge']}"
         why = f"{shown} is not {kind}" if kind else f"{shown}: {first['msg']}"
-    return SourceError(why, field=_loc(first["loc"]))
+    loc = ""
+    for part in first["loc"]:
+        loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+    return SourceError(why, field=loc or "<record>")
+
+
+# --- upstream's raw rows: a folder of its JSONL files, or its Hub layout
+
+
+class RawSource(NamedTuple):
+    questions: list[tuple[int, dict]]  # (line or row number, raw object)
+    guidelines: list[tuple[int, dict]]
+    questions_label: str  # what errors call them: a file name, or `SOURCE:questions`
+    guidelines_label: str
+    provenance: Provenance
+
+
+class HubSpec(NamedTuple):
+    """`hf:OWNER/NAME[@REVISION]` (repo) or `hf:/abs/folder` (folder)."""
+
+    spec: str
+    repo: str | None
+    revision: str | None
+    folder: Path | None
+
+
+def parse_hub_spec(spec: str) -> HubSpec:
+    body = spec.removeprefix(HF_PREFIX)
+    path = Path(body).expanduser()
+    if path.is_absolute() or body.startswith("."):
+        return HubSpec(spec, None, None, path.resolve())
+    repo, _, revision = body.partition("@")
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise SourceError(
+            "expected hf:OWNER/NAME[@REVISION] or hf:/absolute/folder", file=spec, field="--source"
+        )
+    return HubSpec(spec, repo, revision or None, None)
+
+
+def card_configs(folder: Path) -> set[str]:
+    """Config names in a folder's README.md front matter (empty when there is none)."""
+    readme = folder / "README.md"
+    text = readme.read_text(encoding="utf-8", errors="replace") if readme.is_file() else ""
+    with contextlib.suppress(yaml.YAMLError, LookupError, TypeError, AttributeError):
+        if text.startswith("---"):
+            return {str(c["config_name"]) for c in yaml.safe_load(text.split("---", 2)[1])["configs"]}
+    return set()
+
+
+def _sha256(blobs: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for blob in blobs:
+        h.update(blob)
+    return f"sha256:{h.hexdigest()[:16]}"
+
+
+def data_folder(folder: Path) -> Path:
+    """A clone of upstream's repository stands for its one `data/*/` folder with a question file."""
+    if folder.is_dir() and not (folder / QUESTIONS_FILE).exists():
+        found = sorted(p.parent for p in folder.glob(f"data/*/{QUESTIONS_FILE}"))
+        if len(found) > 1:
+            names = ", ".join(str(p.relative_to(folder)) for p in found)
+            raise SourceError(f"several upstream data folders ({names}): pass one of them", file=str(folder))
+        return found[0] if found else folder
+    return folder
+
+
+def file_source(given: Path) -> RawSource:
+    """A folder of upstream's JSONL files; its revision is a hash of the parsed rows in canonical form
+    (line order, line endings and JSON spacing do not change it)."""
+    folder = data_folder(given)
+    if not folder.is_dir():
+        what = "does not exist" if not folder.exists() else "is a file"
+        raise SourceError(
+            f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
+        )
+    if not (folder / QUESTIONS_FILE).exists() and (
+        (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
+    ):
+        raise SourceError(
+            f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
+            f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
+            file=str(given),
+        )
+    # inside a clone of upstream's repository, files are named by the path from the folder given
+    prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""
+    tables = {f: list(read_objects(folder / f, label=prefix + f)) for f in (QUESTIONS_FILE, GUIDELINES_FILE)}
+    revision = _sha256(
+        json.dumps(
+            [name, sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in rows)]
+        ).encode()
+        for name, rows in (("guidelines", tables[GUIDELINES_FILE]), ("questions", tables[QUESTIONS_FILE]))
+    )
+    return RawSource(
+        *tables.values(),
+        prefix + QUESTIONS_FILE,
+        prefix + GUIDELINES_FILE,
+        Provenance(source=f"files:{folder.name}", revision=revision),
+    )
+
+
+def hub_revision(spec: HubSpec) -> str:
+    """The commit sha a Hub revision (default: main) stands for; a local folder's hash of its files."""
+    if spec.folder is not None:
+        if not spec.folder.is_dir():
+            raise SourceError(
+                "is a file, not a folder" if spec.folder.exists() else "folder not found", file=spec.spec
+            )
+        if not (spec.folder / "README.md").is_file():
+            jsonl = (spec.folder / QUESTIONS_FILE).is_file() or (spec.folder / "data").is_dir()
+            hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
+            raise SourceError(
+                "no README.md: not upstream's Hub layout (a README.md declaring the configs "
+                f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/){hint}",
+                file=spec.spec,
+            )
+        files = [
+            spec.folder / "README.md",
+            *(p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*") if p.is_file()),
+        ]
+        return _sha256(
+            str(p.relative_to(spec.folder)).encode() + b"\0" + p.read_bytes() + b"\0" for p in sorted(files)
+        )
+    import datasets
+
+    try:
+        return datasets.load_dataset_builder(spec.repo, RAW_CONFIGS[0], revision=spec.revision).hash
+    except ValueError as e:  # no such config: not upstream's layout
+        raise SourceError(f"not upstream's Hub layout: {e}", file=spec.spec) from None
+    except (ConnectionError, FileNotFoundError) as e:  # DatasetNotFoundError is a FileNotFoundError
+        raise SourceError(f"cannot read the Hub dataset: {e}", file=spec.spec) from None
+
+
+@contextlib.contextmanager
+def quiet(datasets):
+    """No "Generating train split" bars for a few hundred rows (a task's log stays short)."""
+    was_on = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_on:
+            datasets.enable_progress_bars()
+
+
+def _load_config(spec: HubSpec, config: str, revision: str) -> list[tuple[int, dict]]:
+    import datasets
+    from datasets.exceptions import DatasetGenerationError
+
+    if spec.folder is not None and config not in card_configs(spec.folder):
+        raise SourceError(f"no '{config}' config in README.md: not upstream's Hub layout", file=spec.spec)
+    try:
+        with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, quiet(datasets):
+            # a fresh cache for a folder: `datasets` caches a local folder with `configs:` by its name alone
+            where = (
+                {"path": str(spec.folder), "cache_dir": cache}
+                if spec.folder
+                else {"path": spec.repo, "revision": revision}
+            )
+            ds = datasets.load_dataset(name=config, split="train", **where)
+            return list(enumerate(ds.to_list(), start=1))
+    except (ValueError, ConnectionError, FileNotFoundError, DatasetGenerationError) as e:
+        cause = (
+            e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
+        )  # why, not "an error"
+        raise SourceError(f"cannot read config '{config}': {cause}", file=spec.spec) from None
+
+
+def open_source(source: str | Path) -> RawSource:
+    """`hf:...` through `datasets`; anything else is a folder of upstream's JSONL files."""
+    if not str(source).startswith(HF_PREFIX):
+        return file_source(Path(source))
+    spec = parse_hub_spec(str(source))
+    revision = hub_revision(spec)
+    name = HF_PREFIX + (spec.folder.name if spec.folder else spec.repo)
+    questions, guidelines = (_load_config(spec, c, revision) for c in RAW_CONFIGS)
+    labels = (f"{name}:{c}" for c in RAW_CONFIGS)
+    return RawSource(questions, guidelines, *labels, Provenance(source=name, revision=revision))

@@ -19,8 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.origin import HF_PREFIX, parse_hub_spec
-from oab_bench.dataset_builder.source import read_objects
+from oab_bench.dataset_builder.source import HF_PREFIX, parse_hub_spec, read_objects
 from oab_bench.judge.results_layout import (
     ANSWERS_FILE,
     CARD_KEY,
