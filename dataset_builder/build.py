@@ -3,6 +3,7 @@ rubric adding up to its value and every exam to 10.00."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field
 from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, Correction, ErrataEntry, load_errata
 from oab_bench.dataset_builder.errors import BuildError, SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.dataset_builder.rubric import TableRow, parse_reference
+from oab_bench.dataset_builder.rubric import parse_reference
 from oab_bench.dataset_builder.schema import (
     EXAM_MAX,
     PECA_MAX,
@@ -41,8 +42,8 @@ def _by_question(line: str) -> tuple[str, str]:
 
 
 class BuildReport(BaseModel):
-    """What a build did. `build_rows` sorts each list by question: the same input in another order
-    prints and writes the same bytes."""
+    """What a build did, each list sorted by question: the same input in another order prints and
+    writes the same bytes."""
 
     questions: int = 0
     exams: int = 0
@@ -63,25 +64,21 @@ class BuildReport(BaseModel):
 def _read(
     raw: RawSource,
 ) -> tuple[dict[str, tuple[int, SourceQuestion]], dict[str, tuple[int, ReferenceAnswer]]]:
-    """Questions and references by question id, each with its line; every id once, every reference's
-    question known, every id upstream's scheme agreeing with its category."""
+    """Questions and references by id, each with its line: every id once and in upstream's scheme,
+    agreeing with its category, every reference's question known."""
     questions: dict[str, tuple[int, SourceQuestion]] = {}
     for line, q in validate_objects(raw.questions, SourceQuestion, label=raw.questions_label):
         where = {"file": raw.questions_label, "line": line, "field": "question_id"}
         if q.question_id in questions:
-            raise SourceError(
-                f"duplicate question id {q.question_id!r} (first at line {questions[q.question_id][0]})",
-                **where,
-            )
+            first = questions[q.question_id][0]
+            raise SourceError(f"duplicate question id {q.question_id!r} (first at line {first})", **where)
         try:
             exam = parse_question_id(q.question_id).exam_id
         except ValueError as e:
             raise SourceError(str(e), **where) from None
         if q.category != exam:
-            raise SourceError(
-                f"category {q.category!r} disagrees with the id's exam {exam!r}",
-                **{**where, "field": "category"},
-            )
+            why = f"category {q.category!r} disagrees with the id's exam {exam!r}"
+            raise SourceError(why, **{**where, "field": "category"})
         questions[q.question_id] = (line, q)
     if not questions:
         raise SourceError("no questions (empty file)", file=raw.questions_label, line=1)
@@ -89,9 +86,8 @@ def _read(
     for line, a in validate_objects(raw.guidelines, ReferenceAnswer, label=raw.guidelines_label):
         where = {"file": raw.guidelines_label, "line": line, "field": "question_id"}
         if a.question_id in refs:
-            raise SourceError(
-                f"duplicate reference for {a.question_id!r} (first at line {refs[a.question_id][0]})", **where
-            )
+            first = refs[a.question_id][0]
+            raise SourceError(f"duplicate reference for {a.question_id!r} (first at line {first})", **where)
         if a.question_id not in questions:
             raise SourceError(f"reference for unknown question {a.question_id!r}", **where)
         refs[a.question_id] = (line, a)
@@ -99,41 +95,65 @@ def _read(
 
 
 def _rubric(
-    qid: str, parsed: list[tuple[str, str, str, TableRow]], fix: Correction, errata_label: str
-) -> list[RubricItem]:
-    """The scored rows (item id, part, section, row) as rubric items, the errata's scores and annulments applied."""
-    rows = {item_id: row for item_id, _, _, row in parsed}
-    scores = {f.item_id: f for f in fix.scores}
-    for item_id in [*scores, *fix.annulled]:
-        if item_id not in rows:
-            raise BuildError(f"{qid}: errata names rubric item {item_id!r}, which the source does not have")
-    detected = sorted(item_id for item_id, row in rows.items() if row.annulled)
+    name: str,
+    ref: ReferenceAnswer,
+    labels: list[str],
+    fix: Correction,
+    report: BuildReport,
+    *,
+    raw: RawSource,
+    errata: str,
+) -> tuple[list[str], list[RubricItem]]:
+    """The commented answers and the rubric of each part; the errata's scores and annulments applied,
+    every other row that outscores its parenthesised parts reported (merged cells show so)."""
+    references, rows = [], []
+    for i, (label, text) in enumerate(zip(labels, ref.turns, strict=True)):
+        try:
+            parsed = parse_reference(text)
+        except SourceError as e:
+            raise SourceError(e.message, file=raw.guidelines_label, field=f"choices.0.turns.{i}") from None
+        references.append(parsed.commented_answer)
+        section = ""
+        number = itertools.count(1)  # ids count a part's scored rows: the source's labels repeat
+        for row in parsed.rows:
+            if row.is_item:
+                rows.append((f"{label or 'P'}{next(number)}", label, section, row))
+            else:
+                section = row.description
+    fixes = {f.item_id: f for f in fix.scores}
+    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in {r[0] for r in rows}]
+    if missing:
+        raise BuildError(f"{name}: errata names rubric item {missing[0]!r}, which the source does not have")
+    detected = [item_id for item_id, _, _, row in rows if row.annulled]
     if set(detected) != set(fix.annulled):
         raise BuildError(
-            f"{qid}: the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}; "
+            f"{name}: the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}; "
             "record every annulment in the errata"
         )
-    out = []
-    for item_id, part, section, row in parsed:
+    rubric = []
+    for item_id, part, section, row in rows:
         allowed = row.scores
-        if item_id in scores:
-            if " ".join(scores[item_id].was.split()) != row.cell:
+        if item_id in fixes:
+            if " ".join(fixes[item_id].was.split()) != row.cell:
                 raise BuildError(
-                    f"{qid}: errata expects {item_id} to read {scores[item_id].was!r}, the source reads {row.cell!r}"
+                    f"{name}: errata expects {item_id} to read {fixes[item_id].was!r}, the source reads {row.cell!r}"
                 )
-            allowed = sorted({money(v) for v in scores[item_id].now})
+            allowed = sorted({money(v) for v in fixes[item_id].now})
             if allowed == row.scores:
-                raise BuildError(
-                    f"{qid}: {errata_label} sets the scores of {item_id} to {allowed}, which the source already has: "
-                    "the fix changes nothing (stale entry?)"
-                )
+                why = f"sets the scores of {item_id} to {allowed}, which the source already has"
+                raise BuildError(f"{name}: {errata} {why}: the fix changes nothing (stale entry?)")
         if allowed is None:
             raise BuildError(
-                f"{qid} {item_id}: item row has no score cell ({row.cell!r}), likely under a merged cell"
+                f"{name} {item_id}: item row has no score cell ({row.cell!r}), likely under a merged cell"
             )
         if allowed[0] != 0.0:
-            raise BuildError(f"{qid} {item_id}: score cell {row.cell!r} does not start at 0")
-        out.append(
+            raise BuildError(f"{name} {item_id}: score cell {row.cell!r} does not start at 0")
+        checked = item_id not in fixes and not row.annulled and " OU " not in row.description
+        parts = [float(p.replace(",", ".")) for p in _PART_RE.findall(row.description)] if checked else []
+        if parts and money(sum(parts)) < allowed[-1]:
+            why = f"max {allowed[-1]:.2f} exceeds its parenthesised parts ({money(sum(parts)):.2f})"
+            report.warnings.append(f"{name} {item_id}: {why}")
+        rubric.append(
             RubricItem(
                 item_id=item_id,
                 part=part,
@@ -145,7 +165,7 @@ def _rubric(
                 annulled=row.annulled,
             )
         )
-    return out
+    return references, rubric
 
 
 def _question(
@@ -155,10 +175,10 @@ def _question(
     report: BuildReport,
     *,
     raw: RawSource,
-    errata_label: str,
+    errata: str,
 ) -> QuestionRow:
-    """One question. A SourceError names its field (and the guidelines' file when it is theirs), the
-    caller adds the line; a BuildError names the question."""
+    """One question. A SourceError names its field and, when it is the guidelines', their file (the
+    caller adds the line); a BuildError names the question."""
     qid = parse_question_id(q.question_id)
     name = q.question_id
     fix = entry.correction if entry else Correction()
@@ -167,9 +187,9 @@ def _question(
         raise SourceError(f"a {qid.kind} has {len(labels)} turn(s), got {len(q.turns)}", field="turns")
     if len(q.values) != len(q.turns):
         raise SourceError(f"{len(q.values)} values for {len(q.turns)} turns", field="values")
-    for i, turn in enumerate(q.turns):
-        if qid.kind == "questao" and not turn.strip():
-            raise SourceError("a questão's item prompt is empty", field=f"turns.{i}")
+    empty = [i for i, turn in enumerate(q.turns) if qid.kind == "questao" and not turn.strip()]
+    if empty:
+        raise SourceError("a questão's item prompt is empty", field=f"turns.{empty[0]}")
     if len(ref.turns) != len(q.turns):
         raise SourceError(
             f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}", field="turns"
@@ -180,7 +200,7 @@ def _question(
         values = [money(v) for v in fix.values]
         if values == upstream_values:
             raise BuildError(
-                f"{name}: {errata_label} sets values {values}, which the source already has (stale entry?)"
+                f"{name}: {errata} sets values {values}, which the source already has (stale entry?)"
             )
         if len(values) != len(upstream_values):
             raise BuildError(f"{name}: errata gives {len(values)} values for {len(upstream_values)} turns")
@@ -196,13 +216,13 @@ def _question(
         ) from None
     stale = sorted(set(fix.wrong_valor) - set(clean.settled))
     if stale:
-        raise BuildError(
-            f"{name}: errata says the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there (stale entry?)"
+        why = (
+            f"errata says the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
         )
+        raise BuildError(f"{name}: {why} (stale entry?)")
     if clean.settled:
-        report.corrections.append(
-            f"{name}: kept values over the written (Valor: ...) of {', '.join(clean.settled)}: {entry.summary()}"
-        )
+        what = f"kept values over the written (Valor: ...) of {', '.join(clean.settled)}"
+        report.corrections.append(f"{name}: {what}: {entry.summary()}")
     report.normalisations += [f"{name} {n}" for n in clean.notes]
     expected = PECA_MAX if qid.kind == "peca" else QUESTAO_MAX
     if money(sum(values)) != expected:
@@ -210,39 +230,14 @@ def _question(
             f"{name}: item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
         )
 
-    references, parsed = [], []
-    for i, (label, text) in enumerate(zip(labels, ref.turns, strict=True)):
-        try:
-            reference = parse_reference(text)
-        except SourceError as e:
-            raise SourceError(e.message, file=raw.guidelines_label, field=f"choices.0.turns.{i}") from None
-        references.append(reference.commented_answer)
-        section, n = "", 0  # item ids are sequential per part: the source's labels repeat
-        for row in reference.rows:
-            if not row.is_item:
-                section = row.description
-                continue
-            n += 1
-            parsed.append((f"{label or 'P'}{n}", label, section, row))
-    rubric = _rubric(name, parsed, fix, errata_label)
-    what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
+    references, rubric = _rubric(name, ref, labels, fix, report, raw=raw, errata=errata)
+    what = []
+    if fix.scores:
+        what.append("scores of " + ", ".join(f.item_id for f in fix.scores))
     if fix.annulled:
         what.append("annulled " + ", ".join(fix.annulled) + " (full marks to every candidate)")
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
-    # rows the errata rewrote are checked by their entry's evidence; every other row warns of merged cells
-    corrected = {f.item_id for f in fix.scores} | set(fix.annulled)
-    for r in rubric:
-        parts = [float(p.replace(",", ".")) for p in _PART_RE.findall(r.description)]
-        if (
-            r.item_id not in corrected
-            and parts
-            and " OU " not in r.description
-            and money(sum(parts)) < r.max_score
-        ):
-            why = f"max {r.max_score:.2f} exceeds its parenthesised parts ({money(sum(parts)):.2f})"
-            report.warnings.append(f"{name} {r.item_id}: {why}")
-
     items = [
         Item(label=label, prompt=p, max_score=v)
         for label, p, v in zip(labels, clean.prompts, values, strict=True)
@@ -283,23 +278,19 @@ def build_rows(
     errata = load_errata(errata_path)
     raw = open_source(source)
     questions, refs = _read(raw)
-    for question_id in errata:
-        if question_id not in questions:
-            raise BuildError(
-                f"errata entry for {question_id}, which is not in {raw.questions_label} (stale entry?)"
-            )
+    stale = [question_id for question_id in errata if question_id not in questions]
+    if stale:
+        raise BuildError(f"errata entry for {stale[0]}, which is not in {raw.questions_label} (stale entry?)")
     report = BuildReport()
     rows: list[QuestionRow] = []
     problems: list[str] = []
     for question_id, (line, q) in questions.items():
         if question_id not in refs:
-            where = {"file": raw.questions_label, "line": line, "field": "question_id"}
-            raise SourceError(f"no reference answer for {question_id!r} in {raw.guidelines_label}", **where)
+            why = f"no reference answer for {question_id!r} in {raw.guidelines_label}"
+            raise SourceError(why, file=raw.questions_label, line=line, field="question_id")
         ref_line, ref = refs[question_id]
         try:
-            rows.append(
-                _question(q, ref, errata.get(question_id), report, raw=raw, errata_label=errata_path.name)
-            )
+            rows.append(_question(q, ref, errata.get(question_id), report, raw=raw, errata=errata_path.name))
         except SourceError as e:
             raise e.at(
                 file=raw.questions_label, line=ref_line if e.file == raw.guidelines_label else line
@@ -308,18 +299,16 @@ def build_rows(
             problems.append(str(e))
     if problems:
         raise BuildError("\n".join(problems))
-
     exams: dict[str, list[QuestionRow]] = defaultdict(list)
     for row in rows:
         exams[row.exam_id].append(row)
     for exam, members in sorted(exams.items()):
         numbers = sorted(r.number for r in members)
+        total = money(sum(r.max_score for r in members))
         if numbers != [0, 1, 2, 3, 4]:
             problems.append(f"exam {exam} is incomplete: has {numbers}, needs the peça (0) and questões 1-4")
-        elif money(sum(r.max_score for r in members)) != EXAM_MAX:
-            problems.append(
-                f"exam {exam} totals {sum(r.max_score for r in members):.2f}, expected {EXAM_MAX:.2f}"
-            )
+        elif total != EXAM_MAX:
+            problems.append(f"exam {exam} totals {total:.2f}, expected {EXAM_MAX:.2f}")
     if problems:
         raise BuildError("\n".join(problems))
     rows.sort(key=lambda r: (r.edition, r.area, r.number))

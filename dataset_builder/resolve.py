@@ -1,25 +1,18 @@
-"""A dataset argument resolved once, up front, to a folder on disk in our built layout, which `datasets`
-and lighteval load (lighteval only calls `load_dataset(path)`: a folder, not rows).
-
-A folder made by `oab-bench build` is used as it is; a Hub id it was pushed to is downloaded into the
-Hugging Face cache. Upstream's raw layout (its Hub id, a folder in that Hub layout, or a folder of its
-JSONL files) is built with the checked-in errata once per source revision and kept under the Hugging
-Face cache (`$HF_HOME/oab-bench/builds/<key>`, the key made of source, revision, a hash of this
-package's code, and the errata). A Hub id is looked up with one call: missing, gated or unreachable
-is one line naming the dataset and what to pass instead. Each Hub resolution is recorded beside the
-builds, so that offline the last one is used, saying so.
-"""
+"""A dataset argument resolved once, up front, to a folder in our built layout for `datasets` and
+lighteval (docs/dataset.md): a folder made by `oab-bench build` as it is, a Hub id it was pushed to
+downloaded, upstream's raw layout built with the checked-in errata once per source revision and kept
+under `$HF_HOME/oab-bench/builds/`. A Hub id is looked up with one call, its resolution recorded there
+for offline starts; a failure is one line naming the dataset and what to pass instead."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
-import os
 import re
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 from oab_bench.dataset_builder.errata import DEFAULT_ERRATA
 from oab_bench.dataset_builder.errors import SourceError
@@ -33,6 +26,7 @@ from oab_bench.dataset_builder.source import (
     hub_revision,
     parse_hub_spec,
 )
+from oab_bench.whole_file import replace_whole
 
 UPSTREAM_DATASET = "maritaca-ai/oab-bench"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -45,12 +39,6 @@ INSTEAD = (
 
 class Unreachable(Exception):
     """The Hub could not be asked (offline mode, no network, a timeout)."""
-
-
-class Prepared(NamedTuple):
-    path: str  # the absolute folder load_dataset gets
-    note: str | None  # the line saying a raw layout was built or its cached build reused; None otherwise
-    cached: bool = False
 
 
 def builds_dir() -> Path:
@@ -66,15 +54,12 @@ def resolve_dataset(given: str, origin: str = "--dataset") -> str:
     spec = given.removeprefix(HF_PREFIX)
     path = Path.cwd() / Path(spec).expanduser()
     if path.exists():
-        return prepare_dataset(given).path  # (its errors name the dataset as the user gave it)
+        return prepare_dataset(given)  # (its errors name the dataset as the user gave it)
     repo, _, revision = spec.partition("@")
     if (given.startswith(HF_PREFIX) and Path(spec).is_absolute()) or not HUB_ID.match(repo):
         raise SourceError(f"no such folder {path}", file=where)
-    local = (
-        ""
-        if given.startswith(HF_PREFIX) or repo == UPSTREAM_DATASET
-        else f"no folder {given} in {Path.cwd()}, and "
-    )
+    could_be_a_folder = not given.startswith(HF_PREFIX) and repo != UPSTREAM_DATASET
+    local = f"no folder {given} in {Path.cwd()}, and " if could_be_a_folder else ""
     try:
         return _hub_folder(repo, revision or None)
     except Unreachable as e:
@@ -84,7 +69,7 @@ def resolve_dataset(given: str, origin: str = "--dataset") -> str:
             file=where,
         ) from None
     except SourceError as e:
-        raise (e.at(file=where) if not local else SourceError(f"{local}{e.message}", file=where)) from None
+        raise (SourceError(f"{local}{e.message}", file=where) if local else e.at(file=where)) from None
 
 
 def _record_path(repo: str, revision: str | None) -> Path:
@@ -109,43 +94,35 @@ def _hub_folder(repo: str, revision: str | None) -> str:
             repo, repo_type="dataset", revision=info.sha, allow_patterns=["README.md", "data/*"]
         )
     elif all(any(f.startswith(f"{c}/") for f in files) for c in RAW_CONFIGS) or repo == UPSTREAM_DATASET:
-        folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}").path  # upstream's raw layout: built
+        folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}")  # upstream's raw layout: built
     else:
         raise SourceError(
             f"the Hub dataset {repo} is in neither layout: no data/test-*.parquet (made by `oab-bench build`) "
             "and no questions/ and guidelines/ configs (upstream's)"
         )
-    try:
+    with contextlib.suppress(
+        OSError
+    ):  # a read-only cache: the next offline start cannot use it, nothing more
         record.parent.mkdir(parents=True, exist_ok=True)
-        tmp = record.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"repo": repo, "revision": info.sha, "folder": folder}), encoding="utf-8")
-        tmp.replace(record)
-    except OSError:  # a read-only cache: the next offline start cannot use it, nothing more
-        pass
+        replace_whole(record, [json.dumps({"revision": info.sha, "folder": folder}).encode()], mode=0o644)
     return folder
 
 
 def _info(repo: str, revision: str | None):
     """The Hub's description of the dataset: one request, no retries."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
+    from huggingface_hub import HfApi, errors
 
     try:
         return HfApi().dataset_info(repo, revision=revision, timeout=HUB_TIMEOUT_S)
-    except GatedRepoError:
+    except errors.GatedRepoError:
         raise SourceError(f"{repo} is gated on the Hub: accept its terms and set HF_TOKEN") from None
-    except RevisionNotFoundError:
+    except errors.RevisionNotFoundError:
         raise SourceError(f"the Hub dataset {repo} has no revision {revision}") from None
-    except RepositoryNotFoundError:
+    except errors.RepositoryNotFoundError:
         raise SourceError(
             f"no dataset {repo} on the Hugging Face Hub (or it is private: set HF_TOKEN)"
         ) from None
-    except HfHubHTTPError as e:
+    except errors.HfHubHTTPError as e:
         status = getattr(e.response, "status_code", None)
         if status is not None and status < 500 and status != 429:
             raise SourceError(f"the Hub refused to describe {repo}: {str(e).splitlines()[0]}") from None
@@ -183,12 +160,12 @@ def raw_source(dataset: str) -> str | None:
     return f"{HF_PREFIX}{path}" if set(RAW_CONFIGS) <= card_configs(path) else None
 
 
-_SEEN: dict[Path, Prepared] = {}  # this process's builds: lighteval imports the task file twice
+_SAID: set[Path] = set()  # builds announced by this process: lighteval imports the task file twice
 
 
-def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAULT_ERRATA) -> Prepared:
-    """An existing folder, or `hf:...` of upstream's raw layout, as a folder in our built layout: upstream's
-    raw layout built into the cache unless it is there already (said once per process, on stderr)."""
+def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
+    """The folder in our built layout for `dataset`, an existing folder or `hf:...`: upstream's raw layout
+    is built into the cache unless it is there already, saying which once per process on stderr."""
     from oab_bench.dataset_builder.build import build_rows
     from oab_bench.dataset_builder.publish import is_our_build, write_dataset
 
@@ -202,7 +179,7 @@ def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAU
                 "and guidelines)",
                 file=dataset,
             )
-        return Prepared(str(path), None)
+        return str(path)
     spec = parse_hub_spec(source) if source.startswith(HF_PREFIX) else None
     revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision
     code = b"".join(
@@ -214,14 +191,11 @@ def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAU
         [name, revision, hashlib.sha256(code).hexdigest()[:12], errata.read_text(encoding="utf-8")]
     )
     folder = builds_dir() / hashlib.sha256(key.encode()).hexdigest()[:20]
-    cached = is_our_build(folder)
-    if cached and folder in _SEEN:
-        return _SEEN[folder]
     said = (
         f"oab_bench: {dataset} is upstream's raw layout (revision {revision.removeprefix('sha256:')[:12]}): "
     )
-    if cached:
-        note = f"{said}using the build cached at {folder}"
+    if is_our_build(folder):
+        said += f"using the build cached at {folder}"
     else:
         if spec and spec.repo:  # the commit the key names, even if the Hub's main moves meanwhile
             source = f"{HF_PREFIX}{spec.repo}@{revision}"
@@ -231,8 +205,8 @@ def prepare_dataset(dataset: str, *, announce: bool = True, errata: Path = DEFAU
         except FileExistsError:
             if not is_our_build(folder):  # another process finished the same build first: that one is fine
                 raise
-        note = f"{said}built {len(rows)} questions in memory with the checked-in errata, cached at {folder}"
-    if announce:
-        print(note, file=sys.stderr, flush=True)
-    _SEEN[folder] = Prepared(str(folder), note, cached)
-    return _SEEN[folder]
+        said += f"built {len(rows)} questions in memory with the checked-in errata, cached at {folder}"
+    if folder not in _SAID:
+        print(said, file=sys.stderr, flush=True)
+    _SAID.add(folder)
+    return str(folder)

@@ -1,26 +1,28 @@
-"""Upstream's input: its rows typed, read from a folder of its JSONL files or from its Hub layout.
-
-`hf:OWNER/NAME[@REVISION]` is upstream's Hub dataset: configs `questions` and `guidelines`, one
-`train` split each, with the columns of `question.jsonl` and `reference_answer/guidelines.jsonl`;
-`hf:/abs/folder` is that layout on disk. Both are read through `datasets`, their rows numbered from 1
-like a file's lines. Every error names file (or config), line (or row) and field. The JSONL reader and
-`shape_error` serve every other reader of records too.
-"""
+"""Upstream's input typed and read: a folder of its JSONL files, or its Hub layout (`hf:OWNER/NAME[@REV]`,
+or `hf:/abs/folder` on disk: configs `questions` and `guidelines`, read through `datasets`, rows numbered
+from 1 like lines). Errors name file (or config), line (or row) and field; the JSONL reader and
+`shape_error` serve every other reader of records too."""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
-import operator
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, NamedTuple, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
 from oab_bench.conventions import BUILD_MARKER
 from oab_bench.dataset_builder.errors import SourceError
@@ -75,46 +77,30 @@ class GenerationUsage(BaseModel):
 
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
-    reasoning_tokens: int | None = Field(None, ge=0)
+    reasoning_tokens: int | None = Field(
+        None,
+        ge=0,
+        validation_alias=AliasChoices(
+            "reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens")
+        ),
+    )
     cost: float | None = Field(None, ge=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reasoning_from_details(cls, data):
-        details = data.get("completion_tokens_details") if isinstance(data, dict) else None
-        if isinstance(details, dict) and "reasoning_tokens" not in data:
-            return {**data, "reasoning_tokens": details.get("reasoning_tokens")}
-        return data
-
-    def __add__(self, other: GenerationUsage) -> GenerationUsage:
-        """Turns of one answer together; a figure one of them lacks is unknown for the whole."""
-        both = {k: (getattr(self, k), getattr(other, k)) for k in GenerationUsage.model_fields}
-        return GenerationUsage(**{k: None if None in ab else ab[0] + ab[1] for k, ab in both.items()})
 
 
 class AnswerTurn(BaseModel):
-    """A turn of an answer file: a text (the older release), or `{"content": ..., "usage": {...}}`."""
+    """A turn of the newer release's answer files: `{"content": ..., "usage": {...}}` (the older's is a text)."""
 
     model_config = ConfigDict(extra="ignore")
 
     content: str
     usage: GenerationUsage | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _text_or_object(cls, data):
-        if isinstance(data, str):
-            return {"content": data}
-        if not isinstance(data, dict | AnswerTurn):
-            raise ValueError(f"a turn is a text or an object with `content`, not {type(data).__name__}")
-        return data
-
 
 class AnswerChoice(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     index: int = 0
-    turns: list[AnswerTurn] = Field(min_length=1)
+    turns: list[str | AnswerTurn] = Field(min_length=1)
 
 
 class SourceAnswer(BaseModel):
@@ -134,11 +120,13 @@ class SourceAnswer(BaseModel):
 
     @property
     def usage(self) -> GenerationUsage | None:
-        """What generating the whole answer cost (its turns added); None when no turn says."""
-        usages = [getattr(t, "usage", None) for t in self.choices[0].turns]
-        if all(u is None for u in usages):
+        """What generating the whole answer cost, its turns added: a figure one turn lacks is unknown for
+        the whole; None when no turn says."""
+        usages = [getattr(t, "usage", None) or GenerationUsage() for t in self.choices[0].turns]
+        figures = {k: [getattr(u, k) for u in usages] for k in GenerationUsage.model_fields}
+        if all(v is None for values in figures.values() for v in values):
             return None
-        return functools.reduce(operator.add, (u or GenerationUsage() for u in usages))
+        return GenerationUsage(**{k: None if None in v else sum(v) for k, v in figures.items()})
 
 
 class ReferenceChoice(AnswerChoice):
