@@ -113,25 +113,20 @@ def _rubric(
         except SourceError as e:
             raise SourceError(e.message, file=raw.guidelines_label, field=f"choices.0.turns.{i}") from None
         references.append(parsed.commented_answer)
-        section = ""
-        number = itertools.count(1)  # ids count a part's scored rows: the source's labels repeat
-        for row in parsed.rows:
-            if row.is_item:
-                rows.append((f"{label or 'P'}{next(number)}", label, section, row))
-            else:
-                section = row.description
+        number = itertools.count(1)  # ids count a part's rows: the source's labels repeat
+        rows += [(f"{label or 'P'}{next(number)}", label, row) for row in parsed.rows]
     fixes = {f.item_id: f for f in fix.scores}
-    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in {r[0] for r in rows}]
+    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in {i for i, _, _ in rows}]
     if missing:
         raise BuildError(f"{name}: errata names rubric item {missing[0]!r}, which the source does not have")
-    detected = [item_id for item_id, _, _, row in rows if row.annulled]
+    detected = [item_id for item_id, _, row in rows if row.annulled]
     if set(detected) != set(fix.annulled):
         raise BuildError(
             f"{name}: the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}; "
             "record every annulment in the errata"
         )
     rubric = []
-    for item_id, part, section, row in rows:
+    for item_id, part, row in rows:
         allowed = row.scores
         if item_id in fixes:
             if " ".join(fixes[item_id].was.split()) != row.cell:
@@ -157,7 +152,7 @@ def _rubric(
             RubricItem(
                 item_id=item_id,
                 part=part,
-                section=section,
+                section=row.section,
                 label=row.label,
                 description=row.description,
                 max_score=allowed[-1],
@@ -251,11 +246,8 @@ def _question(
             )
     return QuestionRow(
         question_id=name,
-        edition=qid.edition,
-        area=qid.area,
         exam_id=qid.exam_id,
-        kind=qid.kind,
-        number=qid.number,
+        **qid._asdict(),  # edition, area, kind, number
         system_prompt=q.system,
         statement=clean.statement,
         items=items,

@@ -18,16 +18,16 @@ SECTION_CELLS = {"nan", "", "-"}
 
 
 class TableRow(NamedTuple):
-    """A row as written. A section row (`Fundamentação`, score `nan`) is not an item; an item row with a
-    blank cell but point values in its text (under a merged cell) has `scores` None: the build refuses
-    it unless the errata score it."""
+    """An item row as written, under the nearest section row above it (`Fundamentação`, score `nan`).
+    An item row with a blank cell but point values in its text (under a merged cell) has `scores` None:
+    the build refuses it unless the errata score it."""
 
     label: str
     description: str
     cell: str  # the score cell as written (whitespace collapsed)
     scores: list[float] | None
-    annulled: bool = False
-    is_item: bool = True
+    annulled: bool
+    section: str
 
 
 class ParsedReference(NamedTuple):
@@ -72,6 +72,7 @@ def parse_reference(text: str) -> ParsedReference:
         raise SourceError("score table has no '|:---|:---|' separator under its header")
 
     rows: list[TableRow] = []
+    section = ""
     for n, line in enumerate(body[1:], start=1):
         cells = _cells(line)
         if len(cells) != 2:
@@ -83,19 +84,16 @@ def parse_reference(text: str) -> ParsedReference:
             raise SourceError(f"score table row {n} has an empty ITEM cell")
         m = _LABEL_RE.match(item_text)
         label, description = (m["label"], item_text[m.end() :]) if m else ("", item_text)
-        if cell.lower() in SECTION_CELLS:  # a section, or an item under a merged score cell
-            merged = bool(_POINTS_RE.search(item_text))
-            rows.append(
-                TableRow(label, description, cell, None)
-                if merged
-                else TableRow(label, item_text, cell, None, is_item=False)
-            )
+        blank = cell.lower() in SECTION_CELLS
+        if blank and not _POINTS_RE.search(item_text):  # a section; with points, an item under a merged cell
+            section = item_text
             continue
         try:
-            scores = parse_scores(cell)
+            scores = None if blank else parse_scores(cell)
         except ValueError as e:
             raise SourceError(f"score table row {n}: {e}") from None
-        rows.append(TableRow(label, description, cell, scores, bool(_ANNULLED_RE.match(description.strip()))))
+        annulled = bool(_ANNULLED_RE.match(description.strip()))
+        rows.append(TableRow(label, description, cell, scores, annulled, section))
     if not any(r.scores is not None for r in rows):
         raise SourceError("score table has no scored rows")
     before = lines[:start]

@@ -265,9 +265,8 @@ def parse_hub_spec(spec: str) -> HubSpec:
         return HubSpec(spec, None, None, path.resolve())
     repo, _, revision = body.partition("@")
     if repo.count("/") != 1 or not all(repo.split("/")):
-        raise SourceError(
-            "expected hf:OWNER/NAME[@REVISION] or hf:/absolute/folder", file=spec, field="--source"
-        )
+        expected = "expected hf:OWNER/NAME[@REVISION] or hf:/absolute/folder"
+        raise SourceError(expected, file=spec, field="--source")
     return HubSpec(spec, repo, revision or None, None)
 
 
@@ -308,9 +307,8 @@ def file_source(given: Path) -> RawSource:
         raise SourceError(
             f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
         )
-    if not (folder / QUESTIONS_FILE).exists() and (
-        (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
-    ):
+    built = (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
+    if built and not (folder / QUESTIONS_FILE).exists():
         raise SourceError(
             f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
             f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
@@ -318,28 +316,22 @@ def file_source(given: Path) -> RawSource:
         )
     # inside a clone of upstream's repository, files are named by the path from the folder given
     prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""
-    tables = {f: list(read_objects(folder / f, label=prefix + f)) for f in (QUESTIONS_FILE, GUIDELINES_FILE)}
-    revision = _sha256(
-        json.dumps(
-            [name, sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in rows)]
-        ).encode()
-        for name, rows in (("guidelines", tables[GUIDELINES_FILE]), ("questions", tables[QUESTIONS_FILE]))
-    )
-    return RawSource(
-        *tables.values(),
-        prefix + QUESTIONS_FILE,
-        prefix + GUIDELINES_FILE,
-        Provenance(source=f"files:{folder.name}", revision=revision),
-    )
+    files = dict(zip(RAW_CONFIGS, (QUESTIONS_FILE, GUIDELINES_FILE), strict=True))
+    tables = {c: list(read_objects(folder / f, label=prefix + f)) for c, f in files.items()}
+    canonical = {
+        c: sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in tables[c]) for c in tables
+    }
+    revision = _sha256(json.dumps([c, canonical[c]]).encode() for c in sorted(canonical))
+    provenance = Provenance(source=f"files:{folder.name}", revision=revision)
+    return RawSource(*tables.values(), *(prefix + f for f in files.values()), provenance)
 
 
 def hub_revision(spec: HubSpec) -> str:
     """The commit sha a Hub revision (default: main) stands for; a local folder's hash of its files."""
     if spec.folder is not None:
         if not spec.folder.is_dir():
-            raise SourceError(
-                "is a file, not a folder" if spec.folder.exists() else "folder not found", file=spec.spec
-            )
+            why = "is a file, not a folder" if spec.folder.exists() else "folder not found"
+            raise SourceError(why, file=spec.spec)
         if not (spec.folder / "README.md").is_file():
             jsonl = (spec.folder / QUESTIONS_FILE).is_file() or (spec.folder / "data").is_dir()
             hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
@@ -348,12 +340,13 @@ def hub_revision(spec: HubSpec) -> str:
                 f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/){hint}",
                 file=spec.spec,
             )
-        files = [
-            spec.folder / "README.md",
-            *(p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*") if p.is_file()),
-        ]
+        files = sorted(
+            [spec.folder / "README.md", *(p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*"))]
+        )
         return _sha256(
-            str(p.relative_to(spec.folder)).encode() + b"\0" + p.read_bytes() + b"\0" for p in sorted(files)
+            str(p.relative_to(spec.folder)).encode() + b"\0" + p.read_bytes() + b"\0"
+            for p in files
+            if p.is_file()
         )
     import datasets
 
@@ -385,18 +378,16 @@ def _load_config(spec: HubSpec, config: str, revision: str) -> list[tuple[int, d
         raise SourceError(f"no '{config}' config in README.md: not upstream's Hub layout", file=spec.spec)
     try:
         with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, quiet(datasets):
-            # a fresh cache for a folder: `datasets` caches a local folder with `configs:` by its name alone
-            where = (
-                {"path": str(spec.folder), "cache_dir": cache}
-                if spec.folder
-                else {"path": spec.repo, "revision": revision}
-            )
-            ds = datasets.load_dataset(name=config, split="train", **where)
+            if (
+                spec.folder
+            ):  # a fresh cache: `datasets` caches a local folder with `configs:` by its name alone
+                ds = datasets.load_dataset(str(spec.folder), config, split="train", cache_dir=cache)
+            else:
+                ds = datasets.load_dataset(spec.repo, config, split="train", revision=revision)
             return list(enumerate(ds.to_list(), start=1))
     except (ValueError, ConnectionError, FileNotFoundError, DatasetGenerationError) as e:
-        cause = (
-            e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
-        )  # why, not "an error"
+        # say why, not "an error occurred"
+        cause = e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
         raise SourceError(f"cannot read config '{config}': {cause}", file=spec.spec) from None
 
 
