@@ -116,10 +116,11 @@ def _rubric(
         number = itertools.count(1)  # ids count a part's rows: the source's labels repeat
         rows += [(f"{label or 'P'}{next(number)}", label, row) for row in parsed.rows]
     fixes = {f.item_id: f for f in fix.scores}
-    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in {i for i, _, _ in rows}]
+    ids = {item_id for item_id, _, _ in rows}
+    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in ids]
     if missing:
         raise BuildError(f"{name}: errata names rubric item {missing[0]!r}, which the source does not have")
-    detected = [item_id for item_id, _, row in rows if row.annulled]
+    detected = sorted(item_id for item_id, _, row in rows if row.annulled)
     if set(detected) != set(fix.annulled):
         raise BuildError(
             f"{name}: the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}; "

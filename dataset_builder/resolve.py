@@ -182,18 +182,14 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
         return str(path)
     spec = parse_hub_spec(source) if source.startswith(HF_PREFIX) else None
     revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision
-    code = b"".join(
-        p.name.encode() + b"\0" + p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py"))
-    )
     body = source.removeprefix(HF_PREFIX)
     name = body if Path(body).is_absolute() else body.partition("@")[0]  # a Hub id: the sha says which
-    key = "\0".join(
-        [name, revision, hashlib.sha256(code).hexdigest()[:12], errata.read_text(encoding="utf-8")]
-    )
-    folder = builds_dir() / hashlib.sha256(key.encode()).hexdigest()[:20]
-    said = (
-        f"oab_bench: {dataset} is upstream's raw layout (revision {revision.removeprefix('sha256:')[:12]}): "
-    )
+    key = hashlib.sha256(f"{name}\0{revision}\0".encode() + errata.read_bytes())
+    for p in sorted(Path(__file__).parent.glob("*.py")):  # a new builder never reuses an old builder's rows
+        key.update(p.name.encode() + b"\0" + p.read_bytes())
+    folder = builds_dir() / key.hexdigest()[:20]
+    short = revision.removeprefix("sha256:")[:12]
+    said = f"oab_bench: {dataset} is upstream's raw layout (revision {short}): "
     if is_our_build(folder):
         said += f"using the build cached at {folder}"
     else:
