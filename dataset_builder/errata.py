@@ -13,19 +13,19 @@ from oab_bench.dataset_builder.errors import SourceError
 DEFAULT_ERRATA = Path(__file__).with_name("errata.yaml")
 
 
-class ScoreFix(BaseModel):
-    """Replace the allowed scores of one rubric row (by the item_id the build gives it)."""
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a correction ignored
 
-    model_config = ConfigDict(extra="forbid")
+
+class ScoreFix(_Strict):
+    """Replace the allowed scores of one rubric row (by the item_id the build gives it)."""
 
     item_id: str
     was: str  # the score cell as the source writes it (whitespace collapsed): guards against stale entries
     now: list[float]
 
 
-class Correction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Correction(_Strict):
     values: list[float] | None = None  # replaces question.jsonl `values`
     scores: list[ScoreFix] = Field(default_factory=list)
     annulled: list[str] = Field(default_factory=list)  # item_ids annulled by FGV: full marks to everyone
@@ -33,9 +33,7 @@ class Correction(BaseModel):
     wrong_valor: list[str] = Field(default_factory=list)
 
 
-class ErrataEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ErrataEntry(_Strict):
     question_id: str
     problem: str
     evidence: str

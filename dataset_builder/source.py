@@ -147,13 +147,11 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
     """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split
     on newline bytes only (U+2028 inside a string is text) and decoded one by one."""
     name = label or str(path)
-    try:
-        handle = Path(path).open("rb")  # noqa: SIM115 (closed by the `with` below)
-    except FileNotFoundError:
-        raise SourceError("file not found", file=name) from None
-    except IsADirectoryError:
-        raise SourceError("is a folder, not a JSONL file", file=name) from None
-    with handle:
+    if Path(path).is_dir() or not Path(path).exists():  # (a pipe, /dev/fd/N, is read too)
+        raise SourceError(
+            "is a folder, not a JSONL file" if Path(path).is_dir() else "file not found", file=name
+        )
+    with Path(path).open("rb") as handle:
         for lineno, raw_line in enumerate(handle, start=1):
             try:
                 text = raw_line.decode("utf-8")
