@@ -56,8 +56,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
-from oab_bench.dataset_builder.resolve import resolve_dataset
+from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.generation import lighteval_compat

@@ -1,8 +1,5 @@
-"""The checked-in errata: every place the source is wrong, the evidence, and our correction.
-
-The build applies each entry and reports it. An entry that no longer matches the
-source (upstream fixed it, or the data moved) is an error, never silently skipped.
-"""
+"""The checked-in errata: every place the source is wrong, the evidence, and our correction. The build
+applies and reports each entry; one that no longer matches the source is an error, never skipped."""
 
 from __future__ import annotations
 
@@ -16,19 +13,19 @@ from oab_bench.dataset_builder.errors import SourceError
 DEFAULT_ERRATA = Path(__file__).with_name("errata.yaml")
 
 
-class ScoreFix(BaseModel):
-    """Replace the allowed scores of one rubric row (by the item_id the build gives it)."""
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a correction ignored
 
-    model_config = ConfigDict(extra="forbid")
+
+class ScoreFix(_Strict):
+    """Replace the allowed scores of one rubric row (by the item_id the build gives it)."""
 
     item_id: str
     was: str  # the score cell as the source writes it (whitespace collapsed): guards against stale entries
     now: list[float]
 
 
-class Correction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Correction(_Strict):
     values: list[float] | None = None  # replaces question.jsonl `values`
     scores: list[ScoreFix] = Field(default_factory=list)
     annulled: list[str] = Field(default_factory=list)  # item_ids annulled by FGV: full marks to everyone
@@ -36,9 +33,7 @@ class Correction(BaseModel):
     wrong_valor: list[str] = Field(default_factory=list)
 
 
-class ErrataEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ErrataEntry(_Strict):
     question_id: str
     problem: str
     evidence: str
@@ -54,10 +49,8 @@ def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
     except FileNotFoundError:
         raise SourceError("errata file not found", file=str(path)) from None
     except yaml.YAMLError as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", None)
-        raise SourceError(
-            f"invalid YAML: {e}", file=str(path), line=None if line is None else line + 1
-        ) from None
+        mark = getattr(e, "problem_mark", None)
+        raise SourceError(f"invalid YAML: {e}", file=str(path), line=mark and mark.line + 1) from None
     if not isinstance(raw, list):
         raise SourceError("expected a list of entries", file=str(path))
     entries: dict[str, ErrataEntry] = {}
@@ -66,16 +59,12 @@ def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
             entry = ErrataEntry.model_validate(item)
         except ValidationError as e:
             first = e.errors()[0]
-            field = f"[{i}]." + ".".join(str(p) for p in first["loc"])
-            raise SourceError(first["msg"], file=str(path), field=field) from None
-        c = entry.correction
-        if c.values is None and not (c.scores or c.annulled or c.wrong_valor):
             raise SourceError(
-                f"the entry for {entry.question_id} corrects nothing (empty correction): remove it or say what "
-                "to correct",
-                file=str(path),
-                field=f"[{i}].correction",
-            )
+                first["msg"], file=str(path), field=f"[{i}]." + ".".join(map(str, first["loc"]))
+            ) from None
+        if entry.correction == Correction():
+            why = f"the entry for {entry.question_id} corrects nothing (empty correction): remove it or say what to correct"
+            raise SourceError(why, file=str(path), field=f"[{i}].correction")
         if entry.question_id in entries:
             raise SourceError(
                 f"second entry for {entry.question_id}", file=str(path), field=f"[{i}].question_id"

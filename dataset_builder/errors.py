@@ -1,10 +1,10 @@
-"""One error type for bad input, so every failure names file, line and field."""
+"""The builder's two errors: bad input (one line naming file, line and field), and numbers that do not add up."""
 
 from __future__ import annotations
 
 
 class SourceError(Exception):
-    """Bad upstream input: printed as one line `file:line: field 'x': message`."""
+    """Bad input, printed as one line `file:line: field 'x': message`."""
 
     def __init__(
         self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None
@@ -18,20 +18,15 @@ class SourceError(Exception):
     def at(
         self, *, file: str | None = None, line: int | None = None, field: str | None = None
     ) -> SourceError:
-        """Fill in the location where the caller knows more than the raiser."""
+        """The same error, with the location the caller knows filled in where the raiser left it out."""
         return SourceError(
-            self.message,
-            file=self.file or file,
-            line=self.line or line,
-            field=self.field or field,
+            self.message, file=self.file or file, line=self.line or line, field=self.field or field
         )
 
     def __str__(self) -> str:
-        where = self.file or "<input>"
-        if self.line is not None:
-            where += f":{self.line}"
+        line = "" if self.line is None else f":{self.line}"
         field = f" field '{self.field}':" if self.field else ""
-        return f"{where}:{field} {self.message}"
+        return f"{self.file or '<input>'}{line}:{field} {self.message}"
 
 
 class BuildError(Exception):

@@ -30,11 +30,7 @@ class QuestionId(NamedTuple):
 
     @property
     def exam_id(self) -> str:
-        return exam_id(self.edition, self.area)
-
-
-def exam_id(edition: int, area: str) -> str:
-    return f"{edition}_direito_{area}"
+        return f"{self.edition}_direito_{self.area}"
 
 
 def parse_question_id(question_id: str) -> QuestionId:

@@ -1,27 +1,34 @@
-"""A dataset argument resolved once, up front, to a local folder in our built layout.
-
-What `datasets` and lighteval then load is always a folder on disk: nothing is fetched later, so
-no command spends minutes in the Hub client's retries to end in a traceback. A folder (relative
-paths are read from the working folder) is used as `prepared.prepare_dataset` makes it; a Hub id
-is looked up with one call (a few seconds at most): missing, gated or unreachable is one line
-naming the dataset and what to pass instead. Upstream's raw layout is built (and cached) as
-before; a Hub dataset in our built layout is downloaded into the Hugging Face cache. Each Hub
-resolution is recorded beside the builds, so that offline the last one is used, saying so.
-"""
+"""A dataset argument resolved once, up front, to a folder in our built layout for `datasets` and
+lighteval (docs/dataset.md): a folder made by `oab-bench build` as it is, a Hub id it was pushed to
+downloaded, upstream's raw layout built with the checked-in errata once per source revision and kept
+under `$HF_HOME/oab-bench/builds/`. A Hub id is looked up with one call, its resolution recorded there
+for offline starts; a failure is one line naming the dataset and what to pass instead."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
-import os
 import re
 import sys
 from pathlib import Path
 
-from oab_bench.dataset_builder import prepared
+from oab_bench.dataset_builder.errata import DEFAULT_ERRATA
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.origin import HF_PREFIX, RAW_CONFIGS
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET, prepare_dataset
+from oab_bench.dataset_builder.source import (
+    HF_PREFIX,
+    QUESTIONS_FILE,
+    RAW_CONFIGS,
+    card_configs,
+    data_folder,
+    file_source,
+    hub_revision,
+    parse_hub_spec,
+)
+from oab_bench.whole_file import replace_whole
 
+UPSTREAM_DATASET = "maritaca-ai/oab-bench"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 HUB_TIMEOUT_S = 10.0
 INSTEAD = (
@@ -34,82 +41,51 @@ class Unreachable(Exception):
     """The Hub could not be asked (offline mode, no network, a timeout)."""
 
 
-_HUB: dict[tuple[str, str | None], str] = {}  # this process's Hub resolutions: one lookup each
+def builds_dir() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "oab-bench" / "builds"
 
 
 def resolve_dataset(given: str, origin: str = "--dataset") -> str:
-    """The absolute folder `datasets`/lighteval load for `given`; `origin` names where it came from
-    (a flag or a variable) in errors."""
-    cwd = os.getcwd()
+    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` names
+    where it came from (a flag or a variable) in errors."""
+    where = f"{origin} {given}"
     spec = given.removeprefix(HF_PREFIX)
-    path = Path(spec).expanduser()
-    if not path.is_absolute():
-        path = Path(cwd) / path
+    path = Path.cwd() / Path(spec).expanduser()
     if path.exists():
-        return prepare_dataset(given).path  # (its errors name the dataset as the user gave it)
+        return prepare_dataset(given)  # (its errors name the dataset as the user gave it)
     repo, _, revision = spec.partition("@")
     if (given.startswith(HF_PREFIX) and Path(spec).is_absolute()) or not HUB_ID.match(repo):
-        raise SourceError(f"no such folder {path}", file=f"{origin} {given}")
-    key = (repo, revision or None)
+        raise SourceError(f"no such folder {path}", file=where)
+    could_be_a_folder = not given.startswith(HF_PREFIX) and repo != UPSTREAM_DATASET
+    local = f"no folder {given} in {Path.cwd()}, and " if could_be_a_folder else ""
     try:
-        if key not in _HUB:
-            _HUB[key] = _from_hub(*key)
-        return _HUB[key]
+        return _hub_folder(repo, revision or None)
     except Unreachable as e:
-        cached = _last_resolution(*key)
-        if cached is not None:
-            _HUB[key] = cached
-            return cached
-        could_be_a_folder = not given.startswith(HF_PREFIX) and repo != UPSTREAM_DATASET
-        local = f"no folder {given} in {cwd}, and " if could_be_a_folder else ""
         raise SourceError(
-            f"{local}{repo} is a Hugging Face Hub dataset, which cannot be reached from here ({e}) and "
-            f"was never resolved here before: {INSTEAD}",
-            file=f"{origin} {given}",
+            f"{local}{repo} is a Hugging Face Hub dataset, which cannot be reached from here ({e}) and was never "
+            f"resolved here before: {INSTEAD}",
+            file=where,
         ) from None
     except SourceError as e:
-        if given.startswith(HF_PREFIX) or repo == UPSTREAM_DATASET:
-            raise e.at(file=f"{origin} {given}") from None
-        raise SourceError(f"no folder {given} in {cwd}, and {e.message}", file=f"{origin} {given}") from None
+        raise (SourceError(f"{local}{e.message}", file=where) if local else e.at(file=where)) from None
 
 
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+def _record_path(repo: str, revision: str | None) -> Path:
+    return builds_dir() / "hub" / (re.sub(r"[^\w.-]+", "_", f"{repo}@{revision or 'main'}") + ".json")
 
 
-def _info(repo: str, revision: str | None):
-    """The Hub's description of the dataset: one request, no retries."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    if _offline():
-        raise Unreachable("HF_HUB_OFFLINE is set")
+@functools.cache  # one lookup per Hub id and process; a failure is not kept
+def _hub_folder(repo: str, revision: str | None) -> str:
+    record = _record_path(repo, revision)
     try:
-        return HfApi().dataset_info(repo, revision=revision, timeout=HUB_TIMEOUT_S)
-    except GatedRepoError:
-        raise SourceError(f"{repo} is gated on the Hub: accept its terms and set HF_TOKEN") from None
-    except RevisionNotFoundError:
-        raise SourceError(f"the Hub dataset {repo} has no revision {revision}") from None
-    except RepositoryNotFoundError:
-        raise SourceError(
-            f"no dataset {repo} on the Hugging Face Hub (or it is private: set HF_TOKEN)"
-        ) from None
-    except HfHubHTTPError as e:
-        status = getattr(e.response, "status_code", None)
-        if status is not None and status < 500 and status != 429:
-            raise SourceError(f"the Hub refused to describe {repo}: {str(e).splitlines()[0]}") from None
-        raise Unreachable(str(e).splitlines()[0]) from None
-    except Exception as e:  # no network, DNS, a timeout, offline mode set inside the client
-        raise Unreachable(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-
-
-def _from_hub(repo: str, revision: str | None) -> str:
-    info = _info(repo, revision)
+        info = _info(repo, revision)
+    except Unreachable:
+        last = _last_resolution(record, repo)
+        if last is None:
+            raise
+        return last
     files = [s.rfilename for s in info.siblings or []]
     if any(re.fullmatch(r"data/test-.*\.parquet", f) for f in files):  # our built layout, pushed
         from huggingface_hub import snapshot_download
@@ -118,48 +94,115 @@ def _from_hub(repo: str, revision: str | None) -> str:
             repo, repo_type="dataset", revision=info.sha, allow_patterns=["README.md", "data/*"]
         )
     elif all(any(f.startswith(f"{c}/") for f in files) for c in RAW_CONFIGS) or repo == UPSTREAM_DATASET:
-        folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}").path  # upstream's raw layout: built
+        folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}")  # upstream's raw layout: built
     else:
         raise SourceError(
-            f"the Hub dataset {repo} is in neither layout: no data/test-*.parquet (made by `oab-bench "
-            "build`) and no questions/ and guidelines/ configs (upstream's)"
+            f"the Hub dataset {repo} is in neither layout: no data/test-*.parquet (made by `oab-bench build`) "
+            "and no questions/ and guidelines/ configs (upstream's)"
         )
-    _record(repo, revision, info.sha, folder)
+    with contextlib.suppress(
+        OSError
+    ):  # a read-only cache: the next offline start cannot use it, nothing more
+        record.parent.mkdir(parents=True, exist_ok=True)
+        replace_whole(record, [json.dumps({"revision": info.sha, "folder": folder}).encode()], mode=0o644)
     return folder
 
 
-def _record_path(repo: str, revision: str | None) -> Path:
-    return (
-        prepared.builds_dir() / "hub" / (re.sub(r"[^\w.-]+", "_", f"{repo}@{revision or 'main'}") + ".json")
-    )
+def _info(repo: str, revision: str | None):
+    """The Hub's description of the dataset: one request, no retries."""
+    from huggingface_hub import HfApi, errors
 
-
-def _record(repo: str, revision: str | None, sha: str, folder: str) -> None:
-    path = _record_path(repo, revision)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"repo": repo, "revision": sha, "folder": folder}), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:  # a read-only cache: the next offline start cannot use it, nothing more
-        pass
+        return HfApi().dataset_info(repo, revision=revision, timeout=HUB_TIMEOUT_S)
+    except errors.GatedRepoError:
+        raise SourceError(f"{repo} is gated on the Hub: accept its terms and set HF_TOKEN") from None
+    except errors.RevisionNotFoundError:
+        raise SourceError(f"the Hub dataset {repo} has no revision {revision}") from None
+    except errors.RepositoryNotFoundError:
+        raise SourceError(
+            f"no dataset {repo} on the Hugging Face Hub (or it is private: set HF_TOKEN)"
+        ) from None
+    except errors.HfHubHTTPError as e:
+        status = getattr(e.response, "status_code", None)
+        if status is not None and status < 500 and status != 429:
+            raise SourceError(f"the Hub refused to describe {repo}: {str(e).splitlines()[0]}") from None
+        raise Unreachable(str(e).splitlines()[0]) from None
+    except Exception as e:  # offline mode, no network, DNS, a timeout
+        raise Unreachable(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
 
 
-def _last_resolution(repo: str, revision: str | None) -> str | None:
+def _last_resolution(record: Path, repo: str) -> str | None:
     """Offline: the folder this Hub id resolved to when it was last reachable, if it is still there."""
-    from oab_bench.dataset_builder.publish import is_our_build
-
     try:
-        seen = json.loads(_record_path(repo, revision).read_text(encoding="utf-8"))
+        seen = json.loads(record.read_text(encoding="utf-8"))
         folder = Path(seen["folder"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not (is_our_build(folder) or any(folder.glob("data/test-*.parquet"))):
+    if not any(folder.glob("data/test-*.parquet")):
         return None
-    short = str(seen.get("revision", ""))[:12]
     print(
-        f"oab_bench: the Hub cannot be reached: using {repo} as last resolved here (revision {short}), at {folder}",
+        f"oab_bench: the Hub cannot be reached: using {repo} as last resolved here "
+        f"(revision {str(seen.get('revision', ''))[:12]}), at {folder}",
         file=sys.stderr,
         flush=True,
     )
+    return str(folder)
+
+
+def raw_source(dataset: str) -> str | None:
+    """`oab-bench build --source` for upstream's raw layout (`dataset` an existing folder, or `hf:...`);
+    None for a folder that is not upstream's."""
+    if dataset.startswith(HF_PREFIX):
+        return dataset
+    path = Path(dataset).expanduser().resolve()
+    if (data_folder(path) / QUESTIONS_FILE).is_file():  # upstream's JSONL files, or a clone of its repo
+        return str(path)
+    return f"{HF_PREFIX}{path}" if set(RAW_CONFIGS) <= card_configs(path) else None
+
+
+_SAID: set[Path] = set()  # builds announced by this process: lighteval imports the task file twice
+
+
+def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
+    """The folder in our built layout for `dataset`, an existing folder or `hf:...`: upstream's raw layout
+    is built into the cache unless it is there already, saying which once per process on stderr."""
+    from oab_bench.dataset_builder.build import build_rows
+    from oab_bench.dataset_builder.publish import is_our_build, write_dataset
+
+    source = raw_source(dataset)
+    if source is None:
+        path = Path(dataset).expanduser().resolve()
+        if not any(path.glob("data/test-*.parquet")):
+            raise SourceError(
+                "not a dataset: neither a folder made by `oab-bench build` (data/test-*.parquet) nor upstream's "
+                "layout (question.jsonl and reference_answer/, or a README.md declaring the configs questions "
+                "and guidelines)",
+                file=dataset,
+            )
+        return str(path)
+    spec = parse_hub_spec(source) if source.startswith(HF_PREFIX) else None
+    revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision
+    body = source.removeprefix(HF_PREFIX)
+    name = body if Path(body).is_absolute() else body.partition("@")[0]  # a Hub id: the sha says which
+    key = hashlib.sha256(f"{name}\0{revision}\0".encode() + errata.read_bytes())
+    for p in sorted(Path(__file__).parent.glob("*.py")):  # a new builder never reuses an old builder's rows
+        key.update(p.name.encode() + b"\0" + p.read_bytes())
+    folder = builds_dir() / key.hexdigest()[:20]
+    short = revision.removeprefix("sha256:")[:12]
+    said = f"oab_bench: {dataset} is upstream's raw layout (revision {short}): "
+    if is_our_build(folder):
+        said += f"using the build cached at {folder}"
+    else:
+        if spec and spec.repo:  # the commit the key names, even if the Hub's main moves meanwhile
+            source = f"{HF_PREFIX}{spec.repo}@{revision}"
+        rows, report = build_rows(source, errata)
+        try:
+            write_dataset(rows, report, folder)
+        except FileExistsError:
+            if not is_our_build(folder):  # another process finished the same build first: that one is fine
+                raise
+        said += f"built {len(rows)} questions in memory with the checked-in errata, cached at {folder}"
+    if folder not in _SAID:
+        print(said, file=sys.stderr, flush=True)
+    _SAID.add(folder)
     return str(folder)

@@ -76,8 +76,8 @@ class UpstreamText(BaseModel):
 
 
 class Provenance(BaseModel):
-    """Where a row was built from: the source as given to `oab-bench build --source`, and its revision
-    (the Hub's commit sha, or `sha256:...` of a local source's files)."""
+    """The source as given to `oab-bench build --source`, and its revision (the Hub's commit sha, or
+    `sha256:...` of a local source)."""
 
     source: str
     revision: str | None = None
@@ -98,7 +98,7 @@ class QuestionRow(BaseModel):
     rubric: list[RubricItem]
     errata: list[str] = Field(default_factory=list)  # corrections applied to this question, one line each
     upstream: UpstreamText
-    provenance: Provenance | None = None  # absent in datasets built before it was recorded
+    provenance: Provenance | None = None  # every build records it; rows made by hand (tests) may lack it
 
     def rubric_for(self, part: str) -> list[RubricItem]:
         return [r for r in self.rubric if r.part == part]

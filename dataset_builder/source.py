@@ -1,18 +1,37 @@
-"""Typed upstream rows (FastChat-style JSONL) and a reader that says where input is bad."""
+"""Upstream's input typed and read: a folder of its JSONL files, or its Hub layout (`hf:OWNER/NAME[@REV]`,
+or `hf:/abs/folder` on disk: configs `questions` and `guidelines`, read through `datasets`, rows numbered
+from 1 like lines). Errors name file (or config), line (or row) and field; the JSONL reader and
+`shape_error` serve every other reader of records too."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, NamedTuple, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+import yaml
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
+from oab_bench.conventions import BUILD_MARKER
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.schema import Provenance
 
 QUESTIONS_FILE = "question.jsonl"
 GUIDELINES_FILE = "reference_answer/guidelines.jsonl"
+HF_PREFIX = "hf:"
+RAW_CONFIGS = ("questions", "guidelines")
 
 
 def _unicode(text: str) -> str:
@@ -37,12 +56,8 @@ NonEmptyText = Annotated[str, AfterValidator(_unicode), AfterValidator(_non_empt
 
 
 class SourceQuestion(BaseModel):
-    """One line of `question.jsonl`.
-
-    Strict: `"0.6"` or `true` is not a value (ints are); NaN and infinity are refused. Every text
-    the real data always fills is required non-empty; a peça's one turn is `""` upstream, so
-    turns may be empty here (the builder requires a questão's turns).
-    """
+    """One line of `question.jsonl`. Strict: `"0.6"` or `true` is not a value, NaN and infinity are
+    refused; a peça's one turn is `""` upstream (the builder requires a questão's turns)."""
 
     model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
 
@@ -62,53 +77,30 @@ class GenerationUsage(BaseModel):
 
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
-    reasoning_tokens: int | None = Field(None, ge=0)
+    reasoning_tokens: int | None = Field(
+        None,
+        ge=0,
+        validation_alias=AliasChoices(
+            "reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens")
+        ),
+    )
     cost: float | None = Field(None, ge=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reasoning_from_details(cls, data):
-        if isinstance(data, dict) and "reasoning_tokens" not in data:
-            details = data.get("completion_tokens_details")
-            if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
-                return {**data, "reasoning_tokens": details["reasoning_tokens"]}
-        return data
-
-    def __add__(self, other: GenerationUsage) -> GenerationUsage:
-        """Turns of one answer together; a figure one of them lacks is unknown for the whole."""
-
-        def both(a, b):
-            return None if a is None or b is None else a + b
-
-        return GenerationUsage(
-            **{k: both(getattr(self, k), getattr(other, k)) for k in GenerationUsage.model_fields}
-        )
 
 
 class AnswerTurn(BaseModel):
-    """A turn of an answer file: a text (the older release), or `{"content": ..., "usage": {...}}`
-    (the newer release's files), read alike."""
+    """A turn of the newer release's answer files: `{"content": ..., "usage": {...}}` (the older's is a text)."""
 
     model_config = ConfigDict(extra="ignore")
 
     content: str
     usage: GenerationUsage | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _text_or_object(cls, data):
-        if isinstance(data, str):
-            return {"content": data}
-        if not isinstance(data, dict | AnswerTurn):
-            raise ValueError(f"a turn is a text or an object with `content`, not {type(data).__name__}")
-        return data
-
 
 class AnswerChoice(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     index: int = 0
-    turns: list[AnswerTurn] = Field(min_length=1)
+    turns: list[str | AnswerTurn] = Field(min_length=1)
 
 
 class SourceAnswer(BaseModel):
@@ -124,19 +116,17 @@ class SourceAnswer(BaseModel):
 
     @property
     def turns(self) -> list[str]:
-        return [t if isinstance(t, str) else t.content for t in self.choices[0].turns]
+        return [getattr(t, "content", t) for t in self.choices[0].turns]
 
     @property
     def usage(self) -> GenerationUsage | None:
-        """What generating the whole answer cost (its turns added); None when no turn says."""
-        turns = self.choices[0].turns
-        if all(isinstance(t, str) or t.usage is None for t in turns):
+        """What generating the whole answer cost, its turns added: a figure one turn lacks is unknown for
+        the whole; None when no turn says."""
+        usages = [getattr(t, "usage", None) or GenerationUsage() for t in self.choices[0].turns]
+        figures = {k: [getattr(u, k) for u in usages] for k in GenerationUsage.model_fields}
+        if all(v is None for values in figures.values() for v in values):
             return None
-        total = None
-        for t in turns:
-            got = GenerationUsage() if isinstance(t, str) or t.usage is None else t.usage
-            total = got if total is None else total + got
-        return total
+        return GenerationUsage(**{k: None if None in v else sum(v) for k, v in figures.items()})
 
 
 class ReferenceChoice(AnswerChoice):
@@ -145,7 +135,7 @@ class ReferenceChoice(AnswerChoice):
 
 class ReferenceAnswer(SourceAnswer):
     """A line of `reference_answer/guidelines.jsonl`: its texts go into the dataset, so they must be
-    valid Unicode (a model's answer file is read as SourceAnswer, unchanged)."""
+    valid Unicode."""
 
     choices: list[ReferenceChoice] = Field(min_length=1)
 
@@ -153,25 +143,15 @@ class ReferenceAnswer(SourceAnswer):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _field_of(error: ValidationError) -> tuple[str, str]:
-    first = error.errors()[0]
-    return ".".join(str(p) for p in first["loc"]) or "<row>", first["msg"]
-
-
 def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, JSON object) of a JSONL file; raise SourceError naming the first bad line.
-
-    Lines are split on newline bytes only (str.splitlines() would also split on U+2028 inside strings)
-    and decoded one by one, so a non-UTF-8 byte is reported with its line.
-    """
+    """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split
+    on newline bytes only (U+2028 inside a string is text) and decoded one by one."""
     name = label or str(path)
-    try:
-        handle = Path(path).open("rb")  # noqa: SIM115 (closed by the `with` below)
-    except FileNotFoundError:
-        raise SourceError("file not found", file=name) from None
-    except IsADirectoryError:
-        raise SourceError("is a folder, not a JSONL file", file=name) from None
-    with handle:
+    if Path(path).is_dir() or not Path(path).exists():  # (a pipe, /dev/fd/N, is read too)
+        raise SourceError(
+            "is a folder, not a JSONL file" if Path(path).is_dir() else "file not found", file=name
+        )
+    with Path(path).open("rb") as handle:
         for lineno, raw_line in enumerate(handle, start=1):
             try:
                 text = raw_line.decode("utf-8")
@@ -191,7 +171,7 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
 
 
 def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
-    """Yield (line number, typed row); raise SourceError at the first bad line."""
+    """(line number, typed row); SourceError at the first bad line."""
     name = label or str(path)
     yield from validate_objects(read_objects(path, label=name), model, label=name)
 
@@ -199,13 +179,14 @@ def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Itera
 def validate_objects(
     objects: Iterable[tuple[int, dict]], model: type[M], *, label: str
 ) -> Iterator[tuple[int, M]]:
-    """Typed rows from (line or row number, object) pairs of any source; SourceError names the first bad one."""
+    """Typed rows from (line or row number, object) pairs; SourceError names the first bad one."""
     for lineno, raw in objects:
         try:
             yield lineno, model.model_validate(raw)
         except ValidationError as e:
-            field, msg = _field_of(e)
-            raise SourceError(msg, file=label, line=lineno, field=field) from None
+            first = e.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "<row>"
+            raise SourceError(first["msg"], file=label, line=lineno, field=field) from None
 
 
 # --- records read back by other readers (judgments, details rows): the same words for a wrong shape
@@ -235,13 +216,6 @@ def plain(x):
     return x
 
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<record>"
-
-
 def shape_error(e: ValidationError) -> SourceError:
     """A pydantic error as `field 'x': what is wrong` (the caller adds file and line)."""
     first = e.errors()[0]
@@ -256,4 +230,172 @@ def shape_error(e: ValidationError) -> SourceError:
         if first["type"] == "greater_than_equal":
             kind = f"a number >= {first['ctx']['ge']}"
         why = f"{shown} is not {kind}" if kind else f"{shown}: {first['msg']}"
-    return SourceError(why, field=_loc(first["loc"]))
+    loc = ""
+    for part in first["loc"]:
+        loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+    return SourceError(why, field=loc or "<record>")
+
+
+# --- upstream's raw rows: a folder of its JSONL files, or its Hub layout
+
+
+class RawSource(NamedTuple):
+    questions: list[tuple[int, dict]]  # (line or row number, raw object)
+    guidelines: list[tuple[int, dict]]
+    questions_label: str  # what errors call them: a file name, or `SOURCE:questions`
+    guidelines_label: str
+    provenance: Provenance
+
+
+class HubSpec(NamedTuple):
+    """`hf:OWNER/NAME[@REVISION]` (repo) or `hf:/abs/folder` (folder)."""
+
+    spec: str
+    repo: str | None
+    revision: str | None
+    folder: Path | None
+
+
+def parse_hub_spec(spec: str) -> HubSpec:
+    body = spec.removeprefix(HF_PREFIX)
+    path = Path(body).expanduser()
+    if path.is_absolute() or body.startswith("."):
+        return HubSpec(spec, None, None, path.resolve())
+    repo, _, revision = body.partition("@")
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        expected = "expected hf:OWNER/NAME[@REVISION] or hf:/absolute/folder"
+        raise SourceError(expected, file=spec, field="--source")
+    return HubSpec(spec, repo, revision or None, None)
+
+
+def card_configs(folder: Path) -> set[str]:
+    """Config names in a folder's README.md front matter (empty when there is none)."""
+    readme = folder / "README.md"
+    text = readme.read_text(encoding="utf-8", errors="replace") if readme.is_file() else ""
+    with contextlib.suppress(yaml.YAMLError, LookupError, TypeError, AttributeError):
+        if text.startswith("---"):
+            return {str(c["config_name"]) for c in yaml.safe_load(text.split("---", 2)[1])["configs"]}
+    return set()
+
+
+def _sha256(blobs: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for blob in blobs:
+        h.update(blob)
+    return f"sha256:{h.hexdigest()[:16]}"
+
+
+def data_folder(folder: Path) -> Path:
+    """A clone of upstream's repository stands for its one `data/*/` folder with a question file."""
+    if folder.is_dir() and not (folder / QUESTIONS_FILE).exists():
+        found = sorted(p.parent for p in folder.glob(f"data/*/{QUESTIONS_FILE}"))
+        if len(found) > 1:
+            names = ", ".join(str(p.relative_to(folder)) for p in found)
+            raise SourceError(f"several upstream data folders ({names}): pass one of them", file=str(folder))
+        return found[0] if found else folder
+    return folder
+
+
+def file_source(given: Path) -> RawSource:
+    """A folder of upstream's JSONL files; its revision is a hash of the parsed rows in canonical form
+    (line order, line endings and JSON spacing do not change it)."""
+    folder = data_folder(given)
+    if not folder.is_dir():
+        what = "does not exist" if not folder.exists() else "is a file"
+        raise SourceError(
+            f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
+        )
+    built = (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
+    if built and not (folder / QUESTIONS_FILE).exists():
+        raise SourceError(
+            f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
+            f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
+            file=str(given),
+        )
+    # inside a clone of upstream's repository, files are named by the path from the folder given
+    prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""
+    files = dict(zip(RAW_CONFIGS, (QUESTIONS_FILE, GUIDELINES_FILE), strict=True))
+    tables = {c: list(read_objects(folder / f, label=prefix + f)) for c, f in files.items()}
+    canonical = {
+        c: sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in tables[c]) for c in tables
+    }
+    revision = _sha256(json.dumps([c, canonical[c]]).encode() for c in sorted(canonical))
+    provenance = Provenance(source=f"files:{folder.name}", revision=revision)
+    return RawSource(*tables.values(), *(prefix + f for f in files.values()), provenance)
+
+
+def hub_revision(spec: HubSpec) -> str:
+    """The commit sha a Hub revision (default: main) stands for; a local folder's hash of its files."""
+    if spec.folder is not None:
+        if not spec.folder.is_dir():
+            why = "is a file, not a folder" if spec.folder.exists() else "folder not found"
+            raise SourceError(why, file=spec.spec)
+        if not (spec.folder / "README.md").is_file():
+            jsonl = (spec.folder / QUESTIONS_FILE).is_file() or (spec.folder / "data").is_dir()
+            hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
+            raise SourceError(
+                "no README.md: not upstream's Hub layout (a README.md declaring the configs "
+                f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/){hint}",
+                file=spec.spec,
+            )
+        files = sorted(
+            [spec.folder / "README.md", *(p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*"))]
+        )
+        return _sha256(
+            str(p.relative_to(spec.folder)).encode() + b"\0" + p.read_bytes() + b"\0"
+            for p in files
+            if p.is_file()
+        )
+    import datasets
+
+    try:
+        return datasets.load_dataset_builder(spec.repo, RAW_CONFIGS[0], revision=spec.revision).hash
+    except ValueError as e:  # no such config: not upstream's layout
+        raise SourceError(f"not upstream's Hub layout: {e}", file=spec.spec) from None
+    except (ConnectionError, FileNotFoundError) as e:  # DatasetNotFoundError is a FileNotFoundError
+        raise SourceError(f"cannot read the Hub dataset: {e}", file=spec.spec) from None
+
+
+@contextlib.contextmanager
+def quiet(datasets):
+    """No "Generating train split" bars for a few hundred rows (a task's log stays short)."""
+    was_on = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_on:
+            datasets.enable_progress_bars()
+
+
+def _load_config(spec: HubSpec, config: str, revision: str) -> list[tuple[int, dict]]:
+    import datasets
+    from datasets.exceptions import DatasetGenerationError
+
+    if spec.folder is not None and config not in card_configs(spec.folder):
+        raise SourceError(f"no '{config}' config in README.md: not upstream's Hub layout", file=spec.spec)
+    try:
+        with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, quiet(datasets):
+            if (
+                spec.folder
+            ):  # a fresh cache: `datasets` caches a local folder with `configs:` by its name alone
+                ds = datasets.load_dataset(str(spec.folder), config, split="train", cache_dir=cache)
+            else:
+                ds = datasets.load_dataset(spec.repo, config, split="train", revision=revision)
+            return list(enumerate(ds.to_list(), start=1))
+    except (ValueError, ConnectionError, FileNotFoundError, DatasetGenerationError) as e:
+        # say why, not "an error occurred"
+        cause = e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
+        raise SourceError(f"cannot read config '{config}': {cause}", file=spec.spec) from None
+
+
+def open_source(source: str | Path) -> RawSource:
+    """`hf:...` through `datasets`; anything else is a folder of upstream's JSONL files."""
+    if not str(source).startswith(HF_PREFIX):
+        return file_source(Path(source))
+    spec = parse_hub_spec(str(source))
+    revision = hub_revision(spec)
+    name = HF_PREFIX + (spec.folder.name if spec.folder else spec.repo)
+    questions, guidelines = (_load_config(spec, c, revision) for c in RAW_CONFIGS)
+    labels = (f"{name}:{c}" for c in RAW_CONFIGS)
+    return RawSource(questions, guidelines, *labels, Provenance(source=name, revision=revision))

@@ -1,11 +1,7 @@
-"""Strip upstream formatting that is not content, keeping the legal text exact.
-
-Editions 39-41 put a `QUESTÃO`/`PEÇA PRÁTICO-PROFISSIONAL` heading on statements and
-`(Valor: 5,00)` in peça statements. Editions 42-44 add: numbered headings (`QUESTÃO 3`)
-or none, `A) `/`B) ` before items, `(Valor: 0,65)` after them, and the `Obs.:`
-(or `Obs .:`) note sometimes appended to item B instead of the statement. The values
-removed here are kept in `max_score`; each is checked against `values`.
-"""
+"""Upstream formatting that is not content, stripped from statements and item prompts; the legal text
+stays exact. Headings (`QUESTÃO 3`, `PEÇA PRÁTICO-PROFISSIONAL`), item labels (`A) `) and written
+values (`(Valor: 0,65)`, each checked against `values`) go; an `Obs.:` note appended to an item moves
+back to the statement (docs/dataset.md)."""
 
 from __future__ import annotations
 
@@ -30,10 +26,6 @@ class CleanQuestion(NamedTuple):
     settled: list[str]  # fields whose wrong `(Valor: ...)` an errata entry settled
 
 
-def _value(m: re.Match) -> float:
-    return round(float(m["v"].replace(",", ".")), 2)
-
-
 def clean_question(
     statement: str,
     turns: list[str],
@@ -43,52 +35,49 @@ def clean_question(
     number: int,
     wrong_valor: Collection[str] = (),
 ) -> CleanQuestion:
-    """Return statement and item prompts without headings, labels and `(Valor: ...)`.
-
-    Raises SourceError (with `field` set) when a removed number disagrees with `values`, unless
-    the field is in `wrong_valor` (an errata entry says the written value is the wrong one).
-    """
+    """Statement and item prompts without headings, labels and `(Valor: ...)`. SourceError (its field
+    set) when a written value disagrees with `values`, unless the field is in `wrong_valor`."""
     notes: list[str] = []
     settled: list[str] = []
 
-    def disagrees(field: str, message: str) -> None:
+    def check(field: str, written: re.Match, value: float, message: str) -> None:
+        if round(float(written["v"].replace(",", ".")), 2) == round(value, 2):
+            return
         if field not in wrong_valor:
             raise SourceError(message, field=field)
         settled.append(field)
         notes.append(f"{field}: {message}; the errata keeps the values")
 
     m = _HEADING_RE.match(statement)
-    if m:
-        if m["n"] is not None and int(m["n"]) != number:
-            raise SourceError(
-                f"heading says QUESTÃO {m['n']} but the id says questao_{number}", field="statement"
-            )
-        statement = statement[m.end() :]
-
+    if m and m["n"] is not None and int(m["n"]) != number:
+        raise SourceError(
+            f"heading says QUESTÃO {m['n']} but the id says questao_{number}", field="statement"
+        )
+    statement = statement[m.end() :] if m else statement
     found = list(_VALOR_RE.finditer(statement))
-    if kind == "peca":
-        if len(found) > 1:
-            raise SourceError("more than one '(Valor: ...)' in the statement", field="statement")
-        if found:
-            if _value(found[0]) != round(sum(values), 2):
-                disagrees("statement", f"statement says (Valor: {found[0]['v']}) but values say {values}")
-            statement = statement[: found[0].start()] + statement[found[0].end() :]
-    elif found:
+    if found and kind != "peca":
         raise SourceError(
             "'(Valor: ...)' in a questão statement; expected it after each item", field="statement"
         )
+    if len(found) > 1:
+        raise SourceError("more than one '(Valor: ...)' in the statement", field="statement")
+    if found:
+        check(
+            "statement",
+            found[0],
+            sum(values),
+            f"statement says (Valor: {found[0]['v']}) but values say {values}",
+        )
+        statement = statement[: found[0].start()] + statement[found[0].end() :]
 
-    labels = "AB" if kind == "questao" else ""
     prompts: list[str] = []
     moved_obs: list[str] = []
-    for i, turn in enumerate(turns):
+    for i, text in enumerate(turns):
         field = f"turns.{i}"
-        text = turn
         p = _ITEM_PREFIX_RE.match(text)
-        if p:
-            if kind != "questao" or p["label"] != labels[i]:
-                raise SourceError(f"item starts with '{p['label']})' but is turn {i + 1}", field=field)
-            text = text[p.end() :]
+        if p and (kind != "questao" or p["label"] != "AB"[i]):
+            raise SourceError(f"item starts with '{p['label']})' but is turn {i + 1}", field=field)
+        text = text[p.end() :] if p else text
         obs = _OBS_RE.search(text)
         if obs:
             moved_obs.append(text[obs.start() :].strip())
@@ -98,14 +87,11 @@ def clean_question(
         if len(vals) > 1:
             raise SourceError("more than one '(Valor: ...)' in the item", field=field)
         if vals:
-            v = vals[0]
-            if text[v.end() :].strip():
+            if text[vals[0].end() :].strip():
                 raise SourceError("text after '(Valor: ...)' in the item", field=field)
-            if _value(v) != round(values[i], 2):
-                disagrees(field, f"item says (Valor: {v['v']}) but values[{i}] is {values[i]}")
-            text = text[: v.start()]
+            check(
+                field, vals[0], values[i], f"item says (Valor: {vals[0]['v']}) but values[{i}] is {values[i]}"
+            )
+            text = text[: vals[0].start()]
         prompts.append(text.strip())
-    statement = statement.strip()
-    if moved_obs:
-        statement = "\n".join([statement, *moved_obs])
-    return CleanQuestion(statement, prompts, notes, settled)
+    return CleanQuestion("\n".join([statement.strip(), *moved_obs]), prompts, notes, settled)

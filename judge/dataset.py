@@ -6,8 +6,7 @@ import argparse
 import fnmatch
 import os
 
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
-from oab_bench.dataset_builder.resolve import resolve_dataset
+from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 
 DATASET_ENV = "OAB_BENCH_DATASET"
@@ -31,7 +30,7 @@ def load_rows(
     `origin` names where `dataset` came from in errors."""
     import datasets
 
-    from oab_bench.dataset_builder.origin import quiet
+    from oab_bench.dataset_builder.source import quiet
 
     with quiet(datasets):  # no "Generating test split" bars for a folder of a hundred rows
         ds = datasets.load_dataset(resolve_dataset(dataset, origin), split="test")

@@ -15,8 +15,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.origin import HF_PREFIX, parse_hub_spec
-from oab_bench.dataset_builder.source import read_objects, validate_objects
+from oab_bench.dataset_builder.source import HF_PREFIX, parse_hub_spec, read_objects, validate_objects
 from oab_bench.hub_guard import CARD, card_data
 from oab_bench.judge import results_layout as layout
 from oab_bench.judge.results_layout import AnswerRow, JudgmentRow

@@ -1,12 +1,8 @@
 """OAB-Bench: LLMs writing law in Portuguese, graded against the Brazilian Bar Exam's official answers.
 
-One import namespace. The repository's top folders are mapped into it (see pyproject.toml):
-`dataset_builder/` -> `oab_bench.dataset_builder` (build), `judge/` -> `oab_bench.judge` (generate, grade,
-validity, leaderboard, audit), `scripts/` -> `oab_bench.scripts` (the CLI). This folder holds what every
-stage shares: file names and markers, the folder guard, signals, the keyed store.
-
-litellm's bundled cost map, not a fetch from GitHub when litellm is first imported: set here, before any
-module of the namespace imports litellm, so prices are reproducible and offline-safe.
+One import namespace, the repository's top folders mapped into it (pyproject.toml, docs/architecture.md);
+this folder holds what every stage shares. litellm's bundled cost map is set here, before any module
+imports litellm, so prices are reproducible and offline-safe (no fetch from GitHub).
 """
 
 import os

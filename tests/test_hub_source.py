@@ -8,7 +8,7 @@ import pytest
 
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.origin import parse_hub_spec
+from oab_bench.dataset_builder.source import parse_hub_spec
 from tests import synthetic as syn
 from tests.conftest import oab
 
@@ -97,7 +97,7 @@ def test_cli_build_from_hub_folder_records_the_revision(upstream_v1, tmp_path):
 
 
 def test_a_clone_of_upstreams_repository_works_as_source(tmp_path):
-    from oab_bench.dataset_builder.prepared import raw_source
+    from oab_bench.dataset_builder.resolve import raw_source
 
     clone = tmp_path / "oab-bench-clone"
     syn.write_source(clone / "data" / "oab_bench", syn.exam())

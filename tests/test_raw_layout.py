@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from oab_bench.dataset_builder import prepared
+from oab_bench.dataset_builder import resolve
 from tests import synthetic as syn
 from tests.conftest import REPO
 
@@ -20,8 +20,8 @@ def without_provenance(rows):
 
 @pytest.fixture
 def builds(tmp_path, monkeypatch):
-    monkeypatch.setattr(prepared, "builds_dir", lambda: tmp_path / "builds")
-    monkeypatch.setattr(prepared, "_SEEN", {})
+    monkeypatch.setattr(resolve, "builds_dir", lambda: tmp_path / "builds")
+    monkeypatch.setattr(resolve, "_SAID", set())
     return tmp_path / "builds"
 
 
@@ -33,15 +33,17 @@ def raw_folder(upstream_v1, tmp_path_factory):
 def test_raw_folder_is_built_once_then_cached(raw_folder, built_rows, builds, capsys):
     from oab_bench.judge.dataset import load_rows
 
-    first = prepared.prepare_dataset(str(raw_folder))
-    assert not first.cached and first.path.startswith(str(builds))
-    assert "is upstream's raw layout" in first.note and "built 105 questions in memory" in first.note
+    first = resolve.prepare_dataset(str(raw_folder))
+    err = capsys.readouterr().err
+    assert first.startswith(str(builds)) and err.count("oab_bench: ") == 1
+    assert "is upstream's raw layout" in err and "built 105 questions in memory" in err
     started = time.perf_counter()
-    prepared._SEEN.clear()  # a new process
-    second = prepared.prepare_dataset(str(raw_folder))
-    assert second.cached and second.path == first.path and "using the build cached at" in second.note
+    resolve._SAID.clear()  # a new process
+    assert resolve.prepare_dataset(str(raw_folder)) == first
     assert time.perf_counter() - started < 1.0
-    assert capsys.readouterr().err.count("oab_bench: ") == 2  # one line per start
+    assert resolve.prepare_dataset(str(raw_folder)) == first  # said once per process
+    err = capsys.readouterr().err
+    assert err.count("oab_bench: ") == 1 and "using the build cached at" in err
     rows, _ = built_rows
     assert without_provenance(load_rows(str(raw_folder))) == without_provenance(rows)
 
@@ -51,11 +53,10 @@ def test_a_changed_raw_folder_gets_a_new_build(tmp_path, builds):
     folder = syn.write_hub_layout(tmp_path / "raw", [q for q, _ in pairs], [g for _, g in pairs])
     errata = tmp_path / "errata.yaml"
     errata.write_text("[]\n")
-    first = prepared.prepare_dataset(str(folder), announce=False, errata=errata)
+    first = resolve.prepare_dataset(str(folder), errata)
     pairs[0][0]["system"] = "Outro prompt de sistema inventado."
     syn.write_hub_layout(folder, [q for q, _ in pairs], [g for _, g in pairs])
-    second = prepared.prepare_dataset(str(folder), announce=False, errata=errata)
-    assert not second.cached and second.path != first.path
+    assert resolve.prepare_dataset(str(folder), errata) != first
 
 
 def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
@@ -70,10 +71,8 @@ def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
 
 
 def test_built_layouts_pass_through(built_dataset, upstream_v1, builds):
-    assert prepared.prepare_dataset(str(built_dataset)) == (str(built_dataset), None, False)
-    assert prepared.raw_source(str(upstream_v1)) == str(upstream_v1)  # upstream's JSONL files: raw
-    assert prepared.raw_source("maritaca-ai/oab-bench") == "hf:maritaca-ai/oab-bench"  # no network needed
-    assert prepared.raw_source("maritaca-ai/oab-bench@v2") == "hf:maritaca-ai/oab-bench@v2"
+    assert resolve.prepare_dataset(str(built_dataset)) == str(built_dataset)
+    assert resolve.raw_source(str(upstream_v1)) == str(upstream_v1)  # upstream's JSONL files: raw
     assert not builds.exists()
 
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from oab_bench.dataset_builder import prepared, resolve
+from oab_bench.dataset_builder import resolve
 from oab_bench.dataset_builder.errors import SourceError
 from tests.conftest import oab
 from tests.helpers import clean_env, closed_url
@@ -146,12 +146,14 @@ def test_a_hub_id_the_hub_does_not_have_or_that_only_looks_like_ours_is_one_line
 def test_offline_the_last_resolution_of_a_hub_id_is_used_saying_so(
     tmp_path, monkeypatch, built_dataset, capsys
 ):
-    monkeypatch.setattr(prepared, "builds_dir", lambda: tmp_path / "builds")
-    monkeypatch.setattr(resolve, "_HUB", {})
+    monkeypatch.setattr(resolve, "builds_dir", lambda: tmp_path / "builds")
+    resolve._hub_folder.cache_clear()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(SourceError, match="was never resolved here before"):
         resolve.resolve_dataset("someone/oab_bench")
-    resolve._record("someone/oab_bench", None, "0123456789abcdef", str(built_dataset))
+    record = resolve._record_path("someone/oab_bench", None)
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"revision": "0123456789abcdef", "folder": str(built_dataset)}))
     assert resolve.resolve_dataset("someone/oab_bench") == str(built_dataset)
     assert (
         "the Hub cannot be reached: using someone/oab_bench as last resolved here (revision 0123456789ab)"

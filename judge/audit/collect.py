@@ -15,8 +15,7 @@ from pydantic import BaseModel, Field
 
 from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMARY_FILE
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.origin import HF_PREFIX
-from oab_bench.dataset_builder.source import read_objects
+from oab_bench.dataset_builder.source import HF_PREFIX, read_objects
 from oab_bench.judge.answers import (
     Answer,
     answer_files_in,

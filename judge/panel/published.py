@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.origin import HF_PREFIX
+from oab_bench.dataset_builder.source import HF_PREFIX
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers
 
 UPSTREAM = "upstream"
