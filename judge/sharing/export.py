@@ -24,8 +24,7 @@ from oab_bench.dataset_builder.source import read_objects
 from oab_bench.folders import Writer, check_replaceable, write_listed, written_files
 from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_per_question
 from oab_bench.judge.audit.collect import carried_answers
-from oab_bench.judge.leaderboard.inputs import Inputs, read_inputs
-from oab_bench.judge.leaderboard.judged import Record
+from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
 from oab_bench.judge.results_layout import (
     ANSWERS_FILE,

@@ -12,8 +12,7 @@ import yaml
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.dataset import load_rows
-from oab_bench.judge.leaderboard.formats import render_markdown
-from oab_bench.judge.leaderboard.tables import build_tables
+from oab_bench.judge.leaderboard.tables import build_tables, render_markdown
 from oab_bench.judge.results_layout import (
     ANSWERS_FILE,
     CARD_KEY,

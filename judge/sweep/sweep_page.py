@@ -31,7 +31,7 @@ def sweep_view(
     anchor: str = "sweep",
 ) -> dict:
     """What the template shows (sweep_section.html.j2); `why` and `scaled` when the sweep has just run."""
-    from oab_bench.judge.audit.page import data_url
+    from oab_bench.judge.audit.write import data_url
     from oab_bench.judge.sweep.sweep_plot import sweep_png
 
     rows = []
@@ -62,7 +62,7 @@ def sweep_view(
 
 def write_sweep_page(views: Sequence[dict], path: Path, title: str) -> Path:
     """One file: the sweeps' pages alone, keys redacted (a judge's spec may name its server)."""
-    from oab_bench.judge.audit.page import environment
+    from oab_bench.judge.audit.write import environment
 
     html = environment().get_template("sweep.html.j2").render(title=title, sweeps=list(views))
     return write_atomic(Path(path), redact(html))
