@@ -331,18 +331,6 @@ def test_a_probe_folder_from_before_the_marker_is_still_ours(tmp_path):
         check_folder(older, PROBE, "--output")
 
 
-def test_a_sweep_folder_from_before_the_marker_is_still_ours(tmp_path):
-    older = tmp_path / "runs" / "judge_sweep"
-    older.mkdir(parents=True)
-    (older / "sweep.json").write_text(
-        json.dumps({"reference": "r", "judges": [], "recommended": None, "rule": "x"})
-    )
-    check_folder(older, SWEEP, "--output")
-    (older / "sweep.json").write_text(json.dumps({"reference": "r"}))  # not a sweep report's shape
-    with pytest.raises(NotOurFolder):
-        check_folder(older, SWEEP, "--output")
-
-
 @pytest.mark.parametrize("writer", [RUN, PROBE, SWEEP, BUILD], ids=lambda w: w.command)
 def test_every_writer_refuses_in_the_same_words(writer, notes):
     with pytest.raises(NotOurFolder) as e:

@@ -9,12 +9,12 @@ missing turn leaves its question unjudged, never a zero.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, StrictInt, StringConstraints, ValidationError, field_validator
 
 from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, PROBE_REPORT_FILE
 from oab_bench.dataset_builder.errors import SourceError
@@ -28,7 +28,7 @@ from oab_bench.judge.results_source import Shared, open_shared
 from oab_bench.judge.scoring import annulled_part
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
-UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn"}
+UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn", "judgment"}
 ITEM_MAX = 0.65  # the larger of a questão's two items: the most a turn can be without the dataset
 
 
@@ -41,26 +41,6 @@ class Trail(BaseModel):
     members: list[dict] = []
 
 
-class Record(BaseModel):
-    """One judged (judge, model, question)."""
-
-    judge: str  # judge model and prompt (and settings): rankings never mix two of them
-    model: str
-    question_id: str
-    exam_id: str
-    area: str
-    edition: int
-    status: str
-    score: float | None
-    max_score: float
-    source: str
-    line: int = 0  # in `source`; 0 when it has no lines
-    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
-    panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
-    items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
-    trail: Trail | None = None
-
-
 class Facts(BaseModel):
     """What a question is worth and where it belongs: the dataset's word, else the inputs' majority."""
 
@@ -69,6 +49,21 @@ class Facts(BaseModel):
     area: str
     edition: int
     max_score: float
+
+
+class Record(Facts):
+    """One judged (judge, model, question)."""
+
+    judge: str  # judge model and prompt (and settings): rankings never mix two of them
+    model: str
+    status: str
+    score: float | None
+    source: str
+    line: int = 0  # in `source`; 0 when it has no lines
+    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
+    panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
+    items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
+    trail: Trail | None = None
 
 
 def facts_of_rows(rows) -> dict[str, Facts]:
@@ -112,33 +107,25 @@ def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Reco
     except ValueError as e:
         field, _, why = str(e).partition(": ")
         raise SourceError(why, file=source, line=line, field=field) from None
-    ok = got.status == "ok"
-    text = got.judge_text or ""
-    if got.items and _structured(text):  # a structured reply is shown item by item, not twice
-        text = ""
+    ok, text = got.status == "ok", got.judge_text or ""
+    trail = Trail(
+        items=[i.model_dump() for i in got.items or []],
+        texts=[text] if text and not (got.items and _structured(text)) else [],  # structured: shown by item
+        error=got.error,
+        members=[m.model_dump(mode="json") for m in got.members or []],
+    )
+    repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
     return record_of(
         got.question_id,
         got.max_score,
+        **got.model_dump(include={"exam_id", "model", "status", "panel"}),
         judge=judge,
-        model=got.model,
-        exam_id=got.exam_id,
-        status=got.status,
         score=got.score if ok else None,
         items={i.item_id: i.score for i in got.items} if ok and got.items else None,
+        repeat_scores=[m.score if m.status == "ok" else None for m in repeats] or None,
         source=source,
         line=line,
-        repeat_scores=[
-            m.score if m.status == "ok" else None
-            for m in sorted(got.repeats or [], key=lambda m: m.repeat or 0)
-        ]
-        or None,
-        panel=got.panel,
-        trail=Trail(
-            items=[i.model_dump() for i in got.items or []],
-            texts=[text] if text else [],
-            error=got.error,
-            members=[m.model_dump(mode="json") for m in got.members or []],
-        ),
+        trail=trail,
     )
 
 
@@ -160,112 +147,96 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
     return out
 
 
-def _turn_of(r: dict, path: Path, lineno: int) -> tuple[str, str | None, float, int]:
-    """An upstream line checked: (judge model, prompt, score, turn)."""
+Text = Annotated[str, StringConstraints(strict=True, min_length=1)]
 
-    def bad(field: str, why: str) -> SourceError:
-        return SourceError(why, file=str(path), line=lineno, field=field)
 
-    missing = UPSTREAM_KEYS - set(r)
-    if missing:
-        raise SourceError(f"missing keys {sorted(missing)}", file=str(path), line=lineno)
-    for key in ("question_id", "model"):  # a number or a list here would become a model of its own
-        if not isinstance(r[key], str) or not r[key]:
-            raise bad(key, f"{r[key]!r} is not a non-empty string")
-    judge = r["judge"]
-    if not (
-        isinstance(judge, list)
-        and 1 <= len(judge) <= 2
-        and isinstance(judge[0], str)
-        and judge[0]
-        and all(x is None or isinstance(x, str) for x in judge[1:])
-    ):
-        raise bad("judge", f"{judge!r} is not [judge model, prompt name]")
-    qid = r["question_id"]
-    try:
+class UpstreamTurn(BaseModel):
+    """A line of upstream's judgment files: one turn (a questão's item) of one question."""
+
+    question_id: Text
+    model: Text
+    judge: tuple[Text] | tuple[Text, str | None]  # [judge model, prompt name]
+    score: Annotated[float, Field(strict=True, allow_inf_nan=False)]  # -1: upstream found no score
+    turn: StrictInt
+    judgment: str | None = None
+
+    @field_validator("question_id")
+    @classmethod
+    def _parses(cls, qid: str) -> str:
         facts_of_id(qid)
-    except ValueError as e:
-        raise bad("question_id", str(e)) from None
+        return qid
+
+
+def _turn(r: dict, path: Path, lineno: int) -> UpstreamTurn:
     try:
-        score = math.nan if isinstance(r["score"], bool) else float(r["score"])
-    except (TypeError, ValueError):
-        score = math.nan
-    if not math.isfinite(score):
-        raise bad("score", f"{r['score']!r} is not a number")
-    turn, n_turns = r["turn"], 1 if "peca" in qid else 2
-    if isinstance(turn, str) and turn.strip().isdigit():
-        turn = int(turn)
-    if not isinstance(turn, int) or isinstance(turn, bool) or not 1 <= turn <= n_turns:
-        raise bad("turn", f"{r['turn']!r} is not a turn of {qid} (1..{n_turns})")
-    if score < 0 and score != -1:
-        raise bad("score", f"{score} is negative (only -1, upstream's 'no score found', is allowed)")
-    return judge[0], (judge[1:] or [None])[0], score, turn
+        t = UpstreamTurn.model_validate(r)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
+    n_turns = 1 if "peca" in t.question_id else 2
+    if not 1 <= t.turn <= n_turns:
+        raise SourceError(
+            f"{t.turn} is not a turn of {t.question_id} (1..{n_turns})",
+            file=str(path),
+            line=lineno,
+            field="turn",
+        )
+    if t.score < 0 and t.score != -1:
+        why = f"{t.score} is negative (only -1, upstream's 'no score found', is allowed)"
+        raise SourceError(why, file=str(path), line=lineno, field="score")
+    return t
 
 
 def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
     """Upstream's turns summed per question. Each turn is checked against its value; a turn scored
     twice differently names both lines; a turn FGV annulled whole counts in full, as in ours."""
-    turns: dict[tuple, dict[int, tuple[float, int, str]]] = defaultdict(dict)
-    prompts: dict[tuple, set[str]] = defaultdict(set)
+
+    def bad(why: str, line: int) -> SourceError:
+        return SourceError(why, file=str(path), line=line, field="score")
+
+    groups: dict[tuple, dict[int, tuple[UpstreamTurn, int]]] = defaultdict(dict)
     for lineno, r in rows:
-        judge_model, prompt, score, turn = _turn_of(r, path, lineno)
-        qid, key = r["question_id"], (judge_model, r["model"], r["question_id"])
-        row = dataset.get(qid)
-        value = (
-            row.items[turn - 1].max_score
-            if row and len(row.items) >= turn
-            else PECA_MAX
-            if "peca" in qid
-            else ITEM_MAX
-        )
-        if score > value + 1e-6:
-            raise SourceError(
-                f"{score} is above turn {turn}'s value {value}", file=str(path), line=lineno, field="score"
+        t = _turn(r, path, lineno)
+        row, key = dataset.get(t.question_id), (t.judge[0], t.model, t.question_id)
+        value = ITEM_MAX if "peca" not in t.question_id else PECA_MAX
+        value = row.items[t.turn - 1].max_score if row and len(row.items) >= t.turn else value
+        if t.score > value + 1e-6:
+            raise bad(f"{t.score} is above turn {t.turn}'s value {value}", lineno)
+        before, where = groups[key].setdefault(t.turn, (t, lineno))  # the same line twice: one judgment
+        if before.score != t.score:
+            raise bad(
+                f"{t.model} on {t.question_id} turn {t.turn} (judge {key[0]}) scores {t.score} here "
+                f"and {before.score} on line {where}: keep one of them",
+                lineno,
             )
-        before, where, _ = turns[key].get(turn, (score, lineno, ""))
-        if before != score:
-            raise SourceError(
-                f"{r['model']} on {qid} turn {turn} (judge {judge_model}) scores {score} here "
-                f"and {before} on line {where}: keep one of them",
-                file=str(path),
-                line=lineno,
-                field="score",
-            )
-        turns[key].setdefault(turn, (score, lineno, str(r.get("judgment") or "")))  # a copy: one judgment
-        prompts[key].add((prompt or "").removesuffix("-multi-turn"))
     out = []
-    for (judge_model, model, qid), by_turn in sorted(turns.items()):
-        row, first = dataset.get(qid), min(n for _, n, _ in by_turn.values())
-        scores = [by_turn[t][0] if t in by_turn else None for t in range(1, 1 + (1 if "peca" in qid else 2))]
+    for (judge_model, model, qid), turns in sorted(groups.items()):
+        row, first = dataset.get(qid), min(n for _, n in turns.values())
+        scores = [turns[n][0].score if n in turns else None for n in (1, 2)[: 1 if "peca" in qid else 2]]
         if row is not None:  # a turn FGV annulled whole is everyone's, whatever the judge said
+            annulled = [annulled_part(row, item.label) for item in row.items]
             scores = [
-                row.items[t].max_score if s is not None and annulled_part(row, row.items[t].label) else s
-                for t, s in enumerate(scores)
+                row.items[i].max_score if s is not None and annulled[i] else s for i, s in enumerate(scores)
             ]
-        status, score = "ok", None
-        if None in scores:
-            status = "missing_turn"
-        elif any(s < 0 for s in scores):
-            status = "parse_error"
-        else:
-            score = money(sum(scores))
-            limit = row.max_score if row is not None else facts_of_id(qid).max_score
-            if score > limit + 1e-6:
-                raise SourceError(
-                    f"turns add up to {score}, above {limit}", file=str(path), line=first, field="score"
-                )
-        prompt = ",".join(sorted(p for p in prompts[(judge_model, model, qid)] if p)) or None
+        score = money(sum(scores)) if None not in scores and min(scores) >= 0 else None
+        limit = row.max_score if row else facts_of_id(qid).max_score
+        if score is not None and score > limit + 1e-6:
+            raise bad(f"turns add up to {score}, above {limit}", first)
+        prompts = {t.judge[1] for t, _ in turns.values() if len(t.judge) > 1 and t.judge[1]}
+        prompt = ",".join(sorted({p.removesuffix("-multi-turn") for p in prompts})) or None
+        status = "missing_turn" if None in scores else "parse_error" if score is None else "ok"
+        texts = [turns[n][0].judgment or "" for n in sorted(turns)]
         out.append(
             record_of(
                 qid,
-                row.max_score if row is not None else None,
+                row and row.max_score,
                 judge=judge_label(judge_model, prompt),
                 model=model,
                 status=status,
                 score=score,
                 source=str(path),
                 line=first,
-                trail=Trail(texts=[by_turn[t][2] for t in sorted(by_turn)]),
+                trail=Trail(texts=texts),
             )
         )
     return out
@@ -334,7 +305,7 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
         if not rows:
             raise SourceError("empty file", file=str(path))
         keys = set(rows[0][1])
-        if keys >= UPSTREAM_KEYS and "judgment" in keys:
+        if keys >= UPSTREAM_KEYS:
             return from_upstream(path, rows, dataset)
         if keys >= OURS_KEYS:
             return [_ours(r, str(path), n, dataset) for n, r in rows]
