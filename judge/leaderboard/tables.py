@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import AREAS
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
-from oab_bench.judge.aggregate import QuestionResult, exam_totals
 from oab_bench.judge.intervals import DEFAULT_SEED, LEADERBOARD_RESAMPLES, bootstrap_ci, repeats_ci
 from oab_bench.judge.leaderboard.inputs import Facts, Record, facts_of_id
 
@@ -102,43 +101,40 @@ def _best(per_area: dict[str, float]) -> str | None:
     return top[0][0] if len(top) > 1 and top[0][1] > top[1][1] + 1e-9 else None
 
 
-def _worth(expected: dict[str, Facts]) -> dict[str, float]:
-    worth: dict[str, float] = defaultdict(float)
-    for f in expected.values():
-        worth[f.exam_id] += f.max_score
-    return {exam: money(total) for exam, total in worth.items()}
+def _exams(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]]:
+    """Exam -> its questions, and the exams that can count (their questions worth 10.00)."""
+    by_exam: dict[str, list[str]] = defaultdict(list)
+    for qid, f in expected.items():
+        by_exam[f.exam_id].append(qid)
+    worth = {e: money(sum(expected[q].max_score for q in qids)) for e, qids in by_exam.items()}
+    return by_exam, {e for e, w in worth.items() if abs(w - EXAM_MAX) < 1e-6}
 
 
 def model_row(
-    model: str, judge: str, mine: dict[str, Record], expected: dict[str, Facts], *, resamples: int, seed: int
+    model: str, judge: str, mine: dict[str, Record], expected: dict[str, Facts], **bootstrap
 ) -> Row:
-    """`mine`: question -> its checked record. Coverage counts a question only when it is `ok` and
-    its exam can count (worth 10.00): an exam left out is never hidden behind a full coverage."""
-    results = [
-        QuestionResult(
-            question_id=qid,
-            exam_id=f.exam_id,
-            status=mine[qid].status if qid in mine else "missing",
-            score=mine[qid].score if qid in mine else None,
-            max_score=f.max_score,
-        )
-        for qid, f in expected.items()
-    ]
-    totals = {e.exam_id: e.total for e in exam_totals(results).values() if e.complete}
-    by_repeat = repeat_totals(mine, expected)  # a run with --repeats K: the mean of its repeats
-    if by_repeat is not None:
+    """`mine`: question -> its checked record. An exam counts when every question is `ok` and it is
+    worth 10.00; coverage counts a question only in such an exam, so none is hidden behind it."""
+    by_exam, countable = _exams(expected)
+    ok = {q for q, r in mine.items() if q in expected and r.status == "ok" and r.score is not None}
+    totals = {
+        e: money(sum(mine[q].score for q in qs))
+        for e, qs in by_exam.items()
+        if e in countable and ok >= set(qs)
+    }
+    by_repeat = repeat_totals(mine, by_exam, countable)  # a run with --repeats K: the mean of its repeats
+    if by_repeat:
         totals = {e: money(fmean(v)) for e, v in by_repeat.items()}
-        low, high = repeats_ci(by_repeat, resamples=resamples, seed=seed)
-    else:
-        low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
-    meta = {f.exam_id: f for f in expected.values()}
-    by_area, by_edition = defaultdict(list), defaultdict(list)
+    low, high = (
+        repeats_ci(by_repeat, **bootstrap) if by_repeat else bootstrap_ci(list(totals.values()), **bootstrap)
+    )
+    per = {"area": defaultdict(list), "edition": defaultdict(list)}
     for exam, total in totals.items():
-        by_area[meta[exam].area].append(total)
-        by_edition[str(meta[exam].edition)].append(total)
-    per_area = {a: fmean(v) for a, v in sorted(by_area.items())}
-    worth = _worth(expected)
-    ok = sum(r.ok and abs(worth[r.exam_id] - EXAM_MAX) < 1e-6 for r in results)
+        f = expected[by_exam[exam][0]]
+        per["area"][f.area].append(total)
+        per["edition"][str(f.edition)].append(total)
+    per_area = {a: fmean(v) for a, v in sorted(per["area"].items())}
+    covered = sum(expected[q].exam_id in countable for q in ok)
     return Row(
         model=model,
         judge=judge,
@@ -147,15 +143,32 @@ def model_row(
         mean_exam_score=fmean(totals.values()) if totals else None,
         ci_low=low,
         ci_high=high,
-        coverage=ok / len(results) if results else 0.0,
+        coverage=covered / len(expected) if expected else 0.0,
         per_area=per_area,
-        per_edition={e: fmean(v) for e, v in sorted(by_edition.items(), key=lambda kv: int(kv[0]))},
+        per_edition={e: fmean(v) for e, v in sorted(per["edition"].items(), key=lambda kv: int(kv[0]))},
         best_area=_best(per_area),
-        complete=ok == len(results),
+        complete=covered == len(expected),
         same_family_as_judge=family(model) is not None and family(model) == family(judge),
         exam_totals=totals,
         panel=min((r.panel for r in mine.values() if r.panel), default=None),
     )
+
+
+def repeat_totals(mine: dict[str, Record], by_exam: dict[str, list[str]], countable: set[str]):
+    """Exam -> its total in each repeat (exams complete in every repeat); None when not a repeated run."""
+    if not any(r.repeat_scores for r in mine.values()):
+        return None
+    out = {}
+    for exam, qids in by_exam.items():
+        rows = [mine.get(q) for q in qids]
+        if exam not in countable or any(
+            r is None or not r.repeat_scores or r.status == "mismatch" for r in rows
+        ):
+            continue
+        totals = [[r.repeat_scores[i] for r in rows] for i in range(min(len(r.repeat_scores) for r in rows))]
+        if totals and all(s is not None for t in totals for s in t):
+            out[exam] = [money(sum(t)) for t in totals]
+    return out
 
 
 def settle_facts(
@@ -278,26 +291,28 @@ def build_tables(
             notes.append(
                 f"{judge}: {len(expected_ids - seen)} expected questions have no judgment from any model"
             )
+        by_exam, countable = _exams(expected)
         notes += [
-            f"{judge}: exam {exam}: its judged questions are worth {total:.2f}, not {EXAM_MAX:.2f}: "
-            "it is left out of every model's exam figures and coverage"
-            for exam, total in sorted(_worth(expected).items())
-            if abs(total - EXAM_MAX) > 1e-6
+            f"{judge}: exam {exam}: its judged questions are worth {sum(expected[q].max_score for q in qids):.2f}, "
+            f"not {EXAM_MAX:.2f}: it is left out of every model's exam figures and coverage"
+            for exam, qids in sorted(by_exam.items())
+            if exam not in countable
         ]
-        rows = []
-        for m, recs in sorted(models.items()):
-            row = model_row(m, judge, recs, expected, resamples=resamples, seed=seed)
-            rows.append(row)
-            bad = sorted(q for q, r in recs.items() if q in expected and r.status == "mismatch")
+        rows = [
+            model_row(m, judge, recs, expected, resamples=resamples, seed=seed)
+            for m, recs in sorted(models.items())
+        ]
+        for row in rows:
+            bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
             if bad:
                 notes.append(
-                    f"{judge}: {m}: {len(bad)} judgments disagree with the dataset or the other inputs on a "
-                    f"question's value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
+                    f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset or the other inputs on "
+                    f"a question's value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
                 )
-        for row in rows:
             if not row.complete:
                 notes.append(
-                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its {row.exams} complete exams only"
+                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
+                    f"{row.exams} complete exams only"
                 )
             if row.same_family_as_judge:
                 notes.append(
@@ -350,26 +365,6 @@ def compare(
                 b_passed_a_failed=sum(b[e] >= PASS_MARK > a[e] for e in both),
             )
         )
-    return out
-
-
-def repeat_totals(mine: dict[str, Record], expected: dict) -> dict[str, list[float]] | None:
-    """Exam -> its total in each repeat (exams complete in every repeat); None when not a repeated run."""
-    if not any(r.repeat_scores for r in mine.values()):
-        return None
-    by_exam: dict[str, list[str]] = defaultdict(list)
-    for qid, ref in expected.items():
-        by_exam[ref.exam_id].append(qid)
-    out = {}
-    for exam, qids in by_exam.items():
-        rows = [mine.get(q) for q in qids]
-        if abs(money(sum(expected[q].max_score for q in qids)) - EXAM_MAX) > 1e-6 or any(
-            r is None or not r.repeat_scores or r.status == "mismatch" for r in rows
-        ):
-            continue
-        totals = [[r.repeat_scores[i] for r in rows] for i in range(min(len(r.repeat_scores) for r in rows))]
-        if totals and all(s is not None for t in totals for s in t):
-            out[exam] = [money(sum(t)) for t in totals]
     return out
 
 
