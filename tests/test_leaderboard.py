@@ -358,14 +358,11 @@ def test_a_judgment_disagreeing_with_the_dataset_shows_in_coverage_and_a_note(tm
 
 
 def test_an_exam_whose_values_do_not_make_ten_is_noted(tmp_path):
-    recs = exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0)
-    for r in recs:
-        if r["question_id"].endswith("questao_1"):
-            r["max_score"] = 2.0
+    recs = exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0, missing=(1,))  # no model judged it
     proc = oab("leaderboard", write_jsonl(tmp_path / "j.jsonl", recs), "--format", "json")
     data = json.loads(proc.stdout)
     assert data["rows"][0]["exams"] == 0
-    assert any("worth 10.75, not 10.00" in n for n in data["notes"])
+    assert any("worth 8.75, not 10.00" in n for n in data["notes"])
 
 
 def test_leaderboard_skips_the_folder_of_a_killed_run(tmp_path):

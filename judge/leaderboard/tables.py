@@ -12,7 +12,7 @@ import csv
 import io
 import json
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from decimal import ROUND_HALF_UP, Decimal
 
 from pydantic import BaseModel
@@ -171,44 +171,6 @@ def repeat_totals(mine: dict[str, Record], by_exam: dict[str, list[str]], counta
     return out
 
 
-def settle_facts(
-    records: list[Record], truth: dict[str, Facts]
-) -> tuple[dict[str, Facts], set[str], list[str]]:
-    """Each judged question's facts: `truth`'s (the dataset), else the majority of the inputs (one
-    vote per (judge, model)); a tie goes to what the question id says, and with no such winner the
-    question is unresolved: every record of it is a mismatch. Returns (facts, unresolved, notes)."""
-    votes: dict[str, set] = defaultdict(set)
-    for r in records:
-        if r.question_id not in truth:
-            votes[r.question_id].add((r.judge, r.model, r.exam_id, round(r.max_score, 6)))
-    facts = {r.question_id: truth[r.question_id] for r in records if r.question_id in truth}
-    unresolved, notes = set(), []
-    for qid, ballots in sorted(votes.items()):
-        count = Counter((exam, value) for _, _, exam, value in ballots)
-        default = facts_of_id(qid)
-        best = sorted(k for k, n in count.items() if n == max(count.values()))
-        pick = (default.exam_id, default.max_score)
-        pick = pick if pick in best else best[0] if len(best) == 1 else None
-        facts[qid] = (
-            default.model_copy(update={"exam_id": pick[0], "max_score": pick[1]}) if pick else default
-        )
-        if len(count) == 1:
-            continue
-        said = ", ".join(f"{v:.2f} in exam {e} ({n} records)" for (e, v), n in sorted(count.items()))
-        if pick is None:
-            unresolved.add(qid)
-            what = "no majority: every judgment of it counts as a mismatch"
-        else:
-            how = "the majority" if sorted(count.values())[-2] < count[pick] else "a tie: what its id says"
-            what = (
-                f"{how} ({pick[1]:.2f} in exam {pick[0]}) is used; the others count against their own models"
-            )
-        notes.append(
-            f"{qid}: the inputs disagree on its value or exam ({said}): {what}; pass --dataset to settle it"
-        )
-    return facts, unresolved, notes
-
-
 def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
     """One record per (judge, model, question), whatever the order of the inputs: copies with the
     same result are one, an `ok` beats failures, two different `ok` scores are an error naming both."""
@@ -265,19 +227,16 @@ def build_tables(
     seed: int = DEFAULT_SEED,
 ) -> tuple[list[Table], list[str]]:
     """One ranked table per judge, and notes (conflicts, duplicates, several judges) for the reader.
-    `truth`: the dataset's facts per question; a record disagreeing with them (or the inputs'
-    majority) is a `mismatch` and counts against its own model only."""
-    truth = truth or {}
-    facts, unresolved, notes = settle_facts(records, truth)
-    checked = []
+    `truth`: the dataset's facts per question, else what its id says (a peça is worth 5.00, a questão
+    1.25); a record disagreeing with them is a `mismatch` and counts against its own model only."""
+    truth, checked = truth or {}, []
     for r in records:
-        f = facts[r.question_id]
+        f = truth.get(r.question_id) or facts_of_id(r.question_id)
         update = {"area": f.area, "edition": f.edition}
-        if r.question_id in unresolved or r.exam_id != f.exam_id or abs(r.max_score - f.max_score) > 1e-6:
+        if r.exam_id != f.exam_id or abs(r.max_score - f.max_score) > 1e-6:
             update |= {"status": "mismatch", "score": None}
         checked.append(r.model_copy(update=update))
-    by_judge, more = one_each(checked)
-    notes += more
+    by_judge, notes = one_each(checked)
     if len(by_judge) > 1:
         notes.append(
             f"the inputs come from {len(by_judge)} judges: one table each, never one ranking across judges"
@@ -286,7 +245,7 @@ def build_tables(
     for judge, models in sorted(by_judge.items()):
         seen = {qid for recs in models.values() for qid in recs}
         ids = seen if expected_ids is None else expected_ids
-        expected = {q: facts.get(q) or truth.get(q) or facts_of_id(q) for q in sorted(ids)}
+        expected = {q: truth.get(q) or facts_of_id(q) for q in sorted(ids)}
         if expected_ids is not None and expected_ids - seen:
             notes.append(
                 f"{judge}: {len(expected_ids - seen)} expected questions have no judgment from any model"
@@ -306,8 +265,8 @@ def build_tables(
             bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
             if bad:
                 notes.append(
-                    f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset or the other inputs on "
-                    f"a question's value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
+                    f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, "
+                    f"the question's id) on its value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
                 )
             if not row.complete:
                 notes.append(
