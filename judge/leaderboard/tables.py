@@ -293,14 +293,7 @@ class Comparison(BaseModel):
     b_passed_a_failed: int
 
 
-def compare(
-    tables: list[Table],
-    model_a: str,
-    model_b: str,
-    *,
-    resamples: int = LEADERBOARD_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> list[Comparison]:
+def compare(tables: list[Table], model_a: str, model_b: str, **bootstrap) -> list[Comparison]:
     """Per judge that graded both: the paired difference over the exams both completed."""
     out = []
     for t in tables:
@@ -310,7 +303,7 @@ def compare(
         a, b = rows[model_a].exam_totals, rows[model_b].exam_totals
         both = sorted(set(a) & set(b))
         diffs = [a[e] - b[e] for e in both]
-        low, high = bootstrap_ci(diffs, resamples=resamples, seed=seed)  # paired: exams resampled, pairs kept
+        low, high = bootstrap_ci(diffs, **bootstrap)  # paired: exams resampled, their pairs kept
         out.append(
             Comparison(
                 judge=t.judge,
@@ -329,17 +322,7 @@ def compare(
 
 # --- renderings -------------------------------------------------------------------------------
 
-KEYS = ["model", "judge", "exams", "passed", "mean_exam_score", "ci_low", "ci_high", "coverage"]
-JSON_KEYS = [
-    *KEYS,
-    "per_area",
-    "per_edition",
-    "best_area",
-    "complete",
-    "same_family_as_judge",
-    "rank",
-    "tied",
-]
+JSON_KEYS = [k for k in Row.model_fields if k not in ("exam_totals", "panel")]
 
 
 def _cell(text: str) -> str:

@@ -148,36 +148,27 @@ def share_budget(judges, cap: float | None) -> None:
 
 def print_bill(judges, pairs, fmt: str) -> int:
     """--estimate: the sweep's whole bill, per judge; nothing is called or written."""
-    from oab_bench.judge.grading.estimate.core import estimate
+    from oab_bench.judge.grading.estimate.core import added, estimate
     from oab_bench.judge.sweep.decide import text_table
 
+    bills = [estimate(judge, pairs) for _, judge in judges]
     lines = [
-        {"judge": spec, **estimate(judge, pairs).total.model_dump(exclude={"model"})}
-        for spec, judge in judges
+        {"judge": s, **b.total.model_dump(exclude={"model"})} for (s, _), b in zip(judges, bills, strict=True)
     ]
-    total = {k: sum(x[k] for x in lines) for k in ("calls", "prompt_tokens", "completion_tokens")}
-    for k in ("cost_usd", "cost_usd_batch"):
-        total[k] = None if any(x[k] is None for x in lines) else sum(x[k] for x in lines)
+    total = added(bills, "").total.model_dump(exclude={"model"})
     if fmt == "json":
-        sys.stdout.write(json.dumps({"judges": lines, "total": total}, indent=2) + "\n")
+        print(json.dumps({"judges": lines, "total": total}, indent=2))
         return 0
-
-    def usd(x: float | None) -> str:
-        return "unknown" if x is None else f"${x:.4f}"
-
-    keys = ("judge", "calls", "prompt_tokens", "completion_tokens")
+    keys, usd = ("judge", "calls", "prompt_tokens", "completion_tokens"), ("cost_usd", "cost_usd_batch")
     rows = [
-        (*(x[k] for k in keys), usd(x["cost_usd"]), usd(x["cost_usd_batch"]))
+        (*(x[k] for k in keys), *("unknown" if x[k] is None else f"${x[k]:.4f}" for k in usd))
         for x in [*lines, {"judge": "total", **total}]
     ]
     header = ("judge", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
     print(
-        "\n".join(
-            [
-                "estimate for the sweep; nothing was called (cached gradings cost nothing)",
-                *text_table(header, rows),
-            ]
-        )
+        "estimate for the sweep; nothing was called (cached gradings cost nothing)",
+        *text_table(header, rows),
+        sep="\n",
     )
     return 0
 
