@@ -41,17 +41,13 @@ def question(edition: int, area: str, n: int, rng: random.Random) -> QuestionRow
     """The peça (n 0: ten rubric rows of 0.50) or questão n (items A 0.65, B 0.60; rows A1, A2, B1)."""
     peca = n == 0
     parts = [("", 5.0)] if peca else [("A", 0.65), ("B", 0.6)]
-    rows = (
-        [("", f"P{i}", 0.5) for i in range(1, 11)]
-        if peca
-        else [("A", "A1", 0.35), ("A", "A2", 0.3), ("B", "B1", 0.6)]
-    )
+    rows = [("", f"P{i}", 0.5) for i in range(1, 11)] if peca else [("A", "A1", 0.35), ("A", "A2", 0.3)]
+    rows += [] if peca else [("B", "B1", 0.6)]
     reference = [text(rng, 4000 if peca else 1200) for _ in parts]
     statement = text(rng, 3000 if peca else 1500)
     return QuestionRow.model_validate(
         {
-            "question_id": f"{edition}_direito_{area}_"
-            + ("peca_praticoprofissional" if peca else f"questao_{n}"),
+            "question_id": f"{edition}_direito_{area}_{'peca_praticoprofissional' if peca else f'questao_{n}'}",
             "edition": edition,
             "area": area,
             "exam_id": f"{edition}_direito_{area}",
@@ -83,9 +79,9 @@ def made_up(tmp: Path, n_models: int, seed: int = 0) -> tuple[dict[str, Question
         model, skill = f"vendor/model-{m:02d}", 0.4 + 0.5 * m / max(n_models - 1, 1)
         answer_lines = []
         for qid, row in rows.items():
-            turns = [text(rng, 9000 if row.kind == "peca" else 2500)]
+            t = text(rng, 9000 if row.kind == "peca" else 2500)
             answer_lines.append(
-                {"question_id": qid, "model_id": model, "choices": [{"index": 0, "turns": turns}]}
+                {"question_id": qid, "model_id": model, "choices": [{"index": 0, "turns": [t]}]}
             )
             items = [
                 {"item_id": r.item_id, "max_score": r.max_score, "analysis": text(rng, 450)}

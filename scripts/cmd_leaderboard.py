@@ -30,9 +30,7 @@ def main(args: argparse.Namespace) -> int:
         got.records = [r for r in got.records if not r.model.startswith(PROBE_PREFIX)]
         names = ", ".join(probes)
         if not got.records:
-            raise ValueError(
-                f"only {PROBE_PREFIX}* models in the inputs ({names}): pass --probes to rank them"
-            )
+            raise ValueError(f"only {PROBE_PREFIX}* models in the inputs ({names}): pass --probes")
         left_out = [f"{len(probes)} {PROBE_PREFIX}* models left out ({names}): pass --probes to rank them"]
     tables, notes = lb.build_tables(
         got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed

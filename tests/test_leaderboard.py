@@ -236,7 +236,7 @@ def test_by_area_table_and_plot_name_and_order_areas_alike(tmp_path, monkeypatch
     assert "| Model | " + " | ".join(names) + " |" in md
     figures = []
     monkeypatch.setattr(plot.plt, "close", figures.append)
-    plot.plot_tables(tables, tmp_path / "p.png")
+    plot.plot_png_bytes(tables)
     heat = figures[0].axes[1]
     assert [t.get_text() for t in heat.get_xticklabels()] == names
 

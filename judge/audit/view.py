@@ -33,18 +33,11 @@ def _exams(t: Table, model: str, totals: dict) -> list[dict]:
     out = []
     for exam, qids in sorted(by_exam.items(), key=lambda e: (t.expected[e[1][0]].area, e[0])):
         short = [(q.removeprefix(exam + "_").replace("peca_praticoprofissional", "peça"), q) for q in qids]
-        questions = [(s, t.chosen[model].get(q), t.expected[q].max_score) for s, q in sorted(short)]
+        qs = [(s, t.chosen[model].get(q), t.expected[q].max_score) for s, q in sorted(short)]
         total, f = totals.get(exam), t.expected[qids[0]]
-        verdict = "incomplete" if total is None else "pass" if total >= PASS_MARK else "fail"
+        v = "incomplete" if total is None else "pass" if total >= PASS_MARK else "fail"
         out.append(
-            dict(
-                exam=exam,
-                area=area_name(f.area),
-                edition=f.edition,
-                total=total,
-                verdict=verdict,
-                questions=questions,
-            )
+            dict(exam=exam, area=area_name(f.area), edition=f.edition, total=total, verdict=v, questions=qs)
         )
     return out
 
@@ -79,9 +72,8 @@ def _disagreements(counted: list[Record]) -> list[dict]:
         for (m, q), rs in by_pair.items()
         if len(rs) > 1
     ]
-    return sorted(out, key=lambda d: (-d["spread"] / d["records"][0].max_score, d["model"], d["qid"]))[
-        :TOP_DISAGREEMENTS
-    ]
+    out.sort(key=lambda d: (-d["spread"] / d["records"][0].max_score, d["model"], d["qid"]))
+    return out[:TOP_DISAGREEMENTS]
 
 
 def _probes(probes: dict) -> list[dict]:
@@ -92,15 +84,8 @@ def _probes(probes: dict) -> list[dict]:
             ok = [r for r in rs if r.status == "ok"]
             pct = f"{100 * sum(r.score for r in ok) / sum(r.max_score for r in ok):.0f}%" if ok else "n/a"
             statuses = ", ".join(f"{k}: {v}" for k, v in sorted(Counter(r.status for r in rs).items()))
-            out.append(
-                dict(
-                    judge=judge,
-                    kind=model.removeprefix(PROBE_PREFIX),
-                    mean_pct=pct,
-                    statuses=statuses,
-                    records=rs,
-                )
-            )
+            kind = model.removeprefix(PROBE_PREFIX)
+            out.append(dict(judge=judge, kind=kind, mean_pct=pct, statuses=statuses, records=rs))
     return out
 
 

@@ -81,9 +81,8 @@ def write_report(
         from oab_bench.judge.dataset import load_rows
 
         rows = {r.question_id: r for r in load_rows(dataset)}
-    html = report_html(
-        inputs, answers, rows, expected_ids=set(rows) if dataset and expect_dataset else None, **options
-    )
+    expected = set(rows) if dataset and expect_dataset else None
+    html = report_html(inputs, answers, rows, expected_ids=expected, **options)
     return write_atomic(Path(output), html)
 
 
@@ -94,9 +93,8 @@ def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:
     out_dir = Path(out_dir)
     try:
         title = f"OAB-Bench run: {out_dir.name}"
-        path = write_report(
-            [out_dir], out_dir / HTML_REPORT_FILE, dataset=dataset, title=title, expect_dataset=False
-        )
+        out = out_dir / HTML_REPORT_FILE
+        path = write_report([out_dir], out, dataset=dataset, title=title, expect_dataset=False)
     except Exception as e:  # a report is a by-product of the run
         print(f"oab-bench run: note: no report.html ({type(e).__name__}: {redact(str(e))})", file=sys.stderr)
         return None

@@ -214,10 +214,8 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
         row, first = dataset.get(qid), min(n for _, n in turns.values())
         scores = [turns[n][0].score if n in turns else None for n in (1, 2)[: 1 if "peca" in qid else 2]]
         if row is not None:  # a turn FGV annulled whole is everyone's, whatever the judge said
-            annulled = [annulled_part(row, item.label) for item in row.items]
-            scores = [
-                row.items[i].max_score if s is not None and annulled[i] else s for i, s in enumerate(scores)
-            ]
+            full = [item.max_score if annulled_part(row, item.label) else None for item in row.items]
+            scores = [s if s is None or f is None else f for s, f in zip(scores, full, strict=True)]
         score = money(sum(scores)) if None not in scores and min(scores) >= 0 else None
         limit = row.max_score if row else facts_of_id(qid).max_score
         if score is not None and score > limit + 1e-6:
@@ -242,9 +240,7 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
     return out
 
 
-def from_shared(
-    shared: Shared, dataset: dict[str, QuestionRow], only: tuple[str, str | None] | None = None
-) -> list[Record]:
+def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | None = None) -> list[Record]:
     """A shared results dataset's records, read as the files they came from are. `only`: the rows
     of one input the export read, as (input, its recorded dataset)."""
     ours, upstream = defaultdict(list), defaultdict(list)

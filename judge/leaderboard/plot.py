@@ -4,7 +4,6 @@ and the pass line, and a model x area heatmap (areas named and ordered as in the
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import matplotlib
 
@@ -15,13 +14,6 @@ import numpy as np
 
 from oab_bench.dataset_builder.schema import PASS_MARK
 from oab_bench.judge.leaderboard.tables import PANEL_MARK, Table, area_name, ordered_areas, points
-
-
-def plot_tables(tables: list[Table], path: Path) -> Path:
-    """Write the picture as a PNG file, whole or not at all."""
-    from oab_bench.judge.output import write_atomic
-
-    return write_atomic(Path(path), plot_png_bytes(tables))
 
 
 def plot_png_bytes(tables: list[Table]) -> bytes:
@@ -100,12 +92,9 @@ def figure(tables: list[Table]):
             im = heat.imshow(
                 np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=10, aspect="auto", origin="lower"
             )
-            heat.set_xticks(
-                range(len(areas)), [area_name(a) for a in areas], rotation=30, ha="right", fontsize=9
-            )
-            heat.set_yticks(
-                range(len(models)), [r.model + f" {PANEL_MARK}" * bool(r.panel) for r in models], fontsize=9
-            )
+            heat.set_xticks(range(len(areas)), map(area_name, areas), rotation=30, ha="right", fontsize=9)
+            names = [r.model + f" {PANEL_MARK}" * bool(r.panel) for r in models]
+            heat.set_yticks(range(len(models)), names, fontsize=9)
             for (i, j), v in np.ndenumerate(grid):
                 if not np.isnan(v):
                     heat.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)

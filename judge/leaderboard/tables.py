@@ -110,24 +110,17 @@ def _exams(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]]:
     return by_exam, {e for e, w in worth.items() if abs(w - EXAM_MAX) < 1e-6}
 
 
-def model_row(
-    model: str, judge: str, mine: dict[str, Record], expected: dict[str, Facts], **bootstrap
-) -> Row:
+def model_row(model: str, judge: str, mine: dict[str, Record], expected: dict, **bootstrap) -> Row:
     """`mine`: question -> its checked record. An exam counts when every question is `ok` and it is
     worth 10.00; coverage counts a question only in such an exam, so none is hidden behind it."""
     by_exam, countable = _exams(expected)
     ok = {q for q, r in mine.items() if q in expected and r.status == "ok" and r.score is not None}
-    totals = {
-        e: money(sum(mine[q].score for q in qs))
-        for e, qs in by_exam.items()
-        if e in countable and ok >= set(qs)
-    }
+    complete = [e for e, qs in by_exam.items() if e in countable and ok >= set(qs)]
+    totals = {e: money(sum(mine[q].score for q in by_exam[e])) for e in complete}
     by_repeat = repeat_totals(mine, by_exam, countable)  # a run with --repeats K: the mean of its repeats
     if by_repeat:
         totals = {e: money(fmean(v)) for e, v in by_repeat.items()}
-    low, high = (
-        repeats_ci(by_repeat, **bootstrap) if by_repeat else bootstrap_ci(list(totals.values()), **bootstrap)
-    )
+    ci = repeats_ci(by_repeat, **bootstrap) if by_repeat else bootstrap_ci(list(totals.values()), **bootstrap)
     per = {"area": defaultdict(list), "edition": defaultdict(list)}
     for exam, total in totals.items():
         f = expected[by_exam[exam][0]]
@@ -141,8 +134,8 @@ def model_row(
         exams=len(totals),
         passed=sum(t >= PASS_MARK for t in totals.values()),
         mean_exam_score=fmean(totals.values()) if totals else None,
-        ci_low=low,
-        ci_high=high,
+        ci_low=ci[0],
+        ci_high=ci[1],
         coverage=covered / len(expected) if expected else 0.0,
         per_area=per_area,
         per_edition={e: fmean(v) for e, v in sorted(per["edition"].items(), key=lambda kv: int(kv[0]))},
@@ -161,9 +154,7 @@ def repeat_totals(mine: dict[str, Record], by_exam: dict[str, list[str]], counta
     out = {}
     for exam, qids in by_exam.items():
         rows = [mine.get(q) for q in qids]
-        if exam not in countable or any(
-            r is None or not r.repeat_scores or r.status == "mismatch" for r in rows
-        ):
+        if exam not in countable or any(not r or not r.repeat_scores or r.status == "mismatch" for r in rows):
             continue
         totals = [[r.repeat_scores[i] for r in rows] for i in range(min(len(r.repeat_scores) for r in rows))]
         if totals and all(s is not None for t in totals for s in t):
@@ -257,10 +248,8 @@ def build_tables(
             for exam, qids in sorted(by_exam.items())
             if exam not in countable
         ]
-        rows = [
-            model_row(m, judge, recs, expected, resamples=resamples, seed=seed)
-            for m, recs in sorted(models.items())
-        ]
+        bootstrap = {"resamples": resamples, "seed": seed}
+        rows = [model_row(m, judge, recs, expected, **bootstrap) for m, recs in sorted(models.items())]
         for row in rows:
             bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
             if bad:

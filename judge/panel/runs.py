@@ -15,15 +15,8 @@ from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.output import write_atomic
-from oab_bench.judge.panel.judging import (
-    Pairs,
-    charge,
-    dump_records,
-    graders,
-    marked_records,
-    panel_pairs,
-    print_notes,
-)
+from oab_bench.judge.panel import judging
+from oab_bench.judge.panel.judging import Pairs
 from oab_bench.judge.panel.published import Panel, resolve_panel
 from oab_bench.judge.settings import JudgeSettings
 
@@ -31,8 +24,8 @@ from oab_bench.judge.settings import JudgeSettings
 def prepare(specs: list[str], rows: list[QuestionRow], names: set[str]) -> tuple[Panel, Pairs]:
     """Before any call: the panel fetched and read, its names checked against the candidate's."""
     panel = resolve_panel(specs)
-    pairs, notes = panel_pairs(panel, rows, names)
-    print_notes(notes, "run")
+    pairs, notes = judging.panel_pairs(panel, rows, names)
+    judging.print_notes(notes, "run")
     return panel, pairs
 
 
@@ -51,16 +44,16 @@ def judge_beside(
     asked = {r["question_id"] for r in candidate}
     pairs = [(row, a) for row, a in pairs if row.question_id in asked]
     judge = make_judge(settings, JudgmentStore(cache, access=access))
-    charge(judge, sum(r.get("cost_usd") or 0.0 for r in candidate if not r.get("cached")))
-    todo = sum(any(g.to_call(row, a)[2] is not None for g in graders(judge)) for row, a in pairs)
+    judging.charge(judge, sum(r.get("cost_usd") or 0.0 for r in candidate if not r.get("cached")))
+    todo = sum(any(g.to_call(row, a)[2] is not None for g in judging.graders(judge)) for row, a in pairs)
     print(
         f"oab-bench run: judging the panel: {len(pairs)} published answers of {len(panel.models)} models "
         f"({panel.label()}): {todo} to judge now, {len(pairs) - todo} need no call (in the judgment cache, "
         "or empty)",
         file=sys.stderr,
     )
-    records = marked_records(run_judge_all(judge, pairs), panel.sources)
-    write_atomic(out / PANEL_JUDGMENTS_FILE, dump_records(records))
+    records = judging.marked_records(run_judge_all(judge, pairs), panel.sources)
+    write_atomic(out / PANEL_JUDGMENTS_FILE, judging.dump_records(records))
     return records
 
 

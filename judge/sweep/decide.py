@@ -112,24 +112,19 @@ def decide(reference: JudgeRow, candidates: list[JudgeRow], rule: Rule) -> tuple
     if reference.failed:
         why = {r.judge: "the reference judge failed: nothing to agree with" for r in rows}
     chosen = next((r.judge for r in sorted(rows, key=_cost_key) if r.judge not in why), None)
-    outcome = (
-        f"recommended: {chosen}"
-        if chosen
-        else "none recommended: "
-        + ("; ".join(f"{j}: {w}" for j, w in why.items()) if why else "no candidates")
-    )
+    reasons = "; ".join(f"{j}: {w}" for j, w in why.items()) or "no candidates"
+    outcome = f"recommended: {chosen}" if chosen else f"none recommended: {reasons}"
     judges = sorted([reference, *rows], key=_cost_key)
-    return SweepReport(
-        reference=reference.judge, judges=judges, recommended=chosen, rule=f"{rule.text()}. {outcome}"
-    ), why
+    rule_text = f"{rule.text()}. {outcome}"
+    return SweepReport(reference=reference.judge, judges=judges, recommended=chosen, rule=rule_text), why
 
 
 def text_table(header: tuple, lines: list[tuple]) -> list[str]:
     """Columns padded to their widest cell."""
     width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
     return [
-        "  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)).rstrip()
-        for line in [header, *lines]
+        "  ".join(str(x).ljust(w) for x, w in zip(row, width, strict=True)).rstrip()
+        for row in [header, *lines]
     ]
 
 
@@ -180,7 +175,7 @@ def render_text(report: SweepReport, why: dict[str, str], scaled: str, counted: 
     """The table, then what its columns mean, the failed judges, why each other was not chosen."""
     out = [*text_table(HEADER, cells(report)), "", f"cost per model: {scaled}"]
     out += [
-        "probe: ok = verdict `discriminates`; front: * = Pareto front (no judge cheaper and as valid or more)"
+        "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)"
     ]
     out += [f"calls and seconds: this run's; {counted}"]
     out += [
@@ -189,6 +184,5 @@ def render_text(report: SweepReport, why: dict[str, str], scaled: str, counted: 
         if r.failed
     ]
     out += [f"not chosen: {judge}: {reason}" for judge, reason in why.items()]
-    return (
-        "\n".join([*out, "", f"rule: {report.rule}", f"recommended: {report.recommended or 'none'}"]) + "\n"
-    )
+    out += ["", f"rule: {report.rule}", f"recommended: {report.recommended or 'none'}"]
+    return "\n".join(out) + "\n"

@@ -152,9 +152,8 @@ def print_bill(judges, pairs, fmt: str) -> int:
     from oab_bench.judge.sweep.decide import text_table
 
     bills = [estimate(judge, pairs) for _, judge in judges]
-    lines = [
-        {"judge": s, **b.total.model_dump(exclude={"model"})} for (s, _), b in zip(judges, bills, strict=True)
-    ]
+    totals = [b.total.model_dump(exclude={"model"}) for b in bills]
+    lines = [{"judge": spec, **t} for (spec, _), t in zip(judges, totals, strict=True)]
     total = added(bills, "").total.model_dump(exclude={"model"})
     if fmt == "json":
         print(json.dumps({"judges": lines, "total": total}, indent=2))
@@ -179,9 +178,8 @@ def gradings(judge, judgments) -> list:
     if getattr(judge, "members", None) is None:
         return [(judge, j) for j in judgments]
     models = {j.model for j in judgments}
-    return [
-        (m, j) for m, got in zip(judge.members, judge.graded, strict=True) for j in got if j.model in models
-    ]
+    pairs = zip(judge.members, judge.graded, strict=True)
+    return [(m, j) for m, got in pairs for j in got if j.model in models]
 
 
 def failure(graded) -> str | None:
@@ -192,9 +190,8 @@ def failure(graded) -> str | None:
     bad = [j for _, j in graded if j.status in CALL_FAILURES]
     if not bad or len(bad) <= (1 - JUDGED_MIN) * len(graded):
         return None
-    return redact(
-        f"{len(bad)} of {len(graded)} gradings not made ({bad[0].status}): {bad[0].error or ''}"
-    ).strip()
+    why = f"{len(bad)} of {len(graded)} gradings not made ({bad[0].status}): {bad[0].error or ''}"
+    return redact(why).strip()
 
 
 def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None, str]:
@@ -209,10 +206,9 @@ def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None,
             if cost is None and j.usage.prompt_tokens == 0 and j.usage.completion_tokens == 0:
                 cost = 0.0  # no call billed
             direct = cost if not who.settings.batch or cost is None else cost / discount if discount else None
+            batch = cost if who.settings.batch or cost is None else cost * discount
             costs[kind[j.question_id]]["direct"].append(direct)
-            costs[kind[j.question_id]]["batch"].append(
-                cost if who.settings.batch or cost is None else cost * discount
-            )
+            costs[kind[j.question_id]]["batch"].append(batch)
             models[j.question_id].add(j.model)
     n_judged, wanted = Counter(kind[q] for q in models), Counter(r.kind for r in dataset)
     n_models = max((len(m) for m in models.values()), default=0)
@@ -299,8 +295,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
     out = Path(args.output or "runs/judge_sweep")
     folders = [
-        out / (f"{i:02d}_" + re.sub(r"[^A-Za-z0-9._-]+", "_", spec)[:60])
-        for i, (spec, _) in enumerate(judges)
+        out / f"{i:02d}_{re.sub(r'[^A-Za-z0-9._-]+', '_', spec)[:60]}" for i, (spec, _) in enumerate(judges)
     ]
     if not args.estimate:  # anything in the way fails now, before a paid call
         check_folder(out, SWEEP, "--output")  # it replaces files there: never in someone else's folder
@@ -335,9 +330,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 ordering=report.ordering,
             )
         if m is not measured[0] and not m.failed and not measured[0].failed:  # on the same answers
-            a, b = (
-                load_source(n, x.folder / JUDGMENTS_FILE, dataset) for n, x in (("A", measured[0]), ("B", m))
-            )
+            a = load_source("A", measured[0].folder / JUDGMENTS_FILE, dataset)
+            b = load_source("B", m.folder / JUDGMENTS_FILE, dataset)
             got = compare_two(a, b, dataset, **options)
             exam = got["exam"]
             agreement = AgreementFigures(

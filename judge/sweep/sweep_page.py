@@ -51,9 +51,8 @@ def figure(report: SweepReport):
             if apart[n] or (not ref and (f is None or f.value is None)):
                 undefined[n] += [] if apart[n] else [key]
                 continue
-            y, low, high = (
-                (1.0, 1.0, 1.0) if ref else (f.value, f.ci_low, f.ci_high)
-            )  # ref: agrees with itself
+            # the reference agrees with itself
+            y, low, high = (1.0, 1.0, 1.0) if ref else (f.value, f.ci_low, f.ci_high)
             x, low, high = r.cost_usd_per_model, y if low is None else low, y if high is None else high
             good = ref or (r.probe is not None and r.probe.verdict == "discriminates")
             marker, color = ("*", "#10243e") if ref else ("o", "#1b7d3a") if good else ("X", "#b3261e")
@@ -69,9 +68,7 @@ def figure(report: SweepReport):
             if r.pareto:
                 ax.plot([x], [y], "o", ms=15, mfc="none", mec="#5c6bc0", mew=1.5)
                 front.append((x, y))
-            ax.annotate(
-                str(n), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9, fontweight="bold"
-            )
+            ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9, weight="bold")
         if key == "kappa_pass" and front:
             ax.plot(*zip(*sorted(front), strict=True), "--", color="#5c6bc0", lw=1.2, label="Pareto front")
             ax.legend(loc="lower right", fontsize=8)
@@ -96,9 +93,7 @@ def figure(report: SweepReport):
     return fig
 
 
-def sweep_view(
-    report: SweepReport, *, why=None, scaled: str | None = None, name: str = "", anchor: str = "sweep"
-) -> dict:
+def sweep_view(report: SweepReport, *, why=None, scaled=None, name: str = "", anchor: str = "sweep") -> dict:
     """What the template shows (sweep_section.html.j2); `why` and `scaled` when the sweep has just run."""
     from oab_bench.judge.audit.write import data_url
     from oab_bench.judge.leaderboard.plot import png_bytes
