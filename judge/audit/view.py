@@ -11,7 +11,7 @@ from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs
 from oab_bench.judge.leaderboard.inputs import Record, Trail, facts_of_rows
-from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, one_each, points
+from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, one_each, points, shown
 
 TOP_DISAGREEMENTS = 100
 SHOWN = {"judge", "model", "question_id", "status", "score", "max_score", "source"}
@@ -51,9 +51,7 @@ def _table_view(t: Table, anchors: dict) -> dict:
             anchor=anchors[(t.judge, r.model)],
             rank=f"={r.rank}" if r.tied else r.rank,
             marks="*" * (not r.complete) + "†" * r.same_family_as_judge,
-            ci=f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a",
-            rate=f"{r.passed / r.exams:.0%}" if r.exams else "n/a",
-            best=f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a",
+            **shown(r),
             per_area=[_f(r.per_area.get(a)) for a in areas],
             per_edition=[_f(r.per_edition.get(e)) for e in editions],
         )

@@ -314,6 +314,17 @@ def compare(tables: list[Table], model_a: str, model_b: str, **bootstrap) -> lis
 JSON_KEYS = [k for k in Row.model_fields if k not in ("exam_totals", "panel")]
 
 
+def shown(r: Row) -> dict[str, str]:
+    """A row's figures as the markdown table and the report show them, in upstream's column order."""
+    return {
+        "mean": _f(r.mean_exam_score),
+        "rate": f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)",
+        "best": f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a",
+        "ci": f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a",
+        "coverage": f"{r.coverage:.0%}",
+    }
+
+
 def _cell(text: str) -> str:
     """A name from the inputs as one markdown table cell: pipes escaped, line breaks spaces."""
     return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
@@ -340,12 +351,7 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             "| --- |" + " --- |" * 5,
         ]
         for r in t.rows:
-            rate = f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)"
-            best = f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a"
-            ci = f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a"
-            out.append(
-                f"| {_cell(r.model)}{_marks(r)} | {_f(r.mean_exam_score)} | {rate} | {best} | {ci} | {r.coverage:.0%} |"
-            )
+            out.append(f"| {_cell(r.model)}{_marks(r)} | " + " | ".join(shown(r).values()) + " |")
         if by:
             seen = {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)}
             keys = ordered_areas(seen) if by == "area" else sorted(seen, key=lambda k: (len(k), k))
