@@ -11,7 +11,7 @@ from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs
 from oab_bench.judge.leaderboard.inputs import Record, Trail, facts_of_rows
-from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, one_each, points, shown
+from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, cents, one_each, shown
 
 TOP_DISAGREEMENTS = 100
 SHOWN = {"judge", "model", "question_id", "status", "score", "max_score", "source"}
@@ -19,10 +19,6 @@ SHOWN = {"judge", "model", "question_id", "status", "score", "max_score", "sourc
 
 def _q_order(r: Record) -> tuple[bool, str]:
     return ("peca" not in r.question_id, r.question_id)  # the peça first, then questões 1-4
-
-
-def _f(x: float | None) -> str:
-    return "n/a" if x is None else points(x)
 
 
 def _exams(t: Table, model: str, totals: dict) -> list[dict]:
@@ -52,8 +48,8 @@ def _table_view(t: Table, anchors: dict) -> dict:
             rank=f"={r.rank}" if r.tied else r.rank,
             marks="*" * (not r.complete) + "†" * r.same_family_as_judge,
             **shown(r),
-            per_area=[_f(r.per_area.get(a)) for a in areas],
-            per_edition=[_f(r.per_edition.get(e)) for e in editions],
+            per_area=[cents(r.per_area.get(a)) for a in areas],
+            per_edition=[cents(r.per_edition.get(e)) for e in editions],
         )
         for r in t.rows
     ]

@@ -13,7 +13,7 @@ import jinja2
 from oab_bench.conventions import HTML_REPORT_FILE
 from oab_bench.judge.audit.collect import read_inputs
 from oab_bench.judge.audit.view import build_view
-from oab_bench.judge.leaderboard.tables import points
+from oab_bench.judge.leaderboard.tables import cents
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 
@@ -29,7 +29,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
-    env.filters["points"] = lambda x: "n/a" if x is None else points(x)
+    env.filters["cents"] = cents
     return env
 
 

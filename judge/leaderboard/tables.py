@@ -50,7 +50,8 @@ def points(x: float, sign: bool = False) -> str:
     return f"{value:+}" if sign else f"{value}"
 
 
-def _f(x: float | None, sign: bool = False) -> str:
+def cents(x: float | None, sign: bool = False) -> str:
+    """A score as `points` writes it, "n/a" for none."""
     return "n/a" if x is None else points(x, sign)
 
 
@@ -200,7 +201,7 @@ def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Recor
 
 def _ranked(rows: list[Row]) -> list[Row]:
     """Sorted by mean exam score, then exams passed, then name; equal scores share a rank."""
-    key = [_f(r.mean_exam_score) for r in rows]
+    key = [cents(r.mean_exam_score) for r in rows]
     scores = sorted((float(k) for k in key if k != "n/a"), reverse=True)
     out = []
     for r, k in zip(rows, key, strict=True):
@@ -317,10 +318,10 @@ JSON_KEYS = [k for k in Row.model_fields if k not in ("exam_totals", "panel")]
 def shown(r: Row) -> dict[str, str]:
     """A row's figures as the markdown table and the report show them, in upstream's column order."""
     return {
-        "mean": _f(r.mean_exam_score),
+        "mean": cents(r.mean_exam_score),
         "rate": f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)",
         "best": f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a",
-        "ci": f"{_f(r.ci_low)}–{_f(r.ci_high)}" if r.ci_low is not None else "n/a",
+        "ci": f"{cents(r.ci_low)}–{cents(r.ci_high)}" if r.ci_low is not None else "n/a",
         "coverage": f"{r.coverage:.0%}",
     }
 
@@ -360,7 +361,7 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             for r in t.rows:
                 values = r.per_area if by == "area" else r.per_edition
                 name = _cell(r.model) + f" {PANEL_MARK}" * bool(r.panel)
-                out.append(f"| {name} | " + " | ".join(_f(values.get(k)) for k in keys) + " |")
+                out.append(f"| {name} | " + " | ".join(cents(values.get(k)) for k in keys) + " |")
         out.append("")
     rows = [r for t in tables for r in t.rows]
     out.append("Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00.")
@@ -400,9 +401,9 @@ def render_csv(tables: list[Table]) -> str:
 
 def render_comparisons(comparisons: list[Comparison]) -> str:
     return "".join(
-        f"judge {c.judge}: {c.model_a} - {c.model_b} = {_f(c.mean_difference, sign=True)} exam points over "
+        f"judge {c.judge}: {c.model_a} - {c.model_b} = {cents(c.mean_difference, sign=True)} exam points over "
         f"{c.exams} exams both completed (95% paired bootstrap CI "
-        f"{f'[{_f(c.ci_low)}, {_f(c.ci_high)}]' if c.ci_low is not None else 'n/a'}); {c.model_a} passed "
+        f"{f'[{cents(c.ci_low)}, {cents(c.ci_high)}]' if c.ci_low is not None else 'n/a'}); {c.model_a} passed "
         f"{c.a_passed_b_failed} that {c.model_b} failed, {c.model_b} passed {c.b_passed_a_failed} that "
         f"{c.model_a} failed\n"
         for c in comparisons
