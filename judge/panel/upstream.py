@@ -1,9 +1,8 @@
 """Upstream's six published answer files, fetched once into the cache and verified by SHA-256.
 
-Each file is downloaded beside its place, hashed as it arrives, and renamed into place only when its
-size and hash are the pinned ones: a wrong byte, a short file or a cut connection is never used or
-cached. A cached file is hashed again on every use (milliseconds), so an edited copy is not used.
-"""
+Each file is read into memory and written into the cache (whole, atomically) only when its size and
+hash are the pinned ones: a wrong byte, a short file or a cut connection is never used or cached. A
+cached file is hashed again on every use (milliseconds), so an edited copy is not used."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import contextlib
 import hashlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 REPOSITORY = "maritaca-ai/oab-bench"
@@ -83,38 +81,30 @@ def unavailable(folder: Path, missing: list[str], why: str) -> PanelUnavailable:
 
 
 def fetch(url: str, dest: Path) -> Path:
-    """Download `url` to `dest` (named as in FILES): whole and verified, or not at all. A file that
-    cannot be read is an OSError; one that is not the pinned file, PanelUnavailable."""
+    """Download `url` to `dest` (named as in FILES) in memory (under a megabyte), then write it whole
+    once verified. A file that cannot be read is an OSError; one that is not the pinned file,
+    PanelUnavailable."""
     import httpx  # ~0.3 s: only when something is to be fetched
 
+    from oab_bench.judge.output import write_atomic
+
     sha, size = FILES[dest.name]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    digest, got = hashlib.sha256(), 0
+    body = bytearray()
     try:
-        timeout = httpx.Timeout(60.0, connect=10.0)
-        with (
-            os.fdopen(fd, "wb") as f,
-            httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp,
-        ):
+        with httpx.stream(
+            "GET", url, timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=True
+        ) as resp:
             if resp.status_code != 200:
                 raise OSError(f"{url} answered HTTP {resp.status_code}")
             for chunk in resp.iter_bytes():
-                got += len(chunk)
-                if got > size:
+                body += chunk
+                if len(body) > size:
                     break  # longer than the pinned file: refused below, without reading the rest
-                digest.update(chunk)
-                f.write(chunk)
-            os.fsync(f.fileno())
-        if got != size or digest.hexdigest() != sha:
-            raise PanelUnavailable(
-                f"--panel upstream: {url}: refused, not the published file ({got} bytes where {size} were "
-                f"expected, or its SHA-256 is not {sha}); nothing was cached"
-            )
-        os.replace(tmp, dest)
     except httpx.HTTPError as e:
         raise OSError(f"{url} could not be read ({type(e).__name__}: {e})") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    return dest
+    if len(body) != size or hashlib.sha256(body).hexdigest() != sha:
+        raise PanelUnavailable(
+            f"--panel upstream: {url}: refused, not the published file ({len(body)} bytes where {size} "
+            f"were expected, or its SHA-256 is not {sha}); nothing was cached"
+        )
+    return write_atomic(dest, bytes(body))
