@@ -1,15 +1,11 @@
-"""Question scores -> exam totals -> a model's figures. Failures are never zeros.
-
-An exam counts only when every one of its questions was judged `ok` and their maxima
-add up to 10.00 (the peça and four questões); any other exam is left out of the exam
-figures and shows in coverage instead.
-"""
+"""Question scores -> exam totals -> the task's figures. Failures are never zeros: an exam counts only
+when every one of its questions was judged `ok` and their maxima add up to 10.00 (the peça and four
+questões); any other exam is left out of the exam figures and shows in coverage instead."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
 
 from pydantic import BaseModel
 
@@ -33,51 +29,31 @@ class QuestionResult(BaseModel):
         return self.status == "ok" and self.score is not None
 
 
-class ExamTotal(BaseModel):
-    exam_id: str
-    total: float | None  # None unless complete
-    complete: bool
-    questions: int
-    judged_ok: int
-
-
-def exam_totals(results: Iterable[QuestionResult]) -> dict[str, ExamTotal]:
-    by_exam: dict[str, list[QuestionResult]] = defaultdict(list)
-    for r in results:
-        by_exam[r.exam_id].append(r)
-    out = {}
-    for exam, rs in sorted(by_exam.items()):
-        ok = [r for r in rs if r.ok]
-        complete = len(ok) == len(rs) and money(sum(r.max_score for r in rs)) == EXAM_MAX
-        out[exam] = ExamTotal(
-            exam_id=exam,
-            total=money(sum(r.score for r in ok)) if complete else None,
-            complete=complete,
-            questions=len(rs),
-            judged_ok=len(ok),
-        )
-    return out
-
-
 def run_cost(results: list[QuestionResult]) -> float:
     """Dollars spent on judging in this run; NaN (unknown) as soon as one billed call had no price,
     cached or not: the same settings say unknown on every run, never NaN then 0."""
     costs = [cost_now(r.cost_usd, r.cached) for r in results]
-    return math.nan if any(c is None for c in costs) else sum(costs)
+    return math.nan if None in costs else sum(costs)
 
 
 def task_figures(results: list[QuestionResult]) -> dict[str, float]:
     """The corpus figures of the lighteval task. NaN where there is nothing to average, or unknown."""
-    exams = exam_totals(results)
-    totals = [e.total for e in exams.values() if e.complete]
+    by_exam: dict[str, list[QuestionResult]] = defaultdict(list)
+    for r in results:
+        by_exam[r.exam_id].append(r)
+    totals = [
+        money(sum(r.score for r in rs))
+        for _, rs in sorted(by_exam.items())
+        if all(r.ok for r in rs) and money(sum(r.max_score for r in rs)) == EXAM_MAX
+    ]
     ok = [r for r in results if r.ok]
-    nan = math.nan
+    passed = sum(t >= PASS_MARK for t in totals)
     return {
-        "exam_score": sum(totals) / len(totals) if totals else nan,
-        "pass_rate": sum(t >= PASS_MARK for t in totals) / len(totals) if totals else nan,
-        "question_score_pct": 100 * sum(r.score / r.max_score for r in ok) / len(ok) if ok else nan,
-        "coverage": len(ok) / len(results) if results else nan,
+        "exam_score": sum(totals) / len(totals) if totals else math.nan,
+        "pass_rate": passed / len(totals) if totals else math.nan,
+        "question_score_pct": 100 * sum(r.score / r.max_score for r in ok) / len(ok) if ok else math.nan,
+        "coverage": len(ok) / len(results) if results else math.nan,
         "cost_usd": run_cost(results),
         "exams_complete": float(len(totals)),
-        "exams_passed": float(sum(t >= PASS_MARK for t in totals)),
+        "exams_passed": float(passed),
     }

@@ -1,8 +1,6 @@
-"""Bootstrap intervals, in one place: every 95% interval resamples whole exams, seeded, percentile.
-
-Exams, not questions, are the unit: a question's score depends on its exam's other questions (one
-peça, four questões), so resampling questions would understate the spread.
-"""
+"""Every 95% interval, in one place: a seeded percentile bootstrap that resamples whole exams (a
+question's score depends on its exam's other questions, so resampling questions would understate
+the spread)."""
 
 from __future__ import annotations
 
@@ -32,56 +30,45 @@ def quiet(stat: Stat, cols: Columns) -> float:
     return value if math.isfinite(value) else math.nan
 
 
-def bootstrap_ci(
-    values: list[float], *, resamples: int = LEADERBOARD_RESAMPLES, seed: int = DEFAULT_SEED
-) -> tuple[float | None, float | None]:
-    """95% percentile interval of the mean, resampling the values (whole exams). None below 2 values."""
+def bootstrap_ci(values: list[float], *, resamples: int = LEADERBOARD_RESAMPLES, seed: int = DEFAULT_SEED):
+    """(low, high) of the mean, resampling the values (whole exams); (None, None) below 2 values."""
     import numpy as np
     from scipy import stats
 
     if len(values) < 2:
         return None, None
-    data = np.asarray(values, dtype=float)
-    if np.all(data == data[0]):
-        return float(data[0]), float(data[0])
+    if len(set(values)) == 1:
+        return float(values[0]), float(values[0])
+    rng = np.random.default_rng(seed)
     res = stats.bootstrap(
-        (data,),
+        (np.asarray(values, dtype=float),),
         np.mean,
         n_resamples=resamples,
-        confidence_level=0.95,
         method="percentile",
-        random_state=np.random.default_rng(seed),
+        random_state=rng,
     )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def repeats_ci(
-    by_exam: dict[str, list[float]], *, resamples: int, seed: int
-) -> tuple[float | None, float | None]:
-    """95% interval of the mean exam score resampling exams, then one repeat within each drawn exam."""
+def repeats_ci(by_exam: dict[str, list[float]], *, resamples: int, seed: int):
+    """(low, high) of the mean exam score resampling exams, then one repeat within each drawn exam."""
     import numpy as np
 
     if len(by_exam) < 2:
         return None, None
     k = min(len(v) for v in by_exam.values())
-    table = np.asarray([v[:k] for v in by_exam.values()], dtype=float)
-    rng = np.random.default_rng(seed)
+    table, rng = np.asarray([v[:k] for v in by_exam.values()], dtype=float), np.random.default_rng(seed)
     n = table.shape[0]
-    picks = rng.integers(0, n, (resamples, n))
-    reps = rng.integers(0, k, (resamples, n))
-    means = table[picks, reps].mean(axis=1)
+    means = table[rng.integers(0, n, (resamples, n)), rng.integers(0, k, (resamples, n))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
 
 
-def bootstrap_interval(
-    stat: Stat, cols: Columns, *, resamples: int, seed: int
-) -> tuple[float | None, float | None, str | None]:
-    """(low, high, why there is none) of a 95% percentile interval resampling whole exams."""
+def bootstrap_interval(stat: Stat, cols: Columns, *, resamples: int, seed: int):
+    """(low, high, why there is none) of `stat` over the rows of `cols`, resampling whole exams."""
     import numpy as np
 
-    exams = cols["exam"]
-    uniq, inverse = np.unique(exams, return_inverse=True)
+    uniq, inverse = np.unique(cols["exam"], return_inverse=True)
     if uniq.size < 2:
         return None, None, "one exam only: no interval"
     groups = [np.flatnonzero(inverse == k) for k in range(uniq.size)]

@@ -11,18 +11,16 @@ HELP = "paired comparison of two models over the exams both completed"
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.leaderboard import formats as render
     from oab_bench.judge.leaderboard import tables as lb
     from oab_bench.judge.leaderboard.inputs import read_for_command
 
     got = read_for_command(args.command, args.inputs, args.dataset)
-    tables, _ = lb.build_tables(
-        got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
-    )
-    comparisons = lb.compare(tables, args.model_a, args.model_b, resamples=args.resamples, seed=args.seed)
+    options = {"resamples": args.resamples, "seed": args.seed}
+    tables, _ = lb.build_tables(got.records, expected_ids=got.expected, truth=got.truth, **options)
+    comparisons = lb.compare(tables, args.model_a, args.model_b, **options)
     if not comparisons:
         raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")
-    sys.stdout.write(render.render_comparisons(comparisons))
+    sys.stdout.write(lb.render_comparisons(comparisons))
     return 0
 
 

@@ -11,26 +11,8 @@ from oab_bench.scripts.arguments import add_inputs, add_report_arguments
 HELP = "exam scores, pass rates, intervals, per area and edition, per judge"
 
 
-def _without_probes(got) -> list[str]:
-    """`oab-bench probe`'s answers of known worth are no models to rank (the report keeps them
-    apart too): left out, with a note, unless --probes."""
-    from oab_bench.conventions import PROBE_PREFIX
-
-    probes = sorted({r.model for r in got.records if r.model.startswith(PROBE_PREFIX)})
-    if not probes:
-        return []
-    got.records = [r for r in got.records if not r.model.startswith(PROBE_PREFIX)]
-    if not got.records:
-        raise ValueError(
-            f"only {PROBE_PREFIX}* models in the inputs ({', '.join(probes)}): pass --probes to rank them"
-        )
-    return [
-        f"{len(probes)} {PROBE_PREFIX}* models left out ({', '.join(probes)}): pass --probes to rank them"
-    ]
-
-
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.leaderboard import formats as render
+    from oab_bench.conventions import PROBE_PREFIX
     from oab_bench.judge.leaderboard import tables as lb
     from oab_bench.judge.leaderboard.inputs import read_for_command
     from oab_bench.judge.output import write_atomic
@@ -39,19 +21,25 @@ def main(args: argparse.Namespace) -> int:
     if args.members:  # a jury's members, each as its own judge
         from oab_bench.judge.validity.jury_report import member_records_of
 
-        for path in args.inputs:
-            got.records += member_records_of(Path(path))
-    left_out = [] if args.probes else _without_probes(got)
+        got.records += [r for path in args.inputs for r in member_records_of(Path(path))]
+    probes = sorted({r.model for r in got.records if r.model.startswith(PROBE_PREFIX)})
+    left_out = []
+    if (
+        probes and not args.probes
+    ):  # answers of known worth are no models to rank (the report keeps them apart)
+        got.records = [r for r in got.records if not r.model.startswith(PROBE_PREFIX)]
+        names = ", ".join(probes)
+        if not got.records:
+            raise ValueError(f"only {PROBE_PREFIX}* models in the inputs ({names}): pass --probes")
+        left_out = [f"{len(probes)} {PROBE_PREFIX}* models left out ({names}): pass --probes to rank them"]
     tables, notes = lb.build_tables(
         got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
     )
     notes += got.notes + left_out
     if args.format == "markdown":
-        text = render.render_markdown(tables, notes, by=args.by)
-    elif args.format == "csv":
-        text = render.render_csv(tables)
+        text = lb.render_markdown(tables, notes, by=args.by)
     else:
-        text = render.render_json(tables, notes)
+        text = lb.render_csv(tables) if args.format == "csv" else lb.render_json(tables, notes)
     png = None
     if args.plot:  # drawn before anything is written: a failure leaves neither file
         from oab_bench.judge.leaderboard.plot import plot_png_bytes
@@ -62,9 +50,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    if args.format != "markdown":
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
+    for note in notes if args.format != "markdown" else []:
+        print(f"note: {note}", file=sys.stderr)
     if png is not None:
         print(f"wrote {write_atomic(Path(args.plot), png)}", file=sys.stderr)
     return 0
@@ -77,9 +64,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", help="also draw a PNG: scores with 95%% intervals and a model x area heatmap")
     p.add_argument("--by", choices=["area", "edition"], help="add a breakdown table (markdown)")
     p.add_argument("--members", action="store_true", help="a jury's members too, each as its own judge")
-    p.add_argument(
-        "--probes",
-        action="store_true",
-        help="rank `oab-bench probe`'s probe:* answers too (left out by default)",
-    )
+    p.add_argument("--probes", action="store_true", help="rank `oab-bench probe`'s probe:* answers too")
     add_report_arguments(p)

@@ -23,7 +23,6 @@ from oab_bench.judge.grading import grader
 from oab_bench.judge.grading.check_call import CHECK_PROMPT
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
-from oab_bench.judge.leaderboard import formats as render
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import read_inputs
 from oab_bench.judge.settings import JudgeSettings
@@ -129,7 +128,7 @@ def model_file(path: Path, model: str, *, tamper: bool = False, failed: str | No
 def board(paths, dataset=None) -> tuple[dict, str]:
     got = read_inputs([str(p) for p in paths], dataset)
     tables, notes = lb.build_tables(got.records, expected_ids=got.expected, truth=got.truth, resamples=300)
-    return json.loads(render.render_json(tables, notes + got.notes)), render.render_markdown(tables, notes)
+    return json.loads(lb.render_json(tables, notes + got.notes)), lb.render_markdown(tables, notes)
 
 
 def rows_of(data: dict) -> dict[str, dict]:

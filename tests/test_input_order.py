@@ -37,23 +37,23 @@ def test_a_tampered_file_never_counts_against_a_clean_one_in_any_order(tmp_path)
     assert (bad["exams"], bad["coverage"], bad["complete"]) == (1, pytest.approx(13 / 15), False)
     assert "| model-clean |" in md and "| model-bad * |" in md
     notes = "\n".join(data["notes"])
-    assert "90_direito_civil_questao_1: the inputs disagree on its value or exam" in notes
     assert "model-bad: 2 judgments disagree" in notes and "model-clean: " not in notes.replace(
         "model-clean has", ""
     )
-    assert "a tie: what its id says (1.25 in exam 90_direito_civil) is used" in notes
     assert "an ok judgment, if any, is used over failures" in notes
 
 
-def test_without_a_dataset_the_majority_decides_and_dropped_exams_show_in_coverage(tmp_path):
+def test_without_a_dataset_the_question_id_is_the_truth_and_no_majority_outvotes_it(tmp_path):
     alone = model_file(tmp_path / "bad.jsonl", "model-bad", tamper=True)
     data, md = board([alone])
     (row,) = data["rows"]
-    # its own exams 90 civil (worth 10.75) and 90/91 penal (4 and 1 questions) cannot count
-    assert row["exams"] == 1 and row["coverage"] == pytest.approx(5 / 15) and not row["complete"]
+    # its 90 civil (a questão said to be worth 2.00) and 90 penal (a questão filed under 91) cannot count
+    assert row["exams"] == 1 and row["coverage"] == pytest.approx(13 / 15) and not row["complete"]
     assert "| model-bad * |" in md
-    assert any("worth 10.75, not 10.00" in n and "coverage" in n for n in data["notes"])
-    # two tampered models against one clean: without a dataset, the majority is the truth
+    assert any(
+        "model-bad: 2 judgments disagree with the dataset (or, without one, the question's id)" in n
+        for n in data["notes"]
+    )
     files = [
         model_file(tmp_path / "clean.jsonl", "model-clean"),
         alone,
@@ -62,10 +62,8 @@ def test_without_a_dataset_the_majority_decides_and_dropped_exams_show_in_covera
     outputs = {json.dumps(board(order)) for order in itertools.permutations(files)}
     assert len(outputs) == 1
     data = json.loads(outputs.pop())[0]
-    rows = rows_of(data)
-    assert rows["model-clean"]["coverage"] == pytest.approx(5 / 15)  # as the tampered ones: 91 civil only
-    assert any("model-clean: 2 judgments disagree" in n for n in data["notes"])
-    assert any("the majority (2.00 in exam 90_direito_civil) is used" in n for n in data["notes"])
+    assert rows_of(data)["model-clean"]["complete"]  # two tampered records do not outvote it
+    assert not any("model-clean: " in n for n in data["notes"])
 
 
 def test_the_dataset_is_the_truth_given_or_recorded_by_the_run(tmp_path, dataset):
@@ -94,9 +92,9 @@ def test_the_dataset_is_the_truth_given_or_recorded_by_the_run(tmp_path, dataset
     outputs = {json.dumps(board(order)) for order in itertools.permutations(files)}
     assert len(outputs) == 1
     assert rows_of(json.loads(outputs.pop())[0])["model-clean"]["complete"]
-    # and without it, two tampered records outvote the clean one
+    # and without it, the question ids say the same: two tampered records do not outvote the clean one
     (run / "results" / "m" / "results_2026.json").unlink()
-    assert not rows_of(board(files)[0])["model-clean"]["complete"]
+    assert rows_of(board(files)[0])["model-clean"]["complete"]
 
 
 def test_two_different_judgments_of_one_question_are_an_error_naming_both(tmp_path):

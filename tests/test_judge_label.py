@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from oab_bench.judge.judge_label import judge_label
-from oab_bench.judge.results_layout import judge_file
 from oab_bench.scripts.cli import main
 from tests.helpers import exam_records
 from tests.helpers import write_jsonl as write
@@ -107,21 +104,6 @@ def test_settings_of_a_wrong_shape_name_file_line_and_field(tmp_path, capsys, se
     path.write_text("\n".join(lines) + "\n")
     rc, _, err = run(capsys, "leaderboard", path)
     assert rc == 2 and f"{path}:2: field '{field}'" in err, err
-
-
-def test_an_export_made_before_settings_counted_still_reads(tmp_path, capsys):
-    """Its rows say the label without the settings: read as the judge they make now."""
-    source = judged(tmp_path / "high.jsonl", "high", ("m-a", 4.0, 1.0), ("m-b", 3.0, 0.5))
-    out = tmp_path / "out"
-    assert run(capsys, "export", source, "--output", out, "--resamples", "50")[0] == 0
-    (path,) = (out / "judgments").glob("*/*.parquet")
-    assert path == out / judge_file("openai-j-oab-pt-v1-structured-reasoning_effort-high")
-    table = pq.read_table(path)
-    rows = [{**r, "judge": PLAIN} for r in table.to_pylist()]
-    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
-    _, original, _ = run(capsys, "leaderboard", source, "--resamples", "50")
-    rc, again, err = run(capsys, "leaderboard", f"hf:{out}", "--resamples", "50")
-    assert rc == 0 and again == original and "reasoning_effort=high" in again, err
 
 
 def test_compare_and_report_keep_the_two_efforts_apart(tmp_path, capsys):

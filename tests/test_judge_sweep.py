@@ -162,6 +162,7 @@ def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset,
     rc, text, _ = sweep(capsys, built_dataset, material, tmp_path, ref, *cands, extra=["--format", "text"])
     assert rc == 0 and content.count + full.count + zero.count == before
     assert f"recommended: {cands[0]}" in text and "scaled: 10 of" in text and "(reference)" in text
+    assert "0 calls made; 320 of 320 gradings came from the cache (no call)" in text
 
     # a cheaper content judge added: it alone is paid for, and it is recommended
     cheap = spec("content", content, "-b").replace("price_input=1.0", "price_input=0.5")
@@ -260,8 +261,11 @@ def test_one_model_at_two_efforts_is_two_judges_after_the_sweep(
     """The sweep's judgments files read by the leaderboard: two tables, never one merged."""
     content = stub(policy="overlap")
     ref = spec("content", content)
-    rc, out, err = sweep(capsys, built_dataset, material, tmp_path, ref, f"{ref},effort=high")
+    rc, out, err = sweep(
+        capsys, built_dataset, material, tmp_path, ref, f"{ref},effort=high", extra=["--format", "text"]
+    )
     assert rc == 0 and content.count == 160, err
+    assert "calls and seconds: this run's; 160 calls made; 0 of 160 gradings came from the cache" in out
     files = sorted(str(p) for p in (tmp_path / "out").glob("*/judgments.jsonl"))
     capsys.readouterr()
     rc = main(["leaderboard", *files, "--format", "json", "--resamples", "50"])

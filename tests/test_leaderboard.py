@@ -11,7 +11,6 @@ import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.intervals import bootstrap_ci
-from oab_bench.judge.leaderboard import formats as render
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import load_records
 from tests.conftest import oab
@@ -61,9 +60,7 @@ def test_figures_by_hand(made_up):
 
     assert (a.exams, a.passed, a.mean_exam_score, a.coverage) == (3, 2, 6.0, 1.0)
     assert a.exam_totals == {"90_direito_civil": 8.0, "90_direito_penal": 6.0, "91_direito_civil": 4.0}
-    assert (
-        a.per_area == {"civil": 6.0, "penal": 6.0} and a.best_area == "civil"
-    )  # a tie: the first alphabetically
+    assert a.per_area == {"civil": 6.0, "penal": 6.0} and a.best_area is None  # a tie: no best area
     assert a.per_edition == {"90": 7.0, "91": 4.0}
     assert a.ci_low <= 6.0 <= a.ci_high and a.ci_low >= 4.0 and a.ci_high <= 8.0
 
@@ -80,6 +77,7 @@ def test_figures_by_hand(made_up):
 
     # ranking: mean, then exams passed (C above A on the tie), then name
     assert [r.model for r in tables[1].rows] == ["gpt-4o", "model-b", "model-c", "model-a"]
+    assert [(r.rank, r.tied) for r in tables[1].rows] == [(1, False), (2, False), (3, True), (3, True)]
     assert any("2 judges" in n for n in notes)
     assert any("model-b has coverage 93%" in n for n in notes)
     assert any("gpt-4o is graded by a judge of its own family (openai)" in n for n in notes)
@@ -116,14 +114,14 @@ def test_compare_by_hand(made_up):
 
 def test_renderings(made_up, tmp_path):
     tables, notes = tables_of(made_up)
-    md = render.render_markdown(tables, notes, by="area")
+    md = lb.render_markdown(tables, notes, by="area")
     assert "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |" in md
-    assert "| model-b * | 7.00 | 100% (2/2) | Direito Civil (7.00) |" in md
+    assert "| model-b * | 7.00 | 100% (2/2) | n/a |" in md  # one area: none is the best
     assert "| gpt-4o * † | 10.00 | 100% (1/1) |" in md
     assert "| Model | Direito Civil | Direito Penal |" in md
-    data = json.loads(render.render_json(tables, notes))
-    assert set(render.JSON_KEYS) <= set(data["rows"][0]) and data["notes"] == notes
-    header = render.render_csv(tables).splitlines()[0].split(",")
+    data = json.loads(lb.render_json(tables, notes))
+    assert set(lb.JSON_KEYS) <= set(data["rows"][0]) and data["notes"] == notes
+    header = lb.render_csv(tables).splitlines()[0].split(",")
     assert (
         ",".join(header[:9]) == "model,judge,exams,passed,mean_exam_score,ci_low,ci_high,coverage,best_area"
     )
@@ -139,12 +137,12 @@ def test_a_mean_on_a_half_cent_rounds_up_everywhere_it_prints(tmp_path):
     tables, notes = tables_of(path)
     (row,) = tables[0].rows
     assert f"{row.mean_exam_score:.2f}" == "9.07"  # the trap this test is about
-    md = render.render_markdown(tables, notes, by="edition")
-    assert "| model-h | 9.08 | 100% (2/2) | Direito Civil (9.08) |" in md
+    md = lb.render_markdown(tables, notes, by="edition")
+    assert "| model-h | 9.08 | 100% (2/2) | n/a |" in md
     assert "| model-h | 9.07 | 9.08 |" in md  # per edition: each total as it is
-    assert json.loads(render.render_json(tables, notes))["rows"][0]["mean_exam_score"] == row.mean_exam_score
-    assert [render.points(x) for x in (0.625, -0.001, 2.675)] == ["0.63", "0.00", "2.68"]
-    assert render.points(-0.005, sign=True) == "-0.01" and render.points(0.0, sign=True) == "+0.00"
+    assert json.loads(lb.render_json(tables, notes))["rows"][0]["mean_exam_score"] == row.mean_exam_score
+    assert [lb.points(x) for x in (0.625, -0.001, 2.675)] == ["0.63", "0.00", "2.68"]
+    assert lb.points(-0.005, sign=True) == "-0.01" and lb.points(0.0, sign=True) == "+0.00"
 
 
 def test_cli_leaderboard_and_plot(made_up, tmp_path):
@@ -233,12 +231,12 @@ def test_by_area_table_and_plot_name_and_order_areas_alike(tmp_path, monkeypatch
     path = tmp_path / "j.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     tables, notes = lb.build_tables(load_records(path), resamples=200)
-    md = render.render_markdown(tables, notes, by="area")
+    md = lb.render_markdown(tables, notes, by="area")
     names = ["Direito Civil", "Direito Penal", "Direito do Trabalho", "Direito Tributário"]
     assert "| Model | " + " | ".join(names) + " |" in md
     figures = []
     monkeypatch.setattr(plot.plt, "close", figures.append)
-    plot.plot_tables(tables, tmp_path / "p.png")
+    plot.plot_png_bytes(tables)
     heat = figures[0].axes[1]
     assert [t.get_text() for t in heat.get_xticklabels()] == names
 
@@ -302,7 +300,7 @@ def test_a_model_name_cannot_break_the_markdown_table(tmp_path):
     path = tmp_path / "j.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     tables, _ = tables_of(path)
-    md = render.render_markdown(tables, [], by="area")
+    md = lb.render_markdown(tables, [], by="area")
     assert not any(line.startswith("| fake") for line in md.splitlines())  # no row of its own
     # one cell, its pipes escaped, in the main table and the by-area one
     assert md.count("| evil \\| 9.99 \\| 100% \\| fake | 8.00 |") == 2
@@ -360,14 +358,11 @@ def test_a_judgment_disagreeing_with_the_dataset_shows_in_coverage_and_a_note(tm
 
 
 def test_an_exam_whose_values_do_not_make_ten_is_noted(tmp_path):
-    recs = exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0)
-    for r in recs:
-        if r["question_id"].endswith("questao_1"):
-            r["max_score"] = 2.0
+    recs = exam_records("model-a", J1, "90_direito_civil", 4.0, 1.0, missing=(1,))  # no model judged it
     proc = oab("leaderboard", write_jsonl(tmp_path / "j.jsonl", recs), "--format", "json")
     data = json.loads(proc.stdout)
     assert data["rows"][0]["exams"] == 0
-    assert any("worth 10.75, not 10.00" in n for n in data["notes"])
+    assert any("worth 8.75, not 10.00" in n for n in data["notes"])
 
 
 def test_leaderboard_skips_the_folder_of_a_killed_run(tmp_path):

@@ -319,3 +319,62 @@ def test_run_checks_the_judge_when_only_the_panel_is_left_to_judge(stub, judge_k
     )  # what `vllm:tiny-judge` serves as
     run_judge_all(make_judge(served, JudgmentStore(tmp_path / "jc")), pairs, progress=False)
     assert lacking(chosen.model_copy(update={"judge_model": "vllm:tiny-judge"})) == 0
+
+
+def _ranked(tmp_path, scores: dict[str, list[tuple[float, float]]]):
+    """The leaderboard's table of made-up models: per model, (peça, questão) in exams 39 and 40."""
+    from oab_bench.judge.leaderboard.inputs import load_records
+    from oab_bench.judge.leaderboard.tables import build_tables
+    from tests.helpers import exam_records, write_jsonl
+
+    recs = []
+    for m, exams in scores.items():
+        for e, (peca, questao) in zip((39, 40), exams, strict=True):
+            mark = {"panel": "published"} if m != "cand" else {}
+            recs += [r | mark for r in exam_records(m, "j", f"{e}_direito_penal", peca, questao)]
+    return build_tables(load_records(write_jsonl(tmp_path / "j.jsonl", recs)), resamples=100)[0]
+
+
+def test_ties_are_ties_and_an_unsettled_order_is_said(tmp_path):
+    """Seven models at 10.00 (the same intervals) share rank 1: no alphabetical place is a rank."""
+    from oab_bench.judge.panel.published import Panel
+    from oab_bench.judge.panel.runs import rank_line, ranking
+
+    names = ["cand", *(f"p{i}" for i in range(6))]
+    panel = Panel(answers=[], sources={n: "published" for n in names[1:]}, files=[])
+    block = ranking(_ranked(tmp_path, dict.fromkeys(names, [(5.0, 1.25)] * 2)), "cand", panel, tmp_path, [])
+    assert (block["rank"], block["of"], block["tied"], block["unsettled"]) == (1, 7, names[1:], [])
+    line = rank_line(block, "cand")
+    assert "cand ranks =1 of 7 beside the panel's 6 published models" in line
+    assert "it ties with p0, p1, p2, p3, p4, p5 (the same exam score)" in line
+    # apart, but within each other's intervals: the order between them is not settled
+    scores = {"p0": [(5.0, 1.25)] * 2, "cand": [(4.0, 1.0), (2.0, 1.0)], "p1": [(3.0, 1.0), (2.0, 0.5)]}
+    block = ranking(_ranked(tmp_path, scores | {"p2": [(0.0, 0.0)] * 2}), "cand", panel, tmp_path, [])
+    assert (block["rank"], block["tied"], block["unsettled"]) == (2, [], ["p1"])
+    assert [(r["model"], r["rank"]) for r in block["ranking"]] == [
+        ("p0", 1),
+        ("cand", 2),
+        ("p1", 3),
+        ("p2", 4),
+    ]
+    line = rank_line(block, "cand")
+    assert "cand ranks 2 of 4" in line and "its order with p1 is not settled" in line and "ties" not in line
+
+
+def test_a_panel_judged_again_says_what_came_from_the_cache(stub, judge_key, tmp_path, capsys):
+    """A rerun said "judging the panel: 630 published answers" while it made no call."""
+    from oab_bench.judge.answers import Answer
+    from oab_bench.judge.panel.published import Panel
+    from oab_bench.judge.panel.runs import judge_beside
+    from tests.helpers import made_up_row, settings
+
+    server, row = stub(), made_up_row()
+    pairs = [(row, Answer(model=m, question_id=row.question_id, turns=[f"{m} responde."])) for m in "pq"]
+    panel = Panel(answers=[a for _, a in pairs], sources={"p": "published", "q": "published"}, files=[])
+    for todo in (2, 0):
+        judge_beside(
+            settings(server), tmp_path / "jc", panel, pairs, [{"question_id": row.question_id}], tmp_path
+        )
+        err = capsys.readouterr().err
+        assert f"judging the panel: 2 published answers of 2 models (published): {todo} to judge now" in err
+        assert f"{2 - todo} need no call" in err and server.count == 2

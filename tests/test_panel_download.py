@@ -4,6 +4,7 @@ GitHub, verified by SHA-256, and never used or cached when a byte is wrong or th
 from __future__ import annotations
 
 import hashlib
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -184,3 +185,17 @@ def test_judge_and_run_offline_say_so_in_one_line_before_any_call(
         assert "--panel upstream:" in lines[0] and "pass --panel with the answer files" in lines[0]
     assert server.count == 0 and not (tmp_path / "o.jsonl").exists() and not (tmp_path / "p").exists()
     assert not (tmp_path / "run").exists()
+
+
+def test_offline_a_cached_file_that_fails_its_hash_is_said_so(upstream_v1, monkeypatch, tmp_path):
+    """It was reported as `not cached`, as if it were not there."""
+    monkeypatch.delenv(upstream.URL_ENV, raising=False)
+    monkeypatch.setenv(upstream.CACHE_ENV, str(tmp_path / "panel"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    shutil.copytree(upstream_v1 / "model_answer", tmp_path / "panel")
+    edited = tmp_path / "panel" / "o3-2025-04-16.jsonl"
+    edited.write_bytes(edited.read_bytes().replace(b"a", b"b", 1))
+    with pytest.raises(upstream.PanelUnavailable) as e:
+        upstream.upstream_files()
+    assert "1 of the 6 published answer files are not cached" in str(e.value)
+    assert "(o3-2025-04-16.jsonl there, failing its SHA-256 check)" in str(e.value)

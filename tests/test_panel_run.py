@@ -48,6 +48,8 @@ def test_run_with_a_panel_ranks_the_candidate_among_seven_and_judges_the_panel_o
     rows = [x for x in board if x.startswith("| ") and not x.startswith(("| Model |", "| --- |"))]
     assert len(rows) == 7 and sum("(panel)" in x for x in rows) == 6
     assert "openai/cand-a ranks 7 of 7 beside the panel's 6 published models" in first.stderr
+    assert "judging the panel: 630 published answers of 6 models" in first.stderr
+    assert "630 to judge now, 0 need no call" in first.stderr
     out = tmp_path / "a"
     summary = json.loads((out / "oab_bench_summary.json").read_text())
     block = summary["panel"]
@@ -67,3 +69,4 @@ def test_run_with_a_panel_ranks_the_candidate_among_seven_and_judges_the_panel_o
     second = run("openai/cand-b", "b")  # another candidate, the same judge: the panel is cached
     assert second.returncode == 0, second.stderr[-3000:]
     assert len(judge_calls(server)) == 735 + 105
+    assert "0 to judge now, 630 need no call (in the judgment cache, or empty)" in second.stderr

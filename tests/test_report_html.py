@@ -107,7 +107,7 @@ def test_report_in_headless_chromium(report, tmp_path):
     jid = next(
         i
         for i, j in enumerate(data)
-        if j["model"] == "model-xss" and j["status"] == "ok" and j["q"].endswith("questao_1")
+        if j["model"] == "model-xss" and j["status"] == "ok" and j["question_id"].endswith("questao_1")
     )
     url = html_path.as_uri()
     shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path / "shots")
@@ -244,7 +244,7 @@ def test_the_report_is_the_same_file_whatever_the_order_and_shows_the_judgment_t
     assert "api_error" not in failures  # the leaderboard counts the ok judgment: so does every page
     qid = f"{exam}_questao_1"
     for html in (one, report_html([both], [], {}, resamples=50)):
-        chosen = [j for j in blob(html, "judgments") if j["q"] == qid and j["status"] == "ok"]
+        chosen = [j for j in blob(html, "judgments") if j["question_id"] == qid and j["status"] == "ok"]
         assert chosen and all(j["items"][0]["analysis"] == "fine" and j["error"] is None for j in chosen)
         model = html.split('<section id="m0"', 1)[1].split("</section>", 1)[0]
         jid = int(re.search(r'href="#j(\d+)">questao_1: ', model).group(1))

@@ -223,7 +223,11 @@ def test_agreement_and_report_read_it(shared_run, capsys, tmp_path):
     page = html.read_text(encoding="utf-8")
     data = json.loads(re.search(r'id="data-judgments">(.*?)</script>', page, re.DOTALL).group(1))
     failed = [j for j in data if j["status"] != "ok"]
-    assert len(failed) == 1 and failed[0]["q"] == victim.question_id and "injected 400" in failed[0]["error"]
+    assert (
+        len(failed) == 1
+        and failed[0]["question_id"] == victim.question_id
+        and "injected 400" in failed[0]["error"]
+    )
     answers = json.loads(re.search(r'id="data-answers">(.*?)</script>', page, re.DOTALL).group(1))
     assert len(answers) == 40
 

@@ -59,11 +59,11 @@ def test_the_same_line_twice_is_one_judgment(tmp_path):
     "bad, field, why",
     [
         (line(3, 0.1), "turn", "not a turn"),
-        ({**line(1, 0.1), "turn": "x"}, "turn", "not a turn"),
-        ({**line(1, 0.1), "turn": True}, "turn", "not a turn"),
+        ({**line(1, 0.1), "turn": "x"}, "turn", "valid integer"),
+        ({**line(1, 0.1), "turn": True}, "turn", "valid integer"),
         (line(2, 0.61), "score", "above turn 2's value 0.6"),
         (line(1, -0.5), "score", "negative"),
-        ({**line(1, 0.1), "score": True}, "score", "not a number"),
+        ({**line(1, 0.1), "score": True}, "score", "valid number"),
         ({**line(1, 0.1), "question_id": "90_direito_civil_pergunta"}, "question_id", ""),
     ],
 )

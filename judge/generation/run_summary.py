@@ -43,9 +43,8 @@ def read_judgments(path: Path) -> list[dict]:
 def leaderboard(out: Path) -> tuple[str, list]:
     """The run's row (and the panel's, with --panel), as `oab-bench leaderboard` prints them (with
     their 95% intervals), and the tables."""
-    from oab_bench.judge.leaderboard.formats import render_markdown
     from oab_bench.judge.leaderboard.inputs import load_records
-    from oab_bench.judge.leaderboard.tables import build_tables
+    from oab_bench.judge.leaderboard.tables import build_tables, render_markdown
 
     records = load_records(out / JUDGMENTS_FILE)
     if (out / PANEL_JUDGMENTS_FILE).is_file():

@@ -1,73 +1,132 @@
-"""Read judged results from any of our inputs into one record type (judged.py's `Record`).
+"""Judged results from any input -> one record type (`Record`: one judged question).
 
-Inputs: our judgment files (`oab-bench judge`, `oab-bench run`), lighteval output folders
-of the oab_bench task (details parquet), shared results datasets (`hf:...`), and upstream
-judgment files (`model_judgment/<judge>_single.jsonl`, one record per question turn, summed in
-upstream_turns.py). The format is told by the keys; nothing is skipped silently: an unparsed
-upstream score (-1) is a failed judgment of its question, a missing turn leaves the question unjudged.
+Inputs, told by their keys: our judgment files, run folders (lighteval details, and the panel judged
+beside), probe folders, shared results datasets (`hf:...`), and upstream's judgment files (one line
+per turn, summed per question). Nothing is skipped silently: upstream's -1 is a failed judgment, a
+missing turn leaves its question unjudged, never a zero.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, StrictInt, StringConstraints, ValidationError, field_validator
 
-from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, SUMMARY_FILE
-from oab_bench.conventions import PROBE_REPORT_FILE as PROBE_REPORT
+from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, PROBE_REPORT_FILE
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.schema import QuestionRow
+from oab_bench.dataset_builder.ids import parse_question_id
+from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from oab_bench.dataset_builder.source import plain, read_objects
 from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.judge_label import judge_label, our_prompt
-from oab_bench.judge.leaderboard.judged import Facts, Record, facts_of_rows, record_of
-from oab_bench.judge.leaderboard.upstream_turns import UPSTREAM_KEYS, from_upstream
 from oab_bench.judge.results_layout import judgment_record, upstream_lines
 from oab_bench.judge.results_source import Shared, open_shared
+from oab_bench.judge.scoring import annulled_part
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}
+UPSTREAM_KEYS = {"question_id", "model", "judge", "score", "turn", "judgment"}
+ITEM_MAX = 0.65  # the larger of a questão's two items: the most a turn can be without the dataset
 
 
-def _jsonl(path: Path) -> list[tuple[int, dict]]:
-    return list(read_objects(path))
+class Trail(BaseModel):
+    """What the audit report shows beyond the score: items with analyses, free text, error, members."""
+
+    items: list[dict] = []
+    texts: list[str] = []  # the judge's free text (one per upstream turn)
+    error: str | None = None
+    members: list[dict] = []
 
 
-def _judged(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
-    """A record from one of our judgment dicts (a judgments file line or a details metric value).
+class Facts(BaseModel):
+    """What a question is worth and where it belongs: the dataset's word, else the inputs' majority."""
 
-    An impossible judgment (a wrong shape, NaN, out of range, items not the rubric's) stops the
-    report; one that disagrees with the dataset on the question's value or exam is kept as
-    `mismatch`, so its exam is left out and shows in coverage.
-    """
+    question_id: str
+    exam_id: str
+    area: str
+    edition: int
+    max_score: float
+
+
+class Record(Facts):
+    """One judged (judge, model, question)."""
+
+    judge: str  # judge model and prompt (and settings): rankings never mix two of them
+    model: str
+    status: str
+    score: float | None
+    source: str
+    line: int = 0  # in `source`; 0 when it has no lines
+    repeat_scores: list[float | None] | None = None  # --repeats K: each repeat's score (None: failed)
+    panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
+    items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
+    trail: Trail | None = None
+
+
+def facts_of_rows(rows) -> dict[str, Facts]:
+    return {r.question_id: Facts.model_validate(r, from_attributes=True) for r in rows}
+
+
+def facts_of_id(question_id: str) -> Facts:
+    """What the id alone says (a peça is worth 5.00, a questão 1.25): the tie-breaker without a dataset."""
+    q = parse_question_id(question_id)
+    return Facts(
+        question_id=question_id,
+        exam_id=q.exam_id,
+        area=q.area,
+        edition=q.edition,
+        max_score=PECA_MAX if q.kind == "peca" else QUESTAO_MAX,
+    )
+
+
+def record_of(question_id: str, max_score: float | None = None, **fields) -> Record:
+    """A record whose exam, area and edition come from its question id."""
+    f = facts_of_id(question_id)
+    fields.setdefault("exam_id", f.exam_id)
+    return Record(
+        question_id=question_id, area=f.area, edition=f.edition, max_score=max_score or f.max_score, **fields
+    )
+
+
+def _structured(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
+    """One of our judgment dicts. An impossible one stops the report; one that disagrees with the
+    dataset on its question's value or exam comes back as `mismatch` (its exam is left out)."""
     got = read_judgment(v, file=source, line=line, rows=rows)
     try:  # the settings that change grading are part of the judge (judge_label.py)
         judge = judge_label(got.judge_model or "unknown", our_prompt(v), v.get("settings"))
     except ValueError as e:
         field, _, why = str(e).partition(": ")
         raise SourceError(why, file=source, line=line, field=field) from None
-    status = got.status
+    ok, text = got.status == "ok", got.judge_text or ""
+    trail = Trail(
+        items=[i.model_dump() for i in got.items or []],
+        texts=[text] if text and not (got.items and _structured(text)) else [],  # structured: shown by item
+        error=got.error,
+        members=[m.model_dump(mode="json") for m in got.members or []],
+    )
     repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
     return record_of(
         got.question_id,
         got.max_score,
+        **got.model_dump(include={"exam_id", "model", "status", "panel"}),
         judge=judge,
-        model=got.model,
-        exam_id=got.exam_id,
-        status=status,
-        score=got.score if status == "ok" else None,
-        items={i.item_id: i.score for i in got.items} if status == "ok" and got.items else None,
+        score=got.score if ok else None,
+        items={i.item_id: i.score for i in got.items} if ok and got.items else None,
+        repeat_scores=[m.score if m.status == "ok" else None for m in repeats] or None,
         source=source,
         line=line,
-        repeat_scores=[m.score if m.status == "ok" else None for m in repeats] or None,
-        panel=got.panel,
+        trail=trail,
     )
-
-
-def _from_ours(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
-    return [_judged(r, str(path), lineno, dataset) for lineno, r in rows]
 
 
 def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]:
@@ -75,48 +134,135 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
 
     from oab_bench.judge.answers import model_of, one_run
 
-    out: list[Record] = []  # two runs of one model: both, chosen between as any two inputs (tables.one_each)
-    for file in one_run(path):  # one run per folder: a folder holding several is refused
-        df = pd.read_parquet(file, columns=["metric"])
+    out: list[Record] = []
+    for file in one_run(path):  # a folder holding several runs is refused
         model = model_of(file)
-        for n, metric in enumerate(df["metric"], start=1):
+        for n, metric in enumerate(pd.read_parquet(file, columns=["metric"])["metric"], start=1):
             v = plain(metric.get("oab_judgment") if isinstance(metric, dict) else None)
             if not v or not isinstance(v, dict):
                 raise SourceError(
                     "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
                 )
-            out.append(_judged({**v, "model": model}, str(file), n, dataset))
+            out.append(_ours({**v, "model": model}, str(file), n, dataset))
     return out
 
 
-def from_shared(
-    shared: Shared, dataset: dict[str, QuestionRow], only: tuple[str, str | None] | None = None
-) -> list[Record]:
-    """Records of a shared results dataset (results_source.py), read as the files they came from are:
-    our records through the same checks, upstream's turns summed again. `only`: the rows of one
-    input the export read, as (input, its recorded dataset)."""
-    ours, upstream, judges = defaultdict(list), defaultdict(list), {}
+Text = Annotated[str, StringConstraints(strict=True, min_length=1)]
+
+
+class UpstreamTurn(BaseModel):
+    """A line of upstream's judgment files: one turn (a questão's item) of one question."""
+
+    question_id: Text
+    model: Text
+    judge: tuple[Text] | tuple[Text, str | None]  # [judge model, prompt name]
+    score: Annotated[float, Field(strict=True, allow_inf_nan=False)]  # -1: upstream found no score
+    turn: StrictInt
+    judgment: str | None = None
+
+    @field_validator("question_id")
+    @classmethod
+    def _parses(cls, qid: str) -> str:
+        facts_of_id(qid)
+        return qid
+
+
+def _turn(r: dict, path: Path, lineno: int) -> UpstreamTurn:
+    try:
+        t = UpstreamTurn.model_validate(r)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
+    n_turns = 1 if "peca" in t.question_id else 2
+    if not 1 <= t.turn <= n_turns:
+        raise SourceError(
+            f"{t.turn} is not a turn of {t.question_id} (1..{n_turns})",
+            file=str(path),
+            line=lineno,
+            field="turn",
+        )
+    if t.score < 0 and t.score != -1:
+        why = f"{t.score} is negative (only -1, upstream's 'no score found', is allowed)"
+        raise SourceError(why, file=str(path), line=lineno, field="score")
+    return t
+
+
+def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
+    """Upstream's turns summed per question. Each turn is checked against its value; a turn scored
+    twice differently names both lines; a turn FGV annulled whole counts in full, as in ours."""
+
+    def bad(why: str, line: int) -> SourceError:
+        return SourceError(why, file=str(path), line=line, field="score")
+
+    groups: dict[tuple, dict[int, tuple[UpstreamTurn, int]]] = defaultdict(dict)
+    for lineno, r in rows:
+        t = _turn(r, path, lineno)
+        row, key = dataset.get(t.question_id), (t.judge[0], t.model, t.question_id)
+        value = ITEM_MAX if "peca" not in t.question_id else PECA_MAX
+        value = row.items[t.turn - 1].max_score if row and len(row.items) >= t.turn else value
+        if t.score > value + 1e-6:
+            raise bad(f"{t.score} is above turn {t.turn}'s value {value}", lineno)
+        before, where = groups[key].setdefault(t.turn, (t, lineno))  # the same line twice: one judgment
+        if before.score != t.score:
+            raise bad(
+                f"{t.model} on {t.question_id} turn {t.turn} (judge {key[0]}) scores {t.score} here "
+                f"and {before.score} on line {where}: keep one of them",
+                lineno,
+            )
+    out = []
+    for (judge_model, model, qid), turns in sorted(groups.items()):
+        row, first = dataset.get(qid), min(n for _, n in turns.values())
+        scores = [turns[n][0].score if n in turns else None for n in (1, 2)[: 1 if "peca" in qid else 2]]
+        if row is not None:  # a turn FGV annulled whole is everyone's, whatever the judge said
+            full = [item.max_score if annulled_part(row, item.label) else None for item in row.items]
+            scores = [s if s is None or f is None else f for s, f in zip(scores, full, strict=True)]
+        score = money(sum(scores)) if None not in scores and min(scores) >= 0 else None
+        limit = row.max_score if row else facts_of_id(qid).max_score
+        if score is not None and score > limit + 1e-6:
+            raise bad(f"turns add up to {score}, above {limit}", first)
+        prompts = {t.judge[1] for t, _ in turns.values() if len(t.judge) > 1 and t.judge[1]}
+        prompt = ",".join(sorted({p.removesuffix("-multi-turn") for p in prompts})) or None
+        status = "missing_turn" if None in scores else "parse_error" if score is None else "ok"
+        texts = [turns[n][0].judgment or "" for n in sorted(turns)]
+        out.append(
+            record_of(
+                qid,
+                row and row.max_score,
+                judge=judge_label(judge_model, prompt),
+                model=model,
+                status=status,
+                score=score,
+                source=str(path),
+                line=first,
+                trail=Trail(texts=texts),
+            )
+        )
+    return out
+
+
+def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | None = None) -> list[Record]:
+    """A shared results dataset's records, read as the files they came from are. `only`: the rows
+    of one input the export read, as (input, its recorded dataset)."""
+    ours, upstream = defaultdict(list), defaultdict(list)
     for label, n, row in shared.judgments():
         if only is not None and (row.source, row.dataset) != only:
             continue
         if row.source_kind == "upstream":
             upstream[label] += upstream_lines(row, n)
         else:
-            record = judgment_record(row)
-            ours[label].append((n, record))
-            # an export made before settings were part of the judge says the label without them
-            older = judge_label(row.judge_model or "unknown", our_prompt(record))
-            judges[(str(Path(label)), n)] = (row.judge, older)
-    out = [r for label, rows in ours.items() for r in _from_ours(Path(label), rows, dataset)]
-    for r in out:
-        said, older = judges[(r.source, r.line)]
-        if r.judge != said and said != older:
-            raise SourceError(
-                f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}",
-                file=r.source,
-                line=r.line,
-                field="judge",
-            )
+            ours[label].append((n, row.judge, judgment_record(row)))
+    out = []
+    for label, rows in ours.items():
+        for n, said, record in rows:
+            r = _ours(record, str(Path(label)), n, dataset)
+            if r.judge != said:
+                raise SourceError(
+                    f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}",
+                    file=r.source,
+                    line=n,
+                    field="judge",
+                )
+            out.append(r)
     return out + [r for label, rows in upstream.items() for r in from_upstream(Path(label), rows, dataset)]
 
 
@@ -124,11 +270,14 @@ class NoResults(SourceError):
     """A folder with nothing judged in it (a run killed early, or one that failed)."""
 
 
-def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[Record]:
-    """Records from one input; the format is told by its keys (or its being a folder/parquet).
+def is_probe_folder(path: Path) -> bool:
+    """`oab-bench probe`'s folder: its report beside its judgments."""
+    path = Path(path)
+    return path.is_dir() and (path / PROBE_REPORT_FILE).is_file() and (path / JUDGMENTS_FILE).is_file()
 
-    `dataset`: the rows by question id, when known: values and rubrics to check against.
-    """
+
+def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[Record]:
+    """Records from one input. `dataset`: the rows by question id, when known, to check against."""
     dataset = dataset or {}
     shared = open_shared(path)
     if shared is not None:
@@ -139,23 +288,23 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
     if is_probe_folder(path):  # its judgments file (a killed run's partial judgments are not read)
         path = path / JUDGMENTS_FILE
     try:
-        if path.is_dir() and not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
-            raise NoResults(
-                "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
-            )
         if path.is_dir():  # a run's folder: its candidate's details, and the panel judged beside it
+            if not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
+                raise NoResults(
+                    "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
+                )
             panel = path / PANEL_JUDGMENTS_FILE
             return _from_lighteval(path, dataset) + (load_records(panel, dataset) if panel.is_file() else [])
         if path.suffix == ".parquet":
             return _from_lighteval(path, dataset)
-        rows = _jsonl(path)
+        rows = list(read_objects(path))
         if not rows:
             raise SourceError("empty file", file=str(path))
         keys = set(rows[0][1])
-        if keys >= UPSTREAM_KEYS and "judgment" in keys:
+        if keys >= UPSTREAM_KEYS:
             return from_upstream(path, rows, dataset)
         if keys >= OURS_KEYS:
-            return _from_ours(path, rows, dataset)
+            return [_ours(r, str(path), n, dataset) for n, r in rows]
         raise SourceError(
             f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's",
             file=str(path),
@@ -167,38 +316,21 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
         raise SourceError(str(e).splitlines()[0], file=str(path)) from None
 
 
-def is_probe_folder(path: Path) -> bool:
-    """`oab-bench probe`'s folder: its report beside its judgments."""
-    path = Path(path)
-    return path.is_dir() and (path / PROBE_REPORT).is_file() and (path / JUDGMENTS_FILE).is_file()
-
-
 def recorded_dataset(path: Path) -> str | None:
-    """The dataset a run folder (or the judgments file in one) was made with, if it says.
-
-    `oab-bench run` may record it in its summary (`dataset`); lighteval's results JSON
-    always does, as the task's `hf_repo`.
-    """
+    """The dataset a run folder (or a judgments file in one) was made with: lighteval's results
+    JSON names it as the task's `hf_repo`."""
     path = Path(path)
-    folder = path if path.is_dir() else path.parent
     found: set[str] = set()
-    try:
-        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
-        if isinstance(summary, dict) and isinstance(summary.get("dataset"), str):
-            found.add(summary["dataset"])
-    except (OSError, ValueError):
-        pass
-    if not found and (folder / "results").is_dir():
-        for file in sorted((folder / "results").rglob("results_*.json")):
-            try:
-                tasks = json.loads(file.read_text(encoding="utf-8")).get("config_tasks") or {}
-            except (OSError, ValueError, AttributeError):
-                continue
-            found |= {
-                t["hf_repo"]
-                for name, t in tasks.items()
-                if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
-            }
+    for file in sorted(((path if path.is_dir() else path.parent) / "results").rglob("results_*.json")):
+        try:
+            tasks = json.loads(file.read_text(encoding="utf-8")).get("config_tasks") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        found |= {
+            t["hf_repo"]
+            for name, t in tasks.items()
+            if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
+        }
     if len(found) > 1:
         raise SourceError(
             f"made with several datasets ({', '.join(sorted(found))}): pass --dataset", file=str(path)
@@ -211,15 +343,25 @@ class Inputs(BaseModel):
     expected: set[str] | None  # every question of --dataset; None: those the inputs judged
     truth: dict[str, Facts]  # from --dataset, else from the datasets the run folders recorded
     notes: list[str]
-    origins: list[tuple[str, str | None]] = []  # per record: its input, and the dataset that recorded
+    origins: list[tuple[str, str | None]] = []  # per record: its input, and the dataset it recorded
+
+
+def _parts(path: str) -> list[tuple]:
+    """(name, the dataset it recorded, its records given the rows to check) of an input; a shared
+    results dataset gives one per input it was exported from, so it reads back as its inputs did."""
+    shared = open_shared(path)
+    if shared is None:
+        return [(path, lambda: recorded_dataset(Path(path)), lambda rows: load_records(Path(path), rows))]
+    return [
+        (name, lambda d=d: d, lambda rows, key=(name, d): from_shared(shared, rows, only=key))
+        for name, d in shared.sources()
+    ]
 
 
 def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
-    """Every input's records, with the facts to check them against.
-
-    `--dataset` is the truth for every input; without it, a run folder's recorded dataset (a
-    local folder) is the truth for its questions, and two such datasets must agree.
-    """
+    """Every input's records, with the facts to check them against: `--dataset` for every input;
+    without it, a run folder's recorded dataset (a local folder) for its questions, and two such
+    datasets must agree."""
     from oab_bench.judge.dataset import load_rows
 
     loaded: dict[str, dict[str, QuestionRow]] = {}
@@ -229,24 +371,28 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
             loaded[source] = {r.question_id: r for r in load_rows(source)}
         return loaded[source]
 
-    truth: dict[str, Facts] = facts_of_rows(rows_of(dataset).values()) if dataset else {}
+    truth = facts_of_rows(rows_of(dataset).values()) if dataset else {}
     records, notes, origins = [], [], []
     for path, recorded, load in (part for given in paths for part in _parts(given)):
+        try:
+            source = recorded()
+        except SourceError:
+            if not dataset:
+                raise
+            source = None  # several datasets: --dataset settles it (said for export only)
         rows = rows_of(dataset) if dataset else {}
-        source = _quiet(recorded) if dataset else recorded()  # with --dataset, said for export only
-        if not dataset:
-            if source and Path(source).is_dir():
-                rows = rows_of(source)
-                for qid, facts in facts_of_rows(rows.values()).items():
-                    if truth.setdefault(qid, facts) != facts:
-                        raise SourceError(
-                            f"its dataset {source} and another input's disagree on {qid}: pass --dataset",
-                            file=str(path),
-                        )
-            elif source:
-                notes.append(
-                    f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
-                )
+        if not dataset and source and Path(source).is_dir():
+            rows = rows_of(source)
+            for qid, facts in facts_of_rows(rows.values()).items():
+                if truth.setdefault(qid, facts) != facts:
+                    raise SourceError(
+                        f"its dataset {source} and another input's disagree on {qid}: pass --dataset",
+                        file=str(path),
+                    )
+        elif not dataset and source:
+            notes.append(
+                f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
+            )
         try:
             got = load(rows)
         except NoResults as e:
@@ -265,30 +411,8 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
     )
 
 
-def _quiet(recorded: Callable[[], str | None]) -> str | None:
-    try:
-        return recorded()
-    except SourceError:  # several datasets: --dataset settles it
-        return None
-
-
-def _parts(path: str) -> list[tuple[str, Callable[[], str | None], Callable[[dict], list[Record]]]]:
-    """(name, the dataset it recorded, its records given the rows to check against) of an input; a
-    shared results dataset gives one per input it was exported from, each with the dataset that
-    input recorded, so reading it back reads as its inputs did."""
-    shared = open_shared(path)
-    if shared is None:
-        return [(path, lambda: recorded_dataset(Path(path)), lambda rows: load_records(Path(path), rows))]
-    return [
-        (name, lambda d=d: d, lambda rows, key=(name, d): from_shared(shared, rows, only=key))
-        for name, d in shared.sources()
-    ]
-
-
-def read_for_command(command: str, inputs: list[str], dataset: str | None):
-    """Every input's records with the facts to check them against; notes (skipped inputs...) on stderr."""
-    import sys
-
+def read_for_command(command: str, inputs: list[str], dataset: str | None) -> Inputs:
+    """read_inputs, its notes (skipped inputs...) on stderr."""
     got = read_inputs(inputs, dataset)
     for note in got.notes:
         print(f"oab-bench {command}: note: {note}", file=sys.stderr)

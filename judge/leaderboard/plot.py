@@ -1,11 +1,9 @@
-"""The leaderboard as a picture: mean exam score with its 95% interval and the pass line,
-and a model x area heatmap, one row of panels per judge. Labels in English, as the report and
-tables around it; the areas keep the exam's names, as in the tables."""
+"""The leaderboard as a picture, one row of panels per judge: mean exam score with its 95% interval
+and the pass line, and a model x area heatmap (areas named and ordered as in the tables)."""
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import matplotlib
 
@@ -15,15 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from oab_bench.dataset_builder.schema import PASS_MARK
-from oab_bench.judge.leaderboard.formats import PANEL_MARK, area_name, ordered_areas, points
-from oab_bench.judge.leaderboard.tables import Table
-
-
-def plot_tables(tables: list[Table], path: Path) -> Path:
-    """Write the picture as a PNG file, whole or not at all."""
-    from oab_bench.judge.output import write_atomic
-
-    return write_atomic(Path(path), plot_png_bytes(tables))
+from oab_bench.judge.leaderboard.tables import PANEL_MARK, Table, area_name, ordered_areas, points
 
 
 def plot_png_bytes(tables: list[Table]) -> bytes:
@@ -31,7 +21,7 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
 
 
 def png_bytes(fig) -> bytes:
-    """A figure as PNG bytes, the figure closed (pictures of other stages are made the same way)."""
+    """A figure as PNG bytes, the figure closed."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=130)
     plt.close(fig)
@@ -40,25 +30,40 @@ def png_bytes(fig) -> bytes:
 
 def figure(tables: list[Table]):
     n_models = max((len(t.rows) for t in tables), default=1)
-    height = len(tables) * (2.2 + 0.55 * n_models)
     fig, axes = plt.subplots(
-        len(tables), 2, figsize=(14, height), squeeze=False, gridspec_kw={"width_ratios": [1, 1.3]}
+        len(tables),
+        2,
+        figsize=(14, len(tables) * (2.2 + 0.55 * n_models)),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [1, 1.3]},
     )
     for (bars, heat), table in zip(axes, tables, strict=True):
         rows = [r for r in table.rows if r.mean_exam_score is not None][::-1]  # best on top
         y = np.arange(len(rows))
         means = np.array([r.mean_exam_score for r in rows])
-        colors = ["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means]
-        drawn = bars.barh(y, means, color=colors, alpha=0.85, height=0.6)
+        drawn = bars.barh(
+            y,
+            means,
+            color=["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means],
+            alpha=0.85,
+            height=0.6,
+        )
         for bar, r in zip(drawn, rows, strict=True):
             if r.panel:  # published answers (--panel): lighter and hatched, the candidate stands out
                 bar.set_alpha(0.45)
                 bar.set_hatch("//")
-        lows = np.array([r.ci_low if r.ci_low is not None else r.mean_exam_score for r in rows])
-        highs = np.array([r.ci_high if r.ci_high is not None else r.mean_exam_score for r in rows])
+        lows = np.array([r.mean_exam_score if r.ci_low is None else r.ci_low for r in rows])
+        highs = np.array([r.mean_exam_score if r.ci_high is None else r.ci_high for r in rows])
         # clipped: a mean of equal totals may land a float's width outside its interval (0.1 * 3 / 3)
-        xerr = [np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)]
-        bars.errorbar(means, y, xerr=xerr, fmt="none", ecolor="black", capsize=4, lw=1.2)
+        bars.errorbar(
+            means,
+            y,
+            xerr=[np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)],
+            fmt="none",
+            ecolor="black",
+            capsize=4,
+            lw=1.2,
+        )
         bars.axvline(PASS_MARK, color="black", ls="--", lw=1)
         bars.text(
             PASS_MARK + 0.08,
@@ -70,8 +75,7 @@ def figure(tables: list[Table]):
             va="bottom",
         )
         labels = [
-            f"{r.model}{' *' if not r.complete else ''}{' †' if r.same_family_as_judge else ''}"
-            f"{' ' + PANEL_MARK if r.panel else ''} ({r.passed}/{r.exams})"
+            f"{r.model}{' *' * (not r.complete)}{' †' * r.same_family_as_judge}{f' {PANEL_MARK}' * bool(r.panel)} ({r.passed}/{r.exams})"
             for r in rows
         ]
         bars.set_yticks(y, labels, fontsize=9)
@@ -81,29 +85,19 @@ def figure(tables: list[Table]):
         bars.set_xlabel("mean exam score (0-10), 95% interval; (exams passed/exams)")
         bars.set_title(f"Judge: {table.judge}", fontsize=10, loc="left")
 
-        areas = ordered_areas(a for r in table.rows for a in r.per_area)  # as in `--by area`
+        areas = ordered_areas(a for r in table.rows for a in r.per_area)
         models = [r for r in table.rows if r.per_area][::-1]
-        grid = (
-            np.array([[r.per_area.get(a, np.nan) for a in areas] for r in models])
-            if models
-            else np.zeros((0, 0))
-        )
-        if grid.size:
+        if models:
+            grid = np.array([[r.per_area.get(a, np.nan) for a in areas] for r in models])
             im = heat.imshow(
                 np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=10, aspect="auto", origin="lower"
             )
-            heat.set_xticks(
-                range(len(areas)), [area_name(a) for a in areas], rotation=30, ha="right", fontsize=9
-            )
-            heat.set_yticks(
-                range(len(models)),
-                [r.model + (f" {PANEL_MARK}" if r.panel else "") for r in models],
-                fontsize=9,
-            )
-            for i in range(grid.shape[0]):
-                for j in range(grid.shape[1]):
-                    if not np.isnan(grid[i, j]):
-                        heat.text(j, i, f"{grid[i, j]:.1f}", ha="center", va="center", fontsize=8)
+            heat.set_xticks(range(len(areas)), map(area_name, areas), rotation=30, ha="right", fontsize=9)
+            names = [r.model + f" {PANEL_MARK}" * bool(r.panel) for r in models]
+            heat.set_yticks(range(len(models)), names, fontsize=9)
+            for (i, j), v in np.ndenumerate(grid):
+                if not np.isnan(v):
+                    heat.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8)
             fig.colorbar(im, ax=heat, fraction=0.04, pad=0.02, label="mean exam score")
         heat.set_title("Mean exam score by area", fontsize=10, loc="left")
     fig.tight_layout()

@@ -1,27 +1,29 @@
-"""The benchmark's headline table: per judge, per model, exam scores with uncertainty.
+"""The headline tables: per judge, per model, exam scores with 95% intervals; and their renderings
+(markdown with upstream's columns, CSV, JSON, paired comparisons).
 
-Rankings are per judge (a judge model with its prompt); two judges are never mixed.
-Exam figures use only complete exams (every question judged ok); coverage says how much
-is missing. The 95% interval resamples whole exams (seeded bootstrap, scipy).
+Rankings are per judge (model, prompt and settings); two judges are never mixed. Exam figures use
+complete exams only (every question judged ok); coverage says how much is missing. Models with
+the same exam score share a rank. Nothing depends on the order of the inputs.
 """
 
 from __future__ import annotations
 
-import math
+import csv
+import io
+import json
 import re
-from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections import defaultdict
+from decimal import ROUND_HALF_UP, Decimal
 
-import numpy as np
 from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import AREAS
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, money
-from oab_bench.judge.aggregate import QuestionResult, exam_totals
 from oab_bench.judge.intervals import DEFAULT_SEED, LEADERBOARD_RESAMPLES, bootstrap_ci, repeats_ci
-from oab_bench.judge.leaderboard.judged import Facts, Record, facts_of_id
+from oab_bench.judge.leaderboard.inputs import Facts, Record, facts_of_id
 
-_FAMILIES = {
+FAMILIES = {
     "openai": r"\b(gpt|o1|o3|o4|chatgpt|davinci)\b|^o\d",
     "anthropic": r"claude",
     "google": r"gemini|gemma|palm",
@@ -32,15 +34,35 @@ _FAMILIES = {
     "maritaca": r"sabi[aá]",
     "xai": r"grok",
 }
+PANEL_MARK = "(panel)"
 
 
 def family(model: str) -> str | None:
     """The vendor family of a model name, for flagging a judge that grades its own family."""
     name = model.lower().split("/")[-1].split(" [")[0]
-    for fam, pattern in _FAMILIES.items():
-        if re.search(pattern, name):
-            return fam
-    return None
+    return next((fam for fam, pattern in FAMILIES.items() if re.search(pattern, name)), None)
+
+
+def points(x: float, sign: bool = False) -> str:
+    """A score to the cent as a person rounds it, halves up (9.075 -> 9.08), where a binary float
+    (9.07499...) would round down."""
+    value = Decimal(f"{x:.9f}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0  # + 0: no "-0.00"
+    return f"{value:+}" if sign else f"{value}"
+
+
+def cents(x: float | None, sign: bool = False) -> str:
+    """A score as `points` writes it, "n/a" for none."""
+    return "n/a" if x is None else points(x, sign)
+
+
+def area_name(slug: str) -> str:
+    return AREAS.get(slug, slug)
+
+
+def ordered_areas(slugs) -> list[str]:
+    """Areas in upstream's order (that of `AREAS`) everywhere, unknown ones last."""
+    known = list(AREAS)
+    return sorted(set(slugs), key=lambda a: (known.index(a) if a in known else len(known), a))
 
 
 class Row(BaseModel):
@@ -54,172 +76,100 @@ class Row(BaseModel):
     coverage: float
     per_area: dict[str, float]
     per_edition: dict[str, float]
-    best_area: str | None
+    best_area: str | None  # the area above every other one; None for one area or a tie at the top
     complete: bool  # coverage 1.0: every expected question judged ok
     same_family_as_judge: bool
     exam_totals: dict[str, float]  # exam id -> total, complete exams only
     panel: str | None = None  # published answers judged beside a candidate (`--panel`): their source
-
-
-def _mean(xs: Iterable[float]) -> float | None:
-    xs = list(xs)
-    return sum(xs) / len(xs) if xs else None
-
-
-def _best(per_area: dict[str, float]) -> str | None:
-    if not per_area:
-        return None
-    return max(sorted(per_area), key=lambda a: per_area[a])  # ties: the first alphabetically
-
-
-def _disagrees(r: Record, facts: Facts) -> bool:
-    """A judgment whose question value or exam differs from the dataset's (or the inputs' majority)."""
-    return r.exam_id != facts.exam_id or abs(r.max_score - facts.max_score) > 1e-6
-
-
-def model_row(
-    model: str, judge: str, records: list[Record], expected: dict[str, Facts], *, resamples: int, seed: int
-) -> Row:
-    """`records`: checked against `expected` (settle_facts), one per question the table expects.
-
-    Coverage counts a question only when it is `ok` and its exam can count (worth 10.00): an exam
-    left out of the figures is never hidden behind a full coverage.
-    """
-    mine = {r.question_id: r for r in records}
-    results = []
-    for qid, facts in expected.items():
-        r = mine.get(qid)
-        results.append(
-            QuestionResult(
-                question_id=qid,
-                exam_id=facts.exam_id,
-                status=r.status if r else "missing",
-                score=r.score if r else None,
-                max_score=facts.max_score,
-            )
-        )
-    totals = {e.exam_id: e.total for e in exam_totals(results).values() if e.complete}
-    by_repeat = repeat_totals(mine, expected)  # a run with --repeats K: the mean of its repeats
-    if by_repeat is not None:
-        totals = {e: money(float(np.mean(v))) for e, v in by_repeat.items()}
-    meta = {f.exam_id: f for f in expected.values()}
-    worth = _exam_worth(expected)
-    by_area: dict[str, list[float]] = defaultdict(list)
-    by_edition: dict[str, list[float]] = defaultdict(list)
-    for exam, total in totals.items():
-        by_area[meta[exam].area].append(total)
-        by_edition[str(meta[exam].edition)].append(total)
-    per_area = {a: _mean(v) for a, v in sorted(by_area.items())}
-    if by_repeat is None:
-        low, high = bootstrap_ci(list(totals.values()), resamples=resamples, seed=seed)
-    else:
-        low, high = repeats_ci(by_repeat, resamples=resamples, seed=seed)
-    ok = sum(1 for r in results if r.ok and abs(worth[r.exam_id] - EXAM_MAX) < 1e-6)
-    return Row(
-        model=model,
-        judge=judge,
-        exams=len(totals),
-        passed=sum(t >= PASS_MARK for t in totals.values()),
-        mean_exam_score=_mean(totals.values()),
-        ci_low=low,
-        ci_high=high,
-        coverage=ok / len(results) if results else 0.0,
-        per_area=per_area,
-        per_edition={e: _mean(v) for e, v in sorted(by_edition.items(), key=lambda kv: int(kv[0]))},
-        best_area=_best(per_area),
-        complete=ok == len(results),
-        same_family_as_judge=family(model) is not None and family(model) == family(judge),
-        exam_totals=totals,
-        panel=min((r.panel for r in records if r.panel), default=None),
-    )
-
-
-def _exam_worth(expected: dict[str, Facts]) -> dict[str, float]:
-    worth: dict[str, float] = defaultdict(float)
-    for f in expected.values():
-        worth[f.exam_id] += f.max_score
-    return {exam: money(total) for exam, total in worth.items()}
-
-
-def _exam_notes(judge: str, expected: dict[str, Facts]) -> list[str]:
-    """Exams that can never count (their questions' values do not make 10.00): said, not dropped silently."""
-    return [
-        f"{judge}: exam {exam}: its judged questions are worth {total:.2f}, not {EXAM_MAX:.2f}: "
-        "it is left out of every model's exam figures and coverage"
-        for exam, total in sorted(_exam_worth(expected).items())
-        if abs(total - EXAM_MAX) > 1e-6
-    ]
+    rank: int = 0  # models with the same exam score (to the cent) share the best rank
+    tied: bool = False
 
 
 class Table(BaseModel):
     judge: str
     rows: list[Row]
+    expected: dict[str, Facts] = {}  # the questions the table expects
+    chosen: dict[str, dict[str, Record]] = {}  # model -> question -> the record that counts
 
 
-def _sort_key(row: Row):
-    return (-(row.mean_exam_score if row.mean_exam_score is not None else -math.inf), -row.passed, row.model)
+def fmean(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs)
 
 
-def settle_facts(
-    records: list[Record], truth: dict[str, Facts]
-) -> tuple[dict[str, Facts], set[str], list[str]]:
-    """Each judged question's facts: `truth`'s (the dataset), else the majority of the inputs.
-
-    A vote is one (judge, model) record's (exam, value); a tie goes to what the question id
-    says (facts_of_id), and with no such winner the question is unresolved: every record of it
-    is a mismatch. Returns (facts, unresolved ids, notes); nothing depends on the records' order.
-    """
-    votes: dict[str, set[tuple[str, str, str, float]]] = defaultdict(set)
-    for r in records:
-        if r.question_id not in truth:
-            votes[r.question_id].add((r.judge, r.model, r.exam_id, round(r.max_score, 6)))
-    facts = {q: truth[q] for q in {r.question_id for r in records} if q in truth}
-    unresolved, notes = set(), []
-    for qid, ballots in sorted(votes.items()):
-        count = Counter((exam, value) for _, _, exam, value in ballots)
-        default = facts_of_id(qid)
-        top = max(count.values())
-        best = sorted(k for k, n in count.items() if n == top)
-        pick = (default.exam_id, default.max_score) if (default.exam_id, default.max_score) in best else None
-        if pick is None and len(best) == 1:
-            pick = best[0]
-        if pick is not None:
-            default = default.model_copy(update={"exam_id": pick[0], "max_score": pick[1]})
-        facts[qid] = default
-        if len(count) > 1:
-            said = ", ".join(f"{v:.2f} in exam {e} ({n} records)" for (e, v), n in sorted(count.items()))
-            if pick is None:
-                unresolved.add(qid)
-                what = "no majority: every judgment of it counts as a mismatch"
-            else:
-                how = (
-                    "the majority" if sorted(count.values())[-2] < count[pick] else "a tie: what its id says"
-                )
-                what = f"{how} ({pick[1]:.2f} in exam {pick[0]}) is used; the others count against their own models"
-            notes.append(
-                f"{qid}: the inputs disagree on its value or exam ({said}): {what}; pass --dataset to settle it"
-            )
-    return facts, unresolved, notes
+def _best(per_area: dict[str, float]) -> str | None:
+    top = sorted(per_area.items(), key=lambda kv: -kv[1])
+    return top[0][0] if len(top) > 1 and top[0][1] > top[1][1] + 1e-9 else None
 
 
-def _checked(r: Record, facts: Facts, unresolved: bool) -> Record:
-    """`r` in the question's settled exam, area and edition; a mismatch if it says otherwise."""
-    update = {"area": facts.area, "edition": facts.edition}
-    if unresolved or _disagrees(r, facts):
-        update |= {"status": "mismatch", "score": None}
-    return r.model_copy(update=update)
+def _exams(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]]:
+    """Exam -> its questions, and the exams that can count (their questions worth 10.00)."""
+    by_exam: dict[str, list[str]] = defaultdict(list)
+    for qid, f in expected.items():
+        by_exam[f.exam_id].append(qid)
+    worth = {e: money(sum(expected[q].max_score for q in qids)) for e, qids in by_exam.items()}
+    return by_exam, {e for e, w in worth.items() if abs(w - EXAM_MAX) < 1e-6}
+
+
+def model_row(model: str, judge: str, mine: dict[str, Record], expected: dict, **bootstrap) -> Row:
+    """`mine`: question -> its checked record. An exam counts when every question is `ok` and it is
+    worth 10.00; coverage counts a question only in such an exam, so none is hidden behind it."""
+    by_exam, countable = _exams(expected)
+    ok = {q for q, r in mine.items() if q in expected and r.status == "ok" and r.score is not None}
+    complete = [e for e, qs in by_exam.items() if e in countable and ok >= set(qs)]
+    totals = {e: money(sum(mine[q].score for q in by_exam[e])) for e in complete}
+    by_repeat = repeat_totals(mine, by_exam, countable)  # a run with --repeats K: the mean of its repeats
+    if by_repeat:
+        totals = {e: money(fmean(v)) for e, v in by_repeat.items()}
+    ci = repeats_ci(by_repeat, **bootstrap) if by_repeat else bootstrap_ci(list(totals.values()), **bootstrap)
+    per = {"area": defaultdict(list), "edition": defaultdict(list)}
+    for exam, total in totals.items():
+        f = expected[by_exam[exam][0]]
+        per["area"][f.area].append(total)
+        per["edition"][str(f.edition)].append(total)
+    per_area = {a: fmean(v) for a, v in sorted(per["area"].items())}
+    covered = sum(expected[q].exam_id in countable for q in ok)
+    return Row(
+        model=model,
+        judge=judge,
+        exams=len(totals),
+        passed=sum(t >= PASS_MARK for t in totals.values()),
+        mean_exam_score=fmean(totals.values()) if totals else None,
+        ci_low=ci[0],
+        ci_high=ci[1],
+        coverage=covered / len(expected) if expected else 0.0,
+        per_area=per_area,
+        per_edition={e: fmean(v) for e, v in sorted(per["edition"].items(), key=lambda kv: int(kv[0]))},
+        best_area=_best(per_area),
+        complete=covered == len(expected),
+        same_family_as_judge=family(model) is not None and family(model) == family(judge),
+        exam_totals=totals,
+        panel=min((r.panel for r in mine.values() if r.panel), default=None),
+    )
+
+
+def repeat_totals(mine: dict[str, Record], by_exam: dict[str, list[str]], countable: set[str]):
+    """Exam -> its total in each repeat (exams complete in every repeat); None when not a repeated run."""
+    if not any(r.repeat_scores for r in mine.values()):
+        return None
+    out = {}
+    for exam, qids in by_exam.items():
+        rows = [mine.get(q) for q in qids]
+        if exam not in countable or any(not r or not r.repeat_scores or r.status == "mismatch" for r in rows):
+            continue
+        totals = [[r.repeat_scores[i] for r in rows] for i in range(min(len(r.repeat_scores) for r in rows))]
+        if totals and all(s is not None for t in totals for s in t):
+            out[exam] = [money(sum(t)) for t in totals]
+    return out
 
 
 def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
-    """One record per (judge, model, question), chosen whatever the order of the inputs.
-
-    Copies with the same result are one; an `ok` beats failures (a judgment made again); two
-    different `ok` scores are an error naming both places: no input may silently win.
-    """
+    """One record per (judge, model, question), whatever the order of the inputs: copies with the
+    same result are one, an `ok` beats failures, two different `ok` scores are an error naming both."""
     groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
     for r in records:
         groups[(r.judge, r.model, r.question_id)].append(r)
-    out: dict[str, dict[str, dict[str, Record]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict = defaultdict(lambda: defaultdict(dict))
     copies = retried = 0
     for (judge, model, qid), rs in sorted(groups.items()):
         rs = sorted(rs, key=lambda r: (r.status != "ok", r.status, r.source, r.line))
@@ -231,11 +181,10 @@ def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Recor
                 file=fa,
                 line=la or None,
             )
-        if len(rs) > 1:
-            if len({(r.status, r.score) for r in rs}) == 1:
-                copies += len(rs) - 1
-            else:
-                retried += 1
+        if len({(r.status, r.score) for r in rs}) > 1:
+            retried += 1
+        else:
+            copies += len(rs) - 1
         out[judge][model][qid] = rs[0]
     notes = []
     if copies:
@@ -250,6 +199,17 @@ def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Recor
     return out, notes
 
 
+def _ranked(rows: list[Row]) -> list[Row]:
+    """Sorted by mean exam score, then exams passed, then name; equal scores share a rank."""
+    key = [cents(r.mean_exam_score) for r in rows]
+    scores = sorted((float(k) for k in key if k != "n/a"), reverse=True)
+    out = []
+    for r, k in zip(rows, key, strict=True):
+        rank = 1 + (sum(s > float(k) for s in scores) if k != "n/a" else len(scores))
+        out.append(r.model_copy(update={"rank": rank, "tied": key.count(k) > 1}))
+    return sorted(out, key=lambda r: (r.rank, -r.passed, r.model))
+
+
 def build_tables(
     records: list[Record],
     *,
@@ -258,15 +218,17 @@ def build_tables(
     resamples: int = LEADERBOARD_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[list[Table], list[str]]:
-    """One ranked table per judge, and notes (conflicts, duplicates, several judges) to show the reader.
-
-    `truth`: the dataset's facts per question; each record is checked against them (or the
-    inputs' majority), so a disagreeing record counts against its own model only.
-    """
-    facts, unresolved, notes = settle_facts(records, truth or {})
-    checked = [_checked(r, facts[r.question_id], r.question_id in unresolved) for r in records]
-    by_judge, more = one_each(checked)
-    notes += more
+    """One ranked table per judge, and notes (conflicts, duplicates, several judges) for the reader.
+    `truth`: the dataset's facts per question, else what its id says (a peça is worth 5.00, a questão
+    1.25); a record disagreeing with them is a `mismatch` and counts against its own model only."""
+    truth, checked = truth or {}, []
+    for r in records:
+        f = truth.get(r.question_id) or facts_of_id(r.question_id)
+        update = {"area": f.area, "edition": f.edition}
+        if r.exam_id != f.exam_id or abs(r.max_score - f.max_score) > 1e-6:
+            update |= {"status": "mismatch", "score": None}
+        checked.append(r.model_copy(update=update))
+    by_judge, notes = one_each(checked)
     if len(by_judge) > 1:
         notes.append(
             f"the inputs come from {len(by_judge)} judges: one table each, never one ranking across judges"
@@ -275,39 +237,38 @@ def build_tables(
     for judge, models in sorted(by_judge.items()):
         seen = {qid for recs in models.values() for qid in recs}
         ids = seen if expected_ids is None else expected_ids
-        expected = {qid: facts.get(qid) or (truth or {}).get(qid) or facts_of_id(qid) for qid in sorted(ids)}
-        if expected_ids is not None:
-            missing_everywhere = sorted(expected_ids - seen)
-            if missing_everywhere:
-                notes.append(
-                    f"{judge}: {len(missing_everywhere)} expected questions have no judgment from any model"
-                )
-        notes += _exam_notes(judge, expected)
-        rows = [
-            model_row(m, judge, list(recs.values()), expected, resamples=resamples, seed=seed)
-            for m, recs in sorted(models.items())
+        expected = {q: truth.get(q) or facts_of_id(q) for q in sorted(ids)}
+        if expected_ids is not None and expected_ids - seen:
+            notes.append(
+                f"{judge}: {len(expected_ids - seen)} expected questions have no judgment from any model"
+            )
+        by_exam, countable = _exams(expected)
+        notes += [
+            f"{judge}: exam {exam}: its judged questions are worth {sum(expected[q].max_score for q in qids):.2f}, "
+            f"not {EXAM_MAX:.2f}: it is left out of every model's exam figures and coverage"
+            for exam, qids in sorted(by_exam.items())
+            if exam not in countable
         ]
-        for m, recs in sorted(models.items()):
-            bad = sorted(q for q, r in recs.items() if q in expected and r.status == "mismatch")
+        bootstrap = {"resamples": resamples, "seed": seed}
+        rows = [model_row(m, judge, recs, expected, **bootstrap) for m, recs in sorted(models.items())]
+        for row in rows:
+            bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
             if bad:
                 notes.append(
-                    f"{judge}: {m}: {len(bad)} judgments disagree with the dataset or the other inputs on a "
-                    f"question's value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
+                    f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, "
+                    f"the question's id) on its value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
                 )
-        for row in rows:
             if not row.complete:
                 notes.append(
-                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its {row.exams} complete exams only"
+                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
+                    f"{row.exams} complete exams only"
                 )
             if row.same_family_as_judge:
                 notes.append(
                     f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})"
                 )
-        tables.append(Table(judge=judge, rows=sorted(rows, key=_sort_key)))
+        tables.append(Table(judge=judge, rows=_ranked(rows), expected=expected, chosen=dict(models)))
     return tables, notes
-
-
-# --- paired comparison -----------------------------------------------------------------------
 
 
 class Comparison(BaseModel):
@@ -322,14 +283,8 @@ class Comparison(BaseModel):
     b_passed_a_failed: int
 
 
-def compare(
-    tables: list[Table],
-    model_a: str,
-    model_b: str,
-    *,
-    resamples: int = LEADERBOARD_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> list[Comparison]:
+def compare(tables: list[Table], model_a: str, model_b: str, **bootstrap) -> list[Comparison]:
+    """Per judge that graded both: the paired difference over the exams both completed."""
     out = []
     for t in tables:
         rows = {r.model: r for r in t.rows}
@@ -338,14 +293,14 @@ def compare(
         a, b = rows[model_a].exam_totals, rows[model_b].exam_totals
         both = sorted(set(a) & set(b))
         diffs = [a[e] - b[e] for e in both]
-        low, high = bootstrap_ci(diffs, resamples=resamples, seed=seed)  # paired: resample exams, keep pairs
+        low, high = bootstrap_ci(diffs, **bootstrap)  # paired: exams resampled, their pairs kept
         out.append(
             Comparison(
                 judge=t.judge,
                 model_a=model_a,
                 model_b=model_b,
                 exams=len(both),
-                mean_difference=_mean(diffs),
+                mean_difference=fmean(diffs) if diffs else None,
                 ci_low=low,
                 ci_high=high,
                 a_passed_b_failed=sum(a[e] >= PASS_MARK > b[e] for e in both),
@@ -355,25 +310,101 @@ def compare(
     return out
 
 
-def repeat_totals(mine: dict, expected: dict) -> dict[str, list[float]] | None:
-    """Exam -> its total in each repeat (exams complete in every repeat); None when not a repeated run.
+# --- renderings -------------------------------------------------------------------------------
 
-    `mine`, `expected`: question id -> leaderboard Record (judge.leaderboard.inputs).
-    """
-    if not any(r.repeat_scores for r in mine.values()):
-        return None
-    by_exam: dict[str, list[str]] = defaultdict(list)
-    for qid, ref in expected.items():
-        by_exam[ref.exam_id].append(qid)
-    out = {}
-    for exam, qids in by_exam.items():
-        if abs(money(sum(expected[q].max_score for q in qids)) - EXAM_MAX) > 1e-6:
-            continue
-        rows = [mine.get(q) for q in qids]
-        if any(r is None or not r.repeat_scores or r.status == "mismatch" for r in rows):
-            continue
-        k = min(len(r.repeat_scores) for r in rows)
-        totals = [[r.repeat_scores[i] for r in rows] for i in range(k)]
-        if k and all(s is not None for t in totals for s in t):
-            out[exam] = [money(sum(t)) for t in totals]
-    return out
+JSON_KEYS = [k for k in Row.model_fields if k not in ("exam_totals", "panel")]
+
+
+def shown(r: Row) -> dict[str, str]:
+    """A row's figures as the markdown table and the report show them, in upstream's column order."""
+    return {
+        "mean": cents(r.mean_exam_score),
+        "rate": f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)",
+        "best": f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a",
+        "ci": f"{cents(r.ci_low)}–{cents(r.ci_high)}" if r.ci_low is not None else "n/a",
+        "coverage": f"{r.coverage:.0%}",
+    }
+
+
+def _cell(text: str) -> str:
+    """A name from the inputs as one markdown table cell: pipes escaped, line breaks spaces."""
+    return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
+
+
+def _marks(r: Row) -> str:
+    return " *" * (not r.complete) + " †" * r.same_family_as_judge + f" {PANEL_MARK}" * bool(r.panel)
+
+
+def panel_legend(tables: list[Table]) -> list[str]:
+    """One line per panel source: which rows are published answers, and where they came from."""
+    return [
+        f"{PANEL_MARK} published answers ({source}), judged here by the same judge with the same settings."
+        for source in sorted({r.panel for t in tables for r in t.rows if r.panel})
+    ]
+
+
+def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = None) -> str:
+    out = []
+    for t in tables:
+        out += [f"### Judge: {_cell(t.judge)}", ""]
+        out += [
+            "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |",
+            "| --- |" + " --- |" * 5,
+        ]
+        for r in t.rows:
+            out.append(f"| {_cell(r.model)}{_marks(r)} | " + " | ".join(shown(r).values()) + " |")
+        if by:
+            seen = {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)}
+            keys = ordered_areas(seen) if by == "area" else sorted(seen, key=lambda k: (len(k), k))
+            names = [area_name(k) if by == "area" else f"Exame {k}" for k in keys]
+            out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
+            for r in t.rows:
+                values = r.per_area if by == "area" else r.per_edition
+                name = _cell(r.model) + f" {PANEL_MARK}" * bool(r.panel)
+                out.append(f"| {name} | " + " | ".join(cents(values.get(k)) for k in keys) + " |")
+        out.append("")
+    rows = [r for t in tables for r in t.rows]
+    out.append("Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00.")
+    if any(not r.complete for r in rows):
+        out.append("* incomplete coverage: exam figures use complete exams only.")
+    if any(r.same_family_as_judge for r in rows):
+        out.append("† graded by a judge of the same model family.")
+    return "\n".join(out + panel_legend(tables) + [f"Note: {n}" for n in notes]) + "\n"
+
+
+def _flat(r: Row) -> dict:
+    return r.model_dump(include=set(JSON_KEYS)) | {"panel": r.panel is not None, "panel_source": r.panel}
+
+
+def render_json(tables: list[Table], notes: list[str]) -> str:
+    rows = [_flat(r) for t in tables for r in t.rows]
+    return json.dumps({"rows": rows, "notes": notes}, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_csv(tables: list[Table]) -> str:
+    rows = [r for t in tables for r in t.rows]
+    areas = sorted({a for r in rows for a in r.per_area})
+    editions = sorted({e for r in rows for e in r.per_edition}, key=int)
+    columns = [k for k in JSON_KEYS if k not in ("per_area", "per_edition")] + ["panel", "panel_source"]
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(columns + [f"area_{a}" for a in areas] + [f"edition_{e}" for e in editions])
+    for r in rows:
+        flat = _flat(r) | {"panel_source": r.panel or ""}
+        w.writerow(
+            [flat[k] for k in columns]
+            + [r.per_area.get(a) for a in areas]
+            + [r.per_edition.get(e) for e in editions]
+        )
+    return buf.getvalue()
+
+
+def render_comparisons(comparisons: list[Comparison]) -> str:
+    return "".join(
+        f"judge {c.judge}: {c.model_a} - {c.model_b} = {cents(c.mean_difference, sign=True)} exam points over "
+        f"{c.exams} exams both completed (95% paired bootstrap CI "
+        f"{f'[{cents(c.ci_low)}, {cents(c.ci_high)}]' if c.ci_low is not None else 'n/a'}); {c.model_a} passed "
+        f"{c.a_passed_b_failed} that {c.model_b} failed, {c.model_b} passed {c.b_passed_a_failed} that "
+        f"{c.model_a} failed\n"
+        for c in comparisons
+    )

@@ -1,9 +1,9 @@
 """The panel's share of a judging command: which of its answers are judged, how their judgments
-are marked, and where the candidate stands among them.
+are marked, and the cost cap they share with the candidate.
 
-The panel goes through the normal path (judge/grading/runner.py): the same judge, cache, dedup, budget
-and batch as the candidate's answers. Only questions being judged for the candidate are judged
-for the panel; the rest of its answers are counted in one line, never judged.
+The panel goes through the normal path (judge/grading/runner.py): the same judge, cache, dedup,
+budget and batch as the candidate's answers. Only questions judged for the candidate are judged
+for the panel; its other answers are counted in one line, never judged.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from oab_bench.judge.records import Judgment
 Pairs = list[tuple[QuestionRow, Answer]]
 
 
-def panel_pairs(
-    panel: Panel, rows: list[QuestionRow], candidates: set[str], what: str = "the candidate"
-) -> tuple[Pairs, list[str]]:
+def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str], what: str = "the candidate"):
     """(every (row, answer) of the panel to judge, lines saying what is not judged). A candidate
     named as a panel model is an error naming both."""
     check_names(candidates, panel, what)
@@ -37,10 +35,9 @@ def panel_pairs(
             f"among the {len(ids)} judged here (not in the dataset, or not selected): not judged"
         )
     if missing:
-        models = sorted({m for _, m in missing})
         notes.append(
             f"panel: {len(missing)} of the questions judged here have no published answer from "
-            f"{', '.join(models)}: those models' figures use the exams they answered"
+            f"{', '.join(sorted({m for _, m in missing}))}: those models' figures use the exams they answered"
         )
     return pairs, notes
 
@@ -50,14 +47,8 @@ def print_notes(notes: Iterable[str], command: str) -> None:
         print(f"oab-bench {command}: {note}", file=sys.stderr)
 
 
-def panel_records(judgments: Iterable[Judgment], panel: Panel) -> list[dict]:
-    """Judgment records marked as the panel's: `panel` holds the answers' source."""
-    return [j.record() | {"panel": panel.sources[j.model]} for j in judgments]
-
-
 def marked_records(judgments: Iterable[Judgment], sources: Mapping[str, str]) -> list[dict]:
-    """Judgment records, those of a panel's model (`sources`: model -> its answers' source) marked
-    as `panel_records` marks them; the others as they are."""
+    """Judgment records, a panel model's (`sources`: model -> its answers' source) marked `panel`."""
     return [j.record() | ({"panel": sources[j.model]} if j.model in sources else {}) for j in judgments]
 
 
@@ -65,25 +56,22 @@ def dump_records(records: Iterable[dict]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+def graders(judge) -> list:
+    """Who grades and keeps a judgment of its own: each repeat, each jury member, or the judge."""
+    return getattr(judge, "runs", None) or getattr(judge, "members", None) or [judge]
+
+
 def charge(judge, spent: float) -> None:
     """`--max-cost-usd` caps the whole command: what was spent before the panel (the candidate's
-    judging, in lighteval's process) counts against it. A jury's members and a judge's repeats
-    share their first's budget."""
-    first = (getattr(judge, "members", None) or getattr(judge, "runs", None) or [judge])[0]
+    judging, in lighteval's process) counts against it; a jury or repeats share their first's budget."""
+    first = graders(judge)[0]
     if first.budget is not None:
         first.budget.spent += spent
 
 
-def spent_on(records: Iterable[dict]) -> float:
-    """What judgment records cost this time (cached ones were paid before)."""
-    return sum(r.get("cost_usd") or 0.0 for r in records if not r.get("cached"))
-
-
 def unstored(judge, pairs: Pairs) -> int:
-    """The judgments of `pairs` the judge's cache lacks: each jury member's and each repeat's count
-    apart (each has a key of its own), as the candidate's do."""
-    graders = getattr(judge, "runs", None) or getattr(judge, "members", None) or [judge]
-    return sum(g.to_call(row, answer)[2] is not None for g in graders for row, answer in pairs)
+    """The gradings of `pairs` the judge's cache lacks (each member's and repeat's apart)."""
+    return sum(g.to_call(row, answer)[2] is not None for g in graders(judge) for row, answer in pairs)
 
 
 def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[Answer]], Beside]:
@@ -99,7 +87,7 @@ def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[A
         return Beside(
             pairs=pairs,
             print_estimate=lambda candidates, extra, fmt: print_with_panel(candidates, extra, panel, fmt),
-            dump=lambda judgments: dump_records(panel_records(judgments, panel)),
+            dump=lambda judgments: dump_records(marked_records(judgments, panel.sources)),
         )
 
     return beside

@@ -30,8 +30,8 @@ class Panel(BaseModel):
 
 
 def resolve_panel(specs: list[str]) -> Panel:
-    """Read every answer of the panel. `upstream`: the six published files (fetched once, verified);
-    `hf:...`: a shared results dataset's answers; anything else: a path. Bad input stops here, before any call, naming file and line."""
+    """Every answer of the panel: `upstream`, the six published files (fetched once, verified);
+    `hf:...`, a shared results dataset's answers; else a path. Bad input stops here, naming it."""
     from oab_bench.judge.panel.upstream import LABEL, upstream_files
 
     answers: list[Answer] = []
@@ -40,14 +40,12 @@ def resolve_panel(specs: list[str]) -> Panel:
     for spec in dict.fromkeys(specs):  # the same argument twice is one
         if spec == UPSTREAM:
             files, label = upstream_files(), LABEL
-        elif spec.startswith(HF_PREFIX):  # a shared results dataset (`oab-bench export`): its answers
+        elif spec.startswith(HF_PREFIX):
             files, label = [spec], spec
         else:
             path = Path(spec).expanduser().resolve()
             files, label = answer_files_in(path), str(path)
-        for file in files:
-            if str(file) in read:  # a file given again, or inside a folder also given
-                continue
+        for file in (f for f in files if str(f) not in read):  # a file given again, or in a folder given
             read.append(str(file))
             got = load_answers(file)
             if not got:
@@ -59,12 +57,11 @@ def resolve_panel(specs: list[str]) -> Panel:
 
 
 def check_names(candidates: set[str], panel: Panel, what: str = "the candidate") -> None:
-    """A candidate named as a panel model would share its leaderboard row: an error naming both.
+    """A candidate named as a panel model (ignoring case) would share its row: an error naming both.
     `what`: how the command calls the others (`judge-sweep`: the models of --answers)."""
     by_name = {m.casefold(): m for m in panel.models}
     for name in sorted(candidates):
-        twin = by_name.get(name.casefold())
-        if twin is not None:
+        if (twin := by_name.get(name.casefold())) is not None:
             raise ValueError(
                 f"{what} {name!r} has the name of the panel's model {twin!r} ({panel.sources[twin]}): "
                 f"rename {what} or leave that model's answers out of --panel"

@@ -1,10 +1,8 @@
 """Upstream's six published answer files, fetched once into the cache and verified by SHA-256.
 
-Each file is downloaded to a temporary file beside its place in the cache, hashed as it arrives,
-and renamed into place only when its size and hash are the pinned ones: a wrong byte, a short
-file or a connection cut mid-file is refused and never used or cached. A cached file is hashed
-again on every use (2.8 MB: milliseconds), so an edited copy is fetched again, not used.
-"""
+Each file is read into memory and written into the cache (whole, atomically) only when its size and
+hash are the pinned ones: a wrong byte, a short file or a cut connection is never used or cached. A
+cached file is hashed again on every use (milliseconds), so an edited copy is not used."""
 
 from __future__ import annotations
 
@@ -12,134 +10,101 @@ import contextlib
 import hashlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 REPOSITORY = "maritaca-ai/oab-bench"
 COMMIT = "cafe8633e2b8f74165d51a47fe09fe44910ed8eb"
 FOLDER = "data/oab_bench/model_answer"
-# name -> (SHA-256, size in bytes), computed from ../shared/data/oab_bench_v1/model_answer, which
-# holds these files as upstream's repository has them at COMMIT (its blobs hash the same)
-FILES: dict[str, tuple[str, int]] = {
-    "Qwen2.5-72B-Instruct-deepinfra.jsonl": (
-        "205a71871c07a99a7727be8e54cc7aad599e0a34fd77fe2bdb2ce2e5dc8a27f1",
-        637269,
-    ),
-    "claude-3-5-sonnet-20240620.jsonl": (
-        "8e1a8106581b3871f7aee461ab21d4f55833fd3482dc84efe90023f805284885",
-        541591,
-    ),
-    "gpt-4o-2024-08-06.jsonl": ("4c3c8ee0191e86115581c0f5ff347b23aa43d66836bf8c2104d4fb42985b303a", 365380),
-    "o3-2025-04-16.jsonl": ("b08e63463f70924b606d157752b5ea335670c6a5adf53472dbba7a158da4266f", 382858),
-    "sabia-3-2024-12-11.jsonl": ("ecae7912098be452269eb0efc6e8eb3406444bc1f7fa2011ab882540859afd4a", 519563),
-    "sabia-3.1-2025-05-08.jsonl": (
-        "fad5d026149d715f6f3e4013169427842b26c83d67f82ffc3d4cb917e13f8340",
-        357746,
-    ),
-}
+# name, SHA-256, size: computed from ../shared/data/oab_bench_v1/model_answer, which holds these files
+# as upstream's repository has them at COMMIT (its blobs hash the same)
+PINNED = """
+Qwen2.5-72B-Instruct-deepinfra.jsonl 205a71871c07a99a7727be8e54cc7aad599e0a34fd77fe2bdb2ce2e5dc8a27f1 637269
+claude-3-5-sonnet-20240620.jsonl 8e1a8106581b3871f7aee461ab21d4f55833fd3482dc84efe90023f805284885 541591
+gpt-4o-2024-08-06.jsonl 4c3c8ee0191e86115581c0f5ff347b23aa43d66836bf8c2104d4fb42985b303a 365380
+o3-2025-04-16.jsonl b08e63463f70924b606d157752b5ea335670c6a5adf53472dbba7a158da4266f 382858
+sabia-3-2024-12-11.jsonl ecae7912098be452269eb0efc6e8eb3406444bc1f7fa2011ab882540859afd4a 519563
+sabia-3.1-2025-05-08.jsonl fad5d026149d715f6f3e4013169427842b26c83d67f82ffc3d4cb917e13f8340 357746
+"""
+FILES = {name: (sha, int(size)) for name, sha, size in map(str.split, PINNED.strip().splitlines())}
 DEFAULT_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/{FOLDER}"
 URL_ENV = "OAB_PANEL_URL"  # a mirror holding the six files (the hashes still decide)
 CACHE_ENV = "OAB_PANEL_CACHE"  # the folder that holds them (default: the user's cache)
 LABEL = f"upstream {REPOSITORY}@{COMMIT}"
-CONNECT_TIMEOUT_S, READ_TIMEOUT_S = 10.0, 60.0
 
 
 class PanelUnavailable(ValueError):
     """The published answers are neither cached nor downloadable (offline, refused, cut)."""
 
 
-class Unreachable(PanelUnavailable):
-    """A file could not be read from the server (HTTP error, connection refused or cut)."""
-
-
 def cache_dir() -> Path:
-    where = os.environ.get(CACHE_ENV)
-    if where:
-        return Path(where).expanduser().resolve()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "oab-bench" / "panel" / COMMIT
-
-
-def _offline() -> bool:
-    """The Hub's offline switch, which our tests and offline users set, also keeps us off GitHub."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser().resolve()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oab-bench" / "panel" / COMMIT
 
 
 def is_intact(path: Path) -> bool:
     """`path` holds exactly the pinned bytes of its name."""
     sha, size = FILES[path.name]
-    try:
-        if path.stat().st_size != size:
-            return False
-        return hashlib.sha256(path.read_bytes()).hexdigest() == sha
-    except OSError:
-        return False
+    with contextlib.suppress(OSError):
+        return path.stat().st_size == size and hashlib.sha256(path.read_bytes()).hexdigest() == sha
+    return False
 
 
 def upstream_files() -> list[Path]:
     """The six files, verified: from the cache, or downloaded into it now."""
-    folder = cache_dir()
+    folder, base = cache_dir(), os.environ.get(URL_ENV) or DEFAULT_URL
     missing = [name for name in sorted(FILES) if not is_intact(folder / name)]
-    if not missing:
-        return [folder / name for name in sorted(FILES)]
-    for name in missing:
-        if (folder / name).exists():
-            print(
-                f"--panel upstream: {folder / name} does not match its SHA-256: fetching it again",
-                file=sys.stderr,
-            )
-    base = os.environ.get(URL_ENV) or DEFAULT_URL
-    if base == DEFAULT_URL and _offline():
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    if missing and base == DEFAULT_URL and offline:  # the Hub's offline switch keeps us off GitHub too
         raise unavailable(folder, missing, "HF_HUB_OFFLINE is set (offline)")
     for i, name in enumerate(missing):
+        if (folder / name).exists():
+            print(
+                f"--panel upstream: {folder / name} fails its SHA-256 check: fetching it again",
+                file=sys.stderr,
+            )
         try:
             fetch(f"{base.rstrip('/')}/{name}", folder / name)
-        except Unreachable as e:  # the files fetched so far stay: a later try fetches only the rest
+        except OSError as e:  # the files fetched so far stay: a later try fetches only the rest
             raise unavailable(folder, missing[i:], str(e)) from None
     return [folder / name for name in sorted(FILES)]
 
 
 def unavailable(folder: Path, missing: list[str], why: str) -> PanelUnavailable:
+    bad = [name for name in missing if (folder / name).exists()]
+    failing = f" ({', '.join(bad)} there, failing its SHA-256 check)" if bad else ""
     return PanelUnavailable(
         f"--panel upstream: {len(missing)} of the {len(FILES)} published answer files are not cached in "
-        f"{folder} and {why}: pass --panel with the answer files or their folder ({REPOSITORY}, "
+        f"{folder}{failing} and {why}: pass --panel with the answer files or their folder ({REPOSITORY}, "
         f"{FOLDER} at commit {COMMIT}), or copy them into {folder}"
     )
 
 
 def fetch(url: str, dest: Path) -> Path:
-    """Download `url` to `dest` (named as in FILES): whole and verified, or not at all."""
+    """Download `url` to `dest` (named as in FILES) in memory (under a megabyte), then write it whole
+    once verified. A file that cannot be read is an OSError; one that is not the pinned file,
+    PanelUnavailable."""
     import httpx  # ~0.3 s: only when something is to be fetched
 
+    from oab_bench.judge.output import write_atomic
+
     sha, size = FILES[dest.name]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    body = bytearray()
     try:
-        digest, got = hashlib.sha256(), 0
-        timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-        with (
-            os.fdopen(fd, "wb") as f,
-            httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp,
-        ):
+        with httpx.stream(
+            "GET", url, timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=True
+        ) as resp:
             if resp.status_code != 200:
-                raise Unreachable(f"{url} answered HTTP {resp.status_code}")
+                raise OSError(f"{url} answered HTTP {resp.status_code}")
             for chunk in resp.iter_bytes():
-                got += len(chunk)
-                if got > size:
+                body += chunk
+                if len(body) > size:
                     break  # longer than the pinned file: refused below, without reading the rest
-                digest.update(chunk)
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        if got != size or digest.hexdigest() != sha:
-            raise PanelUnavailable(
-                f"--panel upstream: {url}: refused, not the published file ({got} bytes where {size} were "
-                f"expected, or its SHA-256 is not {sha}); nothing was cached"
-            )
-        os.replace(tmp, dest)
     except httpx.HTTPError as e:
-        raise Unreachable(f"{url} could not be read ({type(e).__name__}: {e})") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    return dest
+        raise OSError(f"{url} could not be read ({type(e).__name__}: {e})") from None
+    if len(body) != size or hashlib.sha256(body).hexdigest() != sha:
+        raise PanelUnavailable(
+            f"--panel upstream: {url}: refused, not the published file ({len(body)} bytes where {size} "
+            f"were expected, or its SHA-256 is not {sha}); nothing was cached"
+        )
+    return write_atomic(dest, bytes(body))

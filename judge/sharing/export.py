@@ -24,8 +24,7 @@ from oab_bench.folders import Writer, write_listed
 from oab_bench.judge import results_layout as layout
 from oab_bench.judge.answers import Answer, details_judgments, load_answers
 from oab_bench.judge.audit.collect import carried_answers
-from oab_bench.judge.leaderboard.inputs import Inputs, read_inputs
-from oab_bench.judge.leaderboard.judged import Record
+from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
 from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
 from oab_bench.judge.results_source import open_shared, rows_at

@@ -10,9 +10,15 @@ from pathlib import Path
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.dataset import load_rows
-from oab_bench.judge.leaderboard.formats import render_markdown
-from oab_bench.judge.leaderboard.tables import build_tables
-from oab_bench.judge.results_layout import ANSWERS_FILE, CARD_KEY, FORMAT, JUDGMENTS_DIR, KIND, judge_file
+from oab_bench.judge.leaderboard.tables import build_tables, render_markdown
+from oab_bench.judge.results_layout import (
+    ANSWERS_FILE,
+    CARD_KEY,
+    FORMAT,
+    JUDGMENTS_DIR,
+    KIND,
+    judge_file,
+)
 
 UPSTREAM = "maritaca-ai/oab-bench"
 

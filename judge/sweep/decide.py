@@ -1,10 +1,9 @@
-"""The sweep's rows and its decision: sorted by cost, the Pareto front, the recommended judge.
+"""The sweep's rows and its decision (sweep.json's contract), and the table on stdout.
 
-Validity, for the front: a judge whose probe verdict is not `discriminates` is below every judge
-whose verdict is; among those that discriminate, the higher κ on pass/fail (its value) is the
-more valid. A judge is on the front when no other judge is both cheaper (or as cheap) and at
-least as valid, one of the two strictly. A judge whose calls failed, or whose cost is unknown,
-is on no front.
+A judge is on the Pareto front when no other judge is both as cheap (or cheaper) and as valid (or
+more), one of the two strictly. Validity: a probe verdict other than `discriminates` is below every
+`discriminates`; among those, the higher κ on pass/fail. A judge whose calls failed, or whose cost
+is unknown, is on no front.
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from oab_bench.judge.validity.stats import Figure
-
-KappaOn = Literal["lower", "value"]
 
 
 class ProbeFigures(BaseModel):
@@ -55,7 +52,7 @@ class SweepReport(BaseModel):
 
 class Rule(BaseModel):
     min_kappa: float = 0.8
-    kappa_on: KappaOn = "lower"
+    kappa_on: Literal["lower", "value"] = "lower"
     max_flip_rate: float = 0.1
 
     def text(self) -> str:
@@ -68,15 +65,14 @@ class Rule(BaseModel):
 
     def why_not(self, row: JudgeRow) -> str | None:
         """Why `row` does not qualify; None when it does."""
+        a, name = row.agreement, "kappa_pass lower bound" if self.kappa_on == "lower" else "kappa_pass"
+        kappa = a and (a.kappa_pass.ci_low if self.kappa_on == "lower" else a.kappa_pass.value)
         if row.failed:
             return f"failed: {row.failed}"
         if row.probe is None or row.probe.verdict != "discriminates":
             return f"probe: {row.probe.verdict if row.probe else 'not run'}"
-        a = row.agreement
         if a is None:
             return "no agreement with the reference (the reference failed?)"
-        kappa = a.kappa_pass.ci_low if self.kappa_on == "lower" else a.kappa_pass.value
-        name = "kappa_pass lower bound" if self.kappa_on == "lower" else "kappa_pass"
         if kappa is None:
             return f"{name} undefined (see the agreement notes)"
         if kappa < self.min_kappa - 1e-9:
@@ -98,42 +94,95 @@ def _validity(row: JudgeRow) -> float:
     return a.kappa_pass.value if a is not None and a.kappa_pass.value is not None else -1.0
 
 
-def pareto(rows: list[JudgeRow]) -> list[JudgeRow]:
-    """The rows with `pareto` set (the module's docstring says when)."""
-    fit = [r for r in rows if not r.failed and r.cost_usd_per_model is not None and r.agreement is not None]
+def decide(reference: JudgeRow, candidates: list[JudgeRow], rule: Rule) -> tuple[SweepReport, dict[str, str]]:
+    """The report (rows sorted by cost, the front marked) and, per candidate, why it was not chosen."""
+    fit = [r for r in candidates if not r.failed and r.cost_usd_per_model is not None and r.agreement]
 
     def beaten(r: JudgeRow) -> bool:
         c, v = r.cost_usd_per_model, _validity(r)
         return any(
-            o is not r
-            and o.cost_usd_per_model <= c + 1e-12
+            o.cost_usd_per_model <= c + 1e-12
             and _validity(o) >= v - 1e-12
             and (o.cost_usd_per_model < c - 1e-12 or _validity(o) > v + 1e-12)
             for o in fit
         )
 
-    front = {id(r) for r in fit if not beaten(r)}
-    return [r.model_copy(update={"pareto": id(r) in front}) for r in rows]
-
-
-def decide(reference: JudgeRow, candidates: list[JudgeRow], rule: Rule) -> tuple[SweepReport, dict[str, str]]:
-    """The report (rows sorted by cost) and, per candidate, why it was not chosen."""
-    rows = pareto(candidates)
+    rows = [r.model_copy(update={"pareto": any(r is f for f in fit) and not beaten(r)}) for r in candidates]
     why = {r.judge: w for r in rows if (w := rule.why_not(r)) is not None}
     if reference.failed:
         why = {r.judge: "the reference judge failed: nothing to agree with" for r in rows}
-    chosen = next((r for r in sorted(rows, key=_cost_key) if r.judge not in why), None)
-    outcome = (
-        f"recommended: {chosen.judge}"
-        if chosen
-        else "none recommended: " + "; ".join(f"{j}: {w}" for j, w in why.items())
-        if why
-        else "none recommended: no candidates"
-    )
-    report = SweepReport(
-        reference=reference.judge,
-        judges=sorted([reference, *rows], key=_cost_key),
-        recommended=chosen.judge if chosen else None,
-        rule=f"{rule.text()}. {outcome}",
-    )
-    return report, why
+    chosen = next((r.judge for r in sorted(rows, key=_cost_key) if r.judge not in why), None)
+    reasons = "; ".join(f"{j}: {w}" for j, w in why.items()) or "no candidates"
+    outcome = f"recommended: {chosen}" if chosen else f"none recommended: {reasons}"
+    judges = sorted([reference, *rows], key=_cost_key)
+    rule_text = f"{rule.text()}. {outcome}"
+    return SweepReport(reference=reference.judge, judges=judges, recommended=chosen, rule=rule_text), why
+
+
+def text_table(header: tuple, lines: list[tuple]) -> list[str]:
+    """Columns padded to their widest cell."""
+    width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
+    return [
+        "  ".join(str(x).ljust(w) for x, w in zip(row, width, strict=True)).rstrip()
+        for row in [header, *lines]
+    ]
+
+
+COLUMNS = "judge|$/model|$/model batch|probe|ref %|swap %|order|kappa_pass [95%]|flips|exam CCC [95%]"
+HEADER = tuple(f"{COLUMNS}|exam MAE [95%]|rank tau|calls|s|front".split("|"))
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def _fig(f: Figure | None) -> str:
+    if f is None:
+        return "-"
+    if f.value is None or f.ci_low is None or f.ci_high is None:
+        return _num(f.value)
+    return f"{f.value:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]"
+
+
+def cells(report: SweepReport) -> list[tuple[str, ...]]:
+    """One row of HEADER's cells per judge, in the report's order (the text table's and the page's)."""
+    out = []
+    for r in report.judges:
+        p, a = r.probe, r.agreement
+        out.append(
+            (
+                r.judge + " (reference)" * (r.judge == report.reference),
+                _num(r.cost_usd_per_model, "${:.4f}"),
+                _num(r.cost_usd_per_model_batch, "${:.4f}"),
+                "FAILED" if r.failed else "ok" if p and p.verdict == "discriminates" else "NO",
+                _num(p and p.reference_pct, "{:.1f}"),
+                _num(p and p.swapped_pct, "{:.1f}"),
+                _num(p and p.ordering),
+                _fig(a and a.kappa_pass),
+                f"{a.flips} ({_num(a.flip_rate, '{:.0%}')})" if a else "-",
+                _fig(a and a.exam_ccc),
+                _fig(a and a.exam_mae),
+                _fig(a and a.ranking_tau),
+                str(r.calls),
+                f"{r.seconds:.1f}",
+                "*" * r.pareto,
+            )
+        )
+    return out
+
+
+def render_text(report: SweepReport, why: dict[str, str], scaled: str, counted: str) -> str:
+    """The table, then what its columns mean, the failed judges, why each other was not chosen."""
+    out = [*text_table(HEADER, cells(report)), "", f"cost per model: {scaled}"]
+    out += [
+        "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)"
+    ]
+    out += [f"calls and seconds: this run's; {counted}"]
+    out += [
+        f"FAILED {r.judge}: {r.failed} (its calls failed: nothing is said about its validity)"
+        for r in report.judges
+        if r.failed
+    ]
+    out += [f"not chosen: {judge}: {reason}" for judge, reason in why.items()]
+    out += ["", f"rule: {report.rule}", f"recommended: {report.recommended or 'none'}"]
+    return "\n".join(out) + "\n"

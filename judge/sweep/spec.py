@@ -1,13 +1,13 @@
 """A judge written on one line (`--reference-judge`, `--candidate`): a model with its own settings,
-or a jury of them. See docs/judge-sweep.md.
+or a jury of them (docs/judge-sweep.md).
 
     MODEL[,SETTING=VALUE...]                 openai/gpt-5-mini,effort=low,max_tokens=8000
     jury:JUDGE|JUDGE|JUDGE                   a jury (median of its members' item scores)
     jury-mean:JUDGE|...  jury-min:JUDGE|...  the other ways to combine
 
-SETTING is any judge setting by its name (`reasoning_effort` or `reasoning-effort`; `effort` for
-short), as the flags of `oab-bench judge` name them; the cost cap is the sweep's (`--max-cost-usd`),
-never a judge's. Settings a spec does not give come from the OAB_JUDGE_* variables, then the defaults.
+SETTING is any judge setting by its name, as `oab-bench judge`'s flags name them (`effort` for short);
+the cost cap is the sweep's. What a spec leaves out comes from the OAB_JUDGE_* variables, then the
+defaults.
 """
 
 from __future__ import annotations
@@ -22,25 +22,25 @@ NOT_IN_A_SPEC = {"judge_model", "jury_combine", "max_cost_usd", "repeats"}
 JURY_PREFIXES = {"jury:": "median", "jury-median:": "median", "jury-mean:": "mean", "jury-min:": "min"}
 
 
-def _pairs(spec: str, part: str) -> tuple[str, dict[str, str]]:
+def _pairs(part: str) -> tuple[str, dict[str, str]]:
     """`MODEL,key=value,...` -> the model and its settings as written (field names, raw values)."""
     model, *pairs = [p.strip() for p in part.split(",")]
     if not model or "=" in model or " " in model:
-        raise ValueError(f"judge {spec!r}: {part!r} does not start with a model name")
+        raise ValueError(f"{part!r} does not start with a model name")
     own: dict[str, str] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        field = ALIASES.get(key.strip(), key.strip().replace("-", "_"))
-        if not sep or not value.strip() or " " in value.strip():
-            raise ValueError(f"judge {spec!r}: {pair!r} is not SETTING=VALUE (no blanks in the value)")
+        key, sep, value = (x.strip() for x in pair.partition("="))
+        field = ALIASES.get(key, key.replace("-", "_"))
+        if not sep or not value or " " in value:
+            raise ValueError(f"{pair!r} is not SETTING=VALUE (no blanks in the value)")
         if field not in JudgeSettings.model_fields or field in NOT_IN_A_SPEC:
             raise ValueError(
-                f"judge {spec!r}: {key!r} is not a judge's own setting "
-                f"(any of `oab-bench judge`'s settings but {', '.join(sorted(NOT_IN_A_SPEC))})"
+                f"{key!r} is not a judge's own setting (any of `oab-bench judge`'s settings but "
+                f"{', '.join(sorted(NOT_IN_A_SPEC))})"
             )
         if field in own:
-            raise ValueError(f"judge {spec!r}: {key!r} given twice")
-        own[field] = value.strip()
+            raise ValueError(f"{key!r} given twice")
+        own[field] = value
     return model, own
 
 
@@ -50,24 +50,18 @@ def parse_spec(spec: str, env: Mapping[str, str] | None = None) -> JudgeSettings
     how = next((h for p, h in JURY_PREFIXES.items() if text.startswith(p)), None)
     try:
         if how is None:
-            model, own = _pairs(spec, text)
+            model, own = _pairs(text)
             converted = {}
             for key, value in own.items():  # converted as the flags convert them ("none": send none)
                 try:
-                    converted.update(values_from_env({env_var(key): value}))
+                    converted |= values_from_env({env_var(key): value})
                 except ValueError as e:
                     raise ValueError(f"{key}={value}: {str(e).split(': ', 1)[-1]}") from None
             return settings_from(types.SimpleNamespace(judge_model=[model], **converted), env or {})
-        members = [m for m in text.split(":", 1)[1].split("|") if m.strip()]
+        members = [_pairs(m) for m in text.split(":", 1)[1].split("|") if m.strip()]
         if len(members) < 2:
-            raise ValueError(f"judge {spec!r}: a jury needs two members or more, separated by |")
-        written = []
-        for member in members:
-            model, own = _pairs(spec, member)
-            written.append(" ".join([model, *(f"{k}={v}" for k, v in own.items())]))
-        return settings_from(
-            types.SimpleNamespace(judge_model=[",".join(written)], jury_combine=how), env or {}
-        )
+            raise ValueError("a jury needs two members or more, separated by |")
+        written = ",".join(" ".join([model, *(f"{k}={v}" for k, v in own.items())]) for model, own in members)
+        return settings_from(types.SimpleNamespace(judge_model=[written], jury_combine=how), env or {})
     except ValueError as e:
-        message = str(e)
-        raise ValueError(message if message.startswith("judge ") else f"judge {spec!r}: {message}") from None
+        raise ValueError(str(e) if str(e).startswith("judge ") else f"judge {spec!r}: {e}") from None

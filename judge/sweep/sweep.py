@@ -1,73 +1,130 @@
 """`oab-bench judge-sweep`: the reference judge and every candidate probed, compared with the
-reference on the same real answers, priced; then the decision (decide.py). Every call goes
-through the normal judge path: one judgment cache (a rerun calls nothing, a new candidate pays
-only for itself), `--estimate` before anything, one `--max-cost-usd` for the whole sweep."""
+reference on the same real answers, and priced per model for the whole dataset; then the decision
+(decide.py). Every call goes through the normal judge path: one judgment cache (a rerun calls
+nothing, a new candidate pays only for itself), `--estimate` first, one `--max-cost-usd` for all.
+
+The real answers are the panel's published ones (`--panel`, by default `upstream`: downloaded once,
+verified, cached), the user's (`--answers`), or both. A judge's cost per model is scaled from the
+questions judged: per question kind, the mean over the models' answers, times the dataset's count.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
 import sys
+import time
+from collections import Counter, defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 from oab_bench.conventions import (
+    JUDGMENTS_FILE,
     PROBE_ANSWERS_DIR,
     PROBE_JUDGMENTS_FILE,
     SWEEP_FILE,
     SWEEP_MARKER,
     SWEEP_PAGE_FILE,
 )
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.folders import Writer, check_folder, claim
+from oab_bench.judge.panel.published import UPSTREAM
+from oab_bench.judge.panel.upstream import PanelUnavailable
 from oab_bench.judge.redact import redact
 
 SWEEP = Writer("oab-bench judge-sweep", SWEEP_MARKER)
 
 
-def _folder(i: int, spec: str) -> str:
-    return f"{i:02d}_" + re.sub(r"[^A-Za-z0-9._-]+", "_", redact(spec))[:60]
+class Measured(NamedTuple):
+    spec: str  # as written, redacted
+    judge: object
+    folder: Path
+    probes: list  # its probe judgments
+    graded: list  # (the judge that called, its judgment) per grading of probes and answers
+    calls: int  # made by this run, retries counted (cached gradings made none)
+    seconds: float
+    failed: str | None
+
+
+CALL_FAILURES = {"api_error", "budget"}  # the calls did not happen: nothing about the judge's grading
+
+
+def say(line: str) -> None:
+    print(f"oab-bench judge-sweep: {line}", file=sys.stderr)
 
 
 def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
-    """(spec as written, its settings) for the reference, then each candidate: no judge made yet
-    (that imports litellm), so a bad spec, and then bad material, are refused at once."""
+    """(spec as written, its settings) for the reference, then each candidate: a bad spec, or one
+    judge written twice (effort= and reasoning_effort=, a jury in another order), refused at once."""
     from oab_bench.judge.settings import member_settings
     from oab_bench.judge.sweep.spec import parse_spec
 
     specs = [args.reference_judge, *args.candidate]
-    seen = [s.strip() for s in specs]
-    twice = sorted({s for s in seen if seen.count(s) > 1})
+    twice = sorted({s.strip() for s in specs if [x.strip() for x in specs].count(s.strip()) > 1})
     if twice:
         raise ValueError(f"judge {twice[0]!r} is given twice (as the reference or a candidate)")
-    parsed = [(spec, parse_spec(spec, os.environ)) for spec in specs]
-    # written two ways (effort= or reasoning_effort=, a jury's members in another order): one judge
-    same = []
+    parsed, same = [(spec, parse_spec(spec, os.environ)) for spec in specs], []
     for spec, settings in parsed:
         try:
             same.append(sorted(member_settings(settings), key=lambda m: m.judge_model))
         except ValueError as e:
             raise ValueError(f"judge {spec!r}: {e}") from None
-    for i, (spec, _) in enumerate(parsed):
-        first = same.index(same[i])
-        if first < i:
+        if same.index(same[-1]) < len(same) - 1:
             raise ValueError(
-                f"judges {parsed[first][0]!r} and {spec!r} are one judge: every setting is the same"
+                f"judges {parsed[same.index(same[-1])][0]!r} and {spec!r} are one judge: every setting is the same"
             )
     return parsed
 
 
-def make_judges(parsed: list[tuple[str, object]], store) -> list[tuple[str, object]]:
-    """(spec as written, redacted; its judge or jury)."""
-    from oab_bench.judge.grading.jury import make_judge
+def load_material(args: argparse.Namespace):
+    """(every row, the chosen rows, (row, answer) pairs to agree on, (row, model)s of --answers with
+    no answer, a panel model -> its answers' source); every input read and checked before any call."""
+    from oab_bench.judge.answers import read_answer_files
+    from oab_bench.judge.panel.published import resolve_panel
 
-    judges = []
-    for spec, settings in parsed:
-        try:
-            judges.append((redact(spec.strip()), make_judge(settings, store)))
-        except ValueError as e:
-            raise ValueError(f"judge {spec!r}: {e}") from None
-    return judges
+    answers = read_answer_files(args.answers or [])
+    specs = list(args.panel or ([] if args.answers else [UPSTREAM]))
+    try:
+        panel = resolve_panel(specs) if specs else None  # first: a missing panel fails fast
+    except PanelUnavailable as e:
+        if args.panel:
+            raise
+        raise PanelUnavailable(
+            f"neither --answers nor --panel was given, so the answers to agree on are the default "
+            f"--panel upstream, and {e}; or pass --answers FILE... (two models or more)"
+        ) from None
+    from oab_bench.judge.dataset import dataset_argument, load_rows, select_rows
+    from oab_bench.judge.grading.judge_answers import pairs_to_grade  # (imports litellm: seconds)
+    from oab_bench.judge.panel.judging import panel_pairs, print_notes
+
+    dataset, origin = dataset_argument(args)
+    pool = load_rows(dataset, origin=origin)
+    rows = select_rows(pool, args.questions)
+    if not rows:
+        raise ValueError(f"no questions in {dataset} ({origin}) match {args.questions}")
+    pairs, missing = pairs_to_grade(rows, answers, args.questions)
+    n = len(args.answers or [])
+    sources, notes = [f"--answers ({n} file{'s' * (n > 1)})"] if n else [], []
+    if panel is not None:
+        got, notes = panel_pairs(panel, rows, {a.model for a in answers}, "the --answers model")
+        pairs, answers = pairs + got, answers + panel.answers
+        sources.append(f"--panel {' '.join(specs)}: {panel.label()}")
+    probe = next((a for a in answers if a.model.startswith("probe:")), None)
+    if probe is not None:
+        raise SourceError(
+            f"model {probe.model!r}: the probe: prefix is the sweep's own",
+            file=probe.source or None,
+            line=probe.line or None,
+        )
+    if len({a.model for _, a in pairs}) < 2:
+        raise ValueError(
+            "the agreement needs the answers of two models or more to the questions chosen (--answers, --panel)"
+        )
+    print_notes([f"answers to agree on: {'; '.join(sources)}", *notes], "judge-sweep")
+    return pool, rows, pairs, missing, dict(panel.sources) if panel else {}
 
 
 def share_budget(judges, cap: float | None) -> None:
@@ -89,128 +146,168 @@ def share_budget(judges, cap: float | None) -> None:
         leaf.budget = shared
 
 
-def print_bill(judges, probe_pairs, answer_pairs, fmt: str) -> int:
+def print_bill(judges, pairs, fmt: str) -> int:
     """--estimate: the sweep's whole bill, per judge; nothing is called or written."""
-    import json
+    from oab_bench.judge.grading.estimate.core import added, estimate
+    from oab_bench.judge.sweep.decide import text_table
 
-    from oab_bench.judge.grading.estimate.core import estimate
-
-    lines = []
-    for spec, judge in judges:
-        est = estimate(judge, [*probe_pairs, *answer_pairs]).total
-        lines.append({"judge": spec, **est.model_dump(exclude={"model"})})
-    total = {k: sum(x[k] for x in lines) for k in ("calls", "prompt_tokens", "completion_tokens")}
-    for k in ("cost_usd", "cost_usd_batch"):
-        total[k] = None if any(x[k] is None for x in lines) else sum(x[k] for x in lines)
+    bills = [estimate(judge, pairs) for _, judge in judges]
+    totals = [b.total.model_dump(exclude={"model"}) for b in bills]
+    lines = [{"judge": spec, **t} for (spec, _), t in zip(judges, totals, strict=True)]
+    total = added(bills, "").total.model_dump(exclude={"model"})
     if fmt == "json":
-        sys.stdout.write(json.dumps({"judges": lines, "total": total}, indent=2) + "\n")
+        print(json.dumps({"judges": lines, "total": total}, indent=2))
         return 0
-
-    def usd(x):
-        return "unknown" if x is None else f"${x:.4f}"
-
-    print("estimate for the sweep; nothing was called (cached gradings cost nothing)")
-    header = ("judge", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
+    keys, usd = ("judge", "calls", "prompt_tokens", "completion_tokens"), ("cost_usd", "cost_usd_batch")
     rows = [
-        (
-            x["judge"],
-            x["calls"],
-            x["prompt_tokens"],
-            x["completion_tokens"],
-            usd(x["cost_usd"]),
-            usd(x["cost_usd_batch"]),
-        )
+        (*(x[k] for k in keys), *("unknown" if x[k] is None else f"${x[k]:.4f}" for k in usd))
         for x in [*lines, {"judge": "total", **total}]
     ]
-    width = [max(len(str(v)) for v in col) for col in zip(header, *rows, strict=True)]
-    for line in [header, *rows]:
-        print("  ".join(str(v).ljust(w) for v, w in zip(line, width, strict=True)).rstrip())
+    header = ("judge", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
+    print(
+        "estimate for the sweep; nothing was called (cached gradings cost nothing)",
+        *text_table(header, rows),
+        sep="\n",
+    )
     return 0
 
 
-def agreement_figures(reference, candidate, dataset: dict, *, resamples: int, seed: int):
-    """The candidate against the reference on the same answers (validity/agreement.py's figures)."""
-    from oab_bench.judge.sweep.decide import AgreementFigures
-    from oab_bench.judge.validity.agreement import compare_two
-    from oab_bench.judge.validity.sources import load_source
-    from oab_bench.judge.validity.stats import Figure
+def gradings(judge, judgments) -> list:
+    """(the judge that called, its judgment) for every grading: a jury's members each on their own
+    (their judgments keep what a cached call first cost, unlike the jury's combined record)."""
+    if getattr(judge, "members", None) is None:
+        return [(judge, j) for j in judgments]
+    models = {j.model for j in judgments}
+    pairs = zip(judge.members, judge.graded, strict=True)
+    return [(m, j) for m, got in pairs for j in got if j.model in models]
 
-    a = load_source("A", reference.answers_file, dataset)
-    b = load_source("B", candidate.answers_file, dataset)
-    report = compare_two(a, b, dataset, resamples=resamples, seed=seed)
-    exam = report["exam"]
-    return AgreementFigures(
-        exam_ccc=Figure(**exam["ccc"]),
-        kappa_pass=Figure(**exam["kappa_pass"]),
-        flips=exam["flips"],
-        flip_rate=exam["flips"] / exam["n"] if exam["n"] else None,
-        exam_mae=Figure(**exam["mae"]),
-        ranking_tau=Figure(**report["ranking_tau"]),
+
+def failure(graded) -> str | None:
+    """Why a judge's figures would say nothing about it: too many gradings whose calls failed (a
+    rejected key, an unknown model, a server down, the sweep's cost cap)."""
+    from oab_bench.judge.validity.probe_report import JUDGED_MIN
+
+    bad = [j for _, j in graded if j.status in CALL_FAILURES]
+    if not bad or len(bad) <= (1 - JUDGED_MIN) * len(graded):
+        return None
+    why = f"{len(bad)} of {len(graded)} gradings not made ({bad[0].status}): {bad[0].error or ''}"
+    return redact(why).strip()
+
+
+def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None, str]:
+    """(direct, batch) dollars per model for the whole `dataset`, scaled from the gradings of the
+    `judged` questions, and the sentence that says how."""
+    kind = {r.question_id: r.kind for r in judged}
+    costs: dict[str, dict[str, list]] = defaultdict(lambda: {"direct": [], "batch": []})
+    models: dict[str, set[str]] = defaultdict(set)
+    for who, j in graded:
+        if j.question_id in kind:
+            cost, discount = j.cost_usd, who.settings.price_batch_discount
+            if cost is None and j.usage.prompt_tokens == 0 and j.usage.completion_tokens == 0:
+                cost = 0.0  # no call billed
+            direct = cost if not who.settings.batch or cost is None else cost / discount if discount else None
+            batch = cost if who.settings.batch or cost is None else cost * discount
+            costs[kind[j.question_id]]["direct"].append(direct)
+            costs[kind[j.question_id]]["batch"].append(batch)
+            models[j.question_id].add(j.model)
+    n_judged, wanted = Counter(kind[q] for q in models), Counter(r.kind for r in dataset)
+    n_models = max((len(m) for m in models.values()), default=0)
+    if not n_models:
+        return None, None, "no answer judged: no cost to scale"
+    out = []
+    for side in ("direct", "batch"):
+        every = [c for k in costs for c in costs[k][side]]
+        mean = None if None in every else {k: sum(costs[k][side]) / n_models / n_judged[k] for k in costs}
+        fallback = mean and sum(every) / n_models / sum(n_judged.values())
+        out.append(mean and sum(n * mean.get(k, fallback) for k, n in wanted.items()))
+    counts = ", ".join(f"{k} {n_judged[k]} of {wanted[k]}" for k in sorted(wanted))
+    return (
+        out[0],
+        out[1],
+        f"scaled: {sum(n_judged.values())} of {len(dataset)} questions judged ({counts}), {n_models} models",
     )
 
 
-def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
-    """sweep.html beside sweep.json: a page that cannot be written never fails the sweep (its
-    figures are on disk already); the reason is printed."""
-    from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
+def measure(judges, folders, probe_pairs, probe_missing, pairs, missing, *, progress: bool, panel: dict):
+    """Each judge in turn through the normal path: its probes and the real answers graded in one
+    pool of calls, both written (a panel's judgments marked as `judge --panel` marks them). A judge
+    whose batches are still running when its `batch_wait` runs out is left for a rerun to reattach."""
+    from oab_bench.judge.grading.batch.submit import BatchPending
+    from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
+    from oab_bench.judge.output import write_atomic
+    from oab_bench.judge.panel.judging import dump_records, marked_records
 
-    try:
-        view = sweep_view(report, why=why, scaled=scaled, name=str(out))
-        path = write_sweep_page([view], out / SWEEP_PAGE_FILE, title=f"OAB-Bench judge sweep: {out.name}")
-    except Exception as e:  # a page is a by-product of the sweep
-        print(
-            f"oab-bench judge-sweep: note: no {SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})",
-            file=sys.stderr,
-        )
-        return
-    print(f"page: {path}", file=sys.stderr)
+    measured, pending = [], []
+    for (spec, judge), folder in zip(judges, folders, strict=True):
+        say(f"{spec}: {len(probe_pairs)} probe and {len(pairs)} answer judgments")
+        start = time.monotonic()
+        try:
+            done = run_judge_all(judge, [*probe_pairs, *pairs], progress=progress)
+        except BatchPending as e:
+            pending.append(f"{spec}: {e}")
+            continue
+        seconds = time.monotonic() - start
+        probes = done[: len(probe_pairs)] + [
+            judge.unanswered(r, m, "no probe answer") for r, m in probe_missing
+        ]
+        no_answer = "the answer files have no answer to this question"
+        answers = done[len(probe_pairs) :] + [judge.unanswered(r, m, no_answer) for r, m in missing]
+        write_atomic(folder / PROBE_JUDGMENTS_FILE, dump_jsonl(probes))
+        write_atomic(folder / JUDGMENTS_FILE, dump_records(marked_records(answers, panel)))
+        graded = gradings(judge, done)
+        calls, failed = sum(j.attempts for _, j in graded if not j.cached), failure(graded)  # retries counted
+        say(f"{spec}: {calls} calls, {seconds:.1f} s" + (f"; FAILED: {failed}" if failed else ""))
+        measured.append(Measured(spec, judge, folder, probes, graded, calls, seconds, failed))
+    return measured, pending
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
-    from oab_bench.judge.sweep.material import load_material, print_notes
 
     try:
         store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
     except StoreError as e:
         raise StoreError(f"--cache {e}") from None
     parsed = parse_judges(args)
-    material = load_material(args)  # the panel fetched and verified here: before anything is called
+    pool, rows, pairs, missing, panel = load_material(args)  # the panel fetched and verified: before any call
     # the judging machinery (litellm: seconds) only once the input is known to be good
+    from oab_bench.judge.grading.jury import make_judge
     from oab_bench.judge.output import check_output, write_atomic
-    from oab_bench.judge.sweep.cost import per_model
-    from oab_bench.judge.sweep.decide import JudgeRow, ProbeFigures, Rule, decide
-    from oab_bench.judge.sweep.measure import measure_all, say
-    from oab_bench.judge.sweep.sweep_table import render_text
+    from oab_bench.judge.sweep.decide import (
+        AgreementFigures,
+        JudgeRow,
+        ProbeFigures,
+        Rule,
+        decide,
+        render_text,
+    )
+    from oab_bench.judge.validity.agreement import compare_two
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
+    from oab_bench.judge.validity.sources import load_source
 
-    rule = Rule(min_kappa=args.min_kappa, kappa_on=args.kappa_on, max_flip_rate=args.max_flip_rate)
-    judges = make_judges(parsed, store)
-    pool, rows, answer_pairs, answer_missing = material.pool, material.rows, material.pairs, material.missing
+    judges = []
+    for spec, settings in parsed:
+        try:
+            judges.append((redact(spec.strip()), make_judge(settings, store)))
+        except ValueError as e:
+            raise ValueError(f"judge {spec!r}: {e}") from None
     probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
     out = Path(args.output or "runs/judge_sweep")
-    folders = [out / _folder(i, spec) for i, (spec, _) in enumerate(judges)]
+    folders = [
+        out / f"{i:02d}_{re.sub(r'[^A-Za-z0-9._-]+', '_', spec)[:60]}" for i, (spec, _) in enumerate(judges)
+    ]
     if not args.estimate:  # anything in the way fails now, before a paid call
         check_folder(out, SWEEP, "--output")  # it replaces files there: never in someone else's folder
-        for f in folders:
-            check_output(f / PROBE_JUDGMENTS_FILE)
-        check_output(out / SWEEP_FILE)
-        check_output(out / SWEEP_PAGE_FILE)
+        for f in [*(f / PROBE_JUDGMENTS_FILE for f in folders), out / SWEEP_FILE, out / SWEEP_PAGE_FILE]:
+            check_output(f)
         claim(out, SWEEP)
     p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
-    print_notes(material)
     if args.estimate:
-        return print_bill(judges, p_pairs, answer_pairs, args.format)
+        return print_bill(judges, [*p_pairs, *pairs], args.format)
     share_budget(judges, args.max_cost_usd)
-
-    measured, pending = measure_all(
-        judges,
-        folders,
-        (p_pairs, p_missing),
-        (answer_pairs, answer_missing),
-        progress=not args.no_progress,
-        panel=material.panel,
+    measured, pending = measure(
+        judges, folders, p_pairs, p_missing, pairs, missing, progress=not args.no_progress, panel=panel
     )
     if pending:  # batches still running: the other judges are judged and cached; a rerun reattaches
         for line in pending:
@@ -218,25 +315,33 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
         return 3
 
-    dataset = {r.question_id: r for r in pool}
-    answer_models = {a.model for _, a in answer_pairs}
-    scaled = ""
-    built = []
-    for i, m in enumerate(measured):
-        direct, batch, scaled = per_model([g for g in m.gradings if g[1].model in answer_models], rows, pool)
-        probe = None
+    dataset, models, built = {r.question_id: r for r in pool}, {a.model for _, a in pairs}, []
+    options = {"resamples": args.resamples, "seed": args.seed}
+    for m in measured:
+        direct, batch, scaled = cost_per_model([g for g in m.graded if g[1].model in models], rows, pool)
+        probe = agreement = None
         if not m.failed:
-            report = probe_report(m.judge, rows, probes, m.probes, resamples=args.resamples, seed=args.seed)
-            stats = report.probes
+            report = probe_report(m.judge, rows, probes, m.probes, **options)
+            pct = {k: s.mean_pct for k, s in report.probes.items()}
             probe = ProbeFigures(
                 verdict=report.verdict,
-                reference_pct=stats["reference"].mean_pct if "reference" in stats else None,
-                swapped_pct=stats["swapped"].mean_pct if "swapped" in stats else None,
+                reference_pct=pct.get("reference"),
+                swapped_pct=pct.get("swapped"),
                 ordering=report.ordering,
             )
-        agreement = None
-        if i and not m.failed and not measured[0].failed:
-            agreement = agreement_figures(measured[0], m, dataset, resamples=args.resamples, seed=args.seed)
+        if m is not measured[0] and not m.failed and not measured[0].failed:  # on the same answers
+            a = load_source("A", measured[0].folder / JUDGMENTS_FILE, dataset)
+            b = load_source("B", m.folder / JUDGMENTS_FILE, dataset)
+            got = compare_two(a, b, dataset, **options)
+            exam = got["exam"]
+            agreement = AgreementFigures(
+                exam_ccc=exam["ccc"],
+                kappa_pass=exam["kappa_pass"],
+                flips=exam["flips"],
+                flip_rate=exam["flips"] / exam["n"] if exam["n"] else None,
+                exam_mae=exam["mae"],
+                ranking_tau=got["ranking_tau"],
+            )
         built.append(
             JudgeRow(
                 judge=m.spec,
@@ -250,12 +355,30 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 failed=m.failed,
             )
         )
+    rule = Rule(min_kappa=args.min_kappa, kappa_on=args.kappa_on, max_flip_rate=args.max_flip_rate)
     report, why = decide(built[0], built[1:], rule)
     text = report.model_dump_json(indent=2) + "\n"
     # an earlier sweep's page never stands beside this sweep.json (a stop or a failed page between them)
     (out / SWEEP_PAGE_FILE).unlink(missing_ok=True)
     write_atomic(out / SWEEP_FILE, text)
-    sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled))
+    every = [j for m in measured for _, j in m.graded]
+    cached = f"{sum(j.cached for j in every)} of {len(every)} gradings came from the cache (no call)"
+    counted = f"{sum(m.calls for m in measured)} calls made; {cached}"
+    sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled, counted))
     write_page(report, why, scaled, out)
     print(f"wrote {out / SWEEP_FILE} and each judge's judgments under {out}", file=sys.stderr)
     return 1 if args.strict and report.recommended is None else 0
+
+
+def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
+    """sweep.html beside sweep.json: a page that cannot be written never fails the sweep (its
+    figures are on disk already); the reason is printed."""
+    from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
+
+    try:
+        view = sweep_view(report, why=why, scaled=scaled, name=str(out))
+        path = write_sweep_page([view], out / SWEEP_PAGE_FILE, title=f"OAB-Bench judge sweep: {out.name}")
+    except Exception as e:  # a page is a by-product of the sweep
+        say(f"note: no {SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})")
+        return
+    print(f"page: {path}", file=sys.stderr)

@@ -1,11 +1,18 @@
-"""The sweep's page: the decision, the picture of validity against dollars per model, the table.
+"""The sweep's page: the decision, a picture of validity against dollars per model, the table.
 `judge-sweep` writes it beside sweep.json as sweep.html (one file, no script); `oab-bench report`
-shows a sweep given as an input (its sweep.json, or its folder) as a page of the audit report,
-or alone when nothing else is given. The page is the audit report's (its templates and styles)."""
+shows a sweep given as an input (its sweep.json or folder) as a page of the audit report, or alone.
+
+The picture: one numbered point per judge as in the table, κ on exam pass/fail (the Pareto front
+joined) and exam-score CCC with the reference, each with its 95% interval; a judge whose calls
+failed, or whose cost or figure is unknown, is named in the key, never placed.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,36 +20,94 @@ from pydantic import ValidationError
 
 from oab_bench.conventions import SWEEP_FILE
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.folders import json_with_keys
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
-from oab_bench.judge.sweep.decide import SweepReport
-from oab_bench.judge.sweep.sweep_table import HEADER, cells
+from oab_bench.judge.sweep.decide import HEADER, SweepReport, cells
 
-SWEEP_KEYS = set(SweepReport.model_fields)
+AXES = (
+    ("kappa_pass", "κ on exam pass/fail with the reference"),
+    ("exam_ccc", "exam-score CCC with the reference"),
+)
+NOISE = re.compile(r",(api_base|price_[a-z_]+)=[^,|]*")  # settings that do not tell judges apart on a label
 
 
-def sweep_view(
-    report: SweepReport,
-    *,
-    why: dict[str, str] | None = None,
-    scaled: str | None = None,
-    name: str = "",
-    anchor: str = "sweep",
-) -> dict:
+def figure(report: SweepReport):
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no screen
+    import matplotlib.pyplot as plt
+
+    rows = list(enumerate(report.judges, start=1))
+    fig, axes = plt.subplots(1, len(AXES), figsize=(16, max(5.0, 1.2 + 0.2 * len(rows))), squeeze=False)
+    apart, undefined = {}, defaultdict(list)
+    for n, r in rows:
+        ref = r.judge == report.reference
+        why = "failed" if r.failed else "cost unknown" if r.cost_usd_per_model is None else None
+        apart[n] = why or (None if ref or r.agreement else "no agreement figures")
+    for ax, (key, title) in zip(axes[0], AXES, strict=True):
+        front = []
+        for n, r in rows:
+            ref, f = r.judge == report.reference, getattr(r.agreement, key, None)
+            if apart[n] or (not ref and (f is None or f.value is None)):
+                undefined[n] += [] if apart[n] else [key]
+                continue
+            # the reference agrees with itself
+            y, low, high = (1.0, 1.0, 1.0) if ref else (f.value, f.ci_low, f.ci_high)
+            x, low, high = r.cost_usd_per_model, y if low is None else low, y if high is None else high
+            good = ref or (r.probe is not None and r.probe.verdict == "discriminates")
+            marker, color = ("*", "#10243e") if ref else ("o", "#1b7d3a") if good else ("X", "#b3261e")
+            ax.errorbar(
+                [x],
+                [y],
+                yerr=[[max(y - low, 0)], [max(high - y, 0)]],
+                fmt=marker,
+                color=color,
+                ms=9,
+                capsize=3,
+            )
+            if r.pareto:
+                ax.plot([x], [y], "o", ms=15, mfc="none", mec="#5c6bc0", mew=1.5)
+                front.append((x, y))
+            ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9, weight="bold")
+        if key == "kappa_pass" and front:
+            ax.plot(*zip(*sorted(front), strict=True), "--", color="#5c6bc0", lw=1.2, label="Pareto front")
+            ax.legend(loc="lower right", fontsize=8)
+        costs = [r.cost_usd_per_model for n, r in rows if not apart[n]]
+        positive = [c for c in costs if c > 0]
+        if len(positive) < len(costs):  # a judge at $0 (a GPU already paid for): log near zero, linear at it
+            ax.set_xscale("symlog", linthresh=min(positive, default=1e-3))
+        elif positive and max(positive) / min(positive) > 20:
+            ax.set_xscale("log")
+        ax.set_xlabel("dollars per model, whole dataset (scaled from the questions judged)")
+        ax.set_ylabel(title)
+        ax.set_title(title, fontsize=10, loc="left")
+        ax.grid(alpha=0.3)
+    key = ["judges (numbered as in the table)"]
+    for n, r in rows:
+        label = NOISE.sub("", r.judge)
+        label = f"{n}. {label if len(label) <= 44 else label[:43] + '…'}".replace("$", r"\$")  # no math text
+        why = apart[n] or (" and ".join(undefined[n]) + " undefined" if undefined[n] else None)
+        key.append(label + (f"  (not placed: {why})" if why else ""))
+    fig.text(0.755, 0.95, "\n".join(key), fontsize=9, va="top")
+    fig.tight_layout(rect=(0, 0, 0.75, 1))
+    return fig
+
+
+def sweep_view(report: SweepReport, *, why=None, scaled=None, name: str = "", anchor: str = "sweep") -> dict:
     """What the template shows (sweep_section.html.j2); `why` and `scaled` when the sweep has just run."""
-    from oab_bench.judge.audit.page import data_url
-    from oab_bench.judge.sweep.sweep_plot import sweep_png
+    from oab_bench.judge.audit.write import data_url
+    from oab_bench.judge.leaderboard.plot import png_bytes
 
     rows = []
     for n, (r, line) in enumerate(zip(report.judges, cells(report), strict=True), start=1):
-        marks = [("reference", r.judge == report.reference), ("recommended", r.judge == report.recommended)]
+        marks = {"reference": r.judge == report.reference, "recommended": r.judge == report.recommended}
+        marks["failed"] = bool(r.failed)
         rows.append(
             {
                 "n": n,
                 "judge": r.judge,
-                "cells": [r.judge, *line[1:]],  # the reference is a badge here, not a suffix
-                "marks": [m for m, on in [*marks, ("failed", bool(r.failed))] if on],
+                "cells": [r.judge, *line[1:]],
+                "marks": [m for m, on in marks.items() if on],
             }
         )
     failed = {r.judge: r.failed for r in report.judges if r.failed}
@@ -50,11 +115,11 @@ def sweep_view(
         "anchor": anchor,
         "name": name,
         "header": HEADER,
-        "rows": rows,
+        "rows": rows,  # the reference is a badge here, not a suffix
         "recommended": report.recommended,
         "rule": report.rule,
         "scaled": scaled,
-        "plot": data_url(sweep_png(report)) if report.judges else None,
+        "plot": data_url(png_bytes(figure(report))) if report.judges else None,
         "failed": [{"judge": j, "why": w} for j, w in failed.items()],
         "why": [{"judge": j, "why": w} for j, w in (why or {}).items() if j not in failed],
     }
@@ -62,25 +127,24 @@ def sweep_view(
 
 def write_sweep_page(views: Sequence[dict], path: Path, title: str) -> Path:
     """One file: the sweeps' pages alone, keys redacted (a judge's spec may name its server)."""
-    from oab_bench.judge.audit.page import environment
+    from oab_bench.judge.audit.write import environment
 
     html = environment().get_template("sweep.html.j2").render(title=title, sweeps=list(views))
     return write_atomic(Path(path), redact(html))
 
 
-def sweep_file(path: Path) -> Path | None:
-    """The sweep.json an input of `oab-bench report` names: the file itself, or a sweep folder's."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / SWEEP_FILE
-    elif path.suffix != ".json":
-        return None
-    return path if json_with_keys(path, SWEEP_KEYS) else None
-
-
-def read_sweep(path: Path) -> SweepReport:
+def read_sweep(path: Path) -> SweepReport | None:
+    """The sweep an input of `oab-bench report` names (its sweep.json, or a sweep folder's); None
+    when the input is no sweep; one with a sweep's keys that is not one names its field."""
+    path = Path(path) / SWEEP_FILE if Path(path).is_dir() else Path(path)
     try:
-        return SweepReport.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not set(SweepReport.model_fields) <= set(data):
+        return None
+    try:
+        return SweepReport.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(x) for x in err["loc"])
@@ -92,11 +156,9 @@ def write_report_with_sweeps(inputs: Sequence[Path], output: Path, **report_opti
     all there is); the rest is read as always (judge/audit/write.py)."""
     from oab_bench.judge.audit.write import write_report
 
-    found = sorted((str(p), f) for p in inputs if (f := sweep_file(p)) is not None)  # any input order
-    others = [p for p in inputs if sweep_file(p) is None]
-    views = [
-        sweep_view(read_sweep(f), name=name, anchor=f"sweep-{i}") for i, (name, f) in enumerate(found, 1)
-    ]
+    found = sorted((str(p), s) for p in inputs if (s := read_sweep(p)) is not None)  # any input order
+    others = [p for p in inputs if str(p) not in dict(found)]
+    views = [sweep_view(s, name=name, anchor=f"sweep-{i}") for i, (name, s) in enumerate(found, 1)]
     if others:
         return write_report(others, output, sweeps=views, **report_options)
     print("oab-bench report: only judge sweeps given: their pages alone", file=sys.stderr)

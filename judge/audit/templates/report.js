@@ -41,15 +41,15 @@
     const table = el("table", "items");
     table.append(el("thead", null, el("tr", null, ...head.filter((h) => h !== null).map((h) => el("th", null, h)))));
     const body = el("tbody");
-    const rows = rubric.length ? rubric : (items || []).map((it) => ({ id: it.item_id, max: it.max_score, allowed: null }));
+    const rows = rubric.length ? rubric : (items || []).map((it) => ({ item_id: it.item_id, max_score: it.max_score, allowed_scores: null }));
     for (const r of rows) {
-      const it = byId[r.id];
+      const it = byId[r.item_id];
       const tr = el("tr", "item");
-      tr.dataset.item = r.id;
-      tr.append(el("td", null, el("b", null, r.id), r.annulled ? el("div", "muted", "annulled: full marks") : null));
+      tr.dataset.item = r.item_id;
+      tr.append(el("td", null, el("b", null, r.item_id), r.annulled ? el("div", "muted", "annulled: full marks") : null));
       if (withDescription) tr.append(el("td", null, r.section ? el("div", "muted", r.section) : null, (r.label ? r.label + " " : "") + r.description));
-      tr.append(el("td", null, r.allowed ? allowedScores(r.allowed, it ? it.score : undefined) : el("span", "muted", "max " + fmt(r.max))));
-      tr.append(el("td", "num score", it ? fmt(it.score) + " / " + fmt(it.max_score !== undefined ? it.max_score : r.max) : el("span", "na", "not scored")));
+      tr.append(el("td", null, r.allowed_scores ? allowedScores(r.allowed_scores, it ? it.score : undefined) : el("span", "muted", "max " + fmt(r.max_score))));
+      tr.append(el("td", "num score", it ? fmt(it.score) + " / " + fmt(it.max_score !== undefined ? it.max_score : r.max_score) : el("span", "na", "not scored")));
       tr.append(el("td", "analysis", it && it.analysis ? it.analysis : ""));
       body.append(tr);
     }
@@ -78,18 +78,18 @@
     page.replaceChildren();
     const j = data("judgments")[id];
     if (!j) { page.append(el("p", "na", "No such judgment.")); return; }
-    const q = data("questions")[j.q];
+    const q = data("questions")[j.question_id];
     const anchor = data("anchors")[j.judge + "\t" + j.model];
     page.append(el("p", "muted", anchor ? link("#" + anchor, "← " + j.model) : j.model, " · judge " + j.judge));
-    page.append(el("h2", null, j.q));
+    page.append(el("h2", null, j.question_id));
     const head = el("p", "verdict", el("span", "badge " + (j.status === "ok" ? "ok" : "fail"), j.status), " ");
-    if (j.status === "ok") head.append(el("b", "total", fmt(j.score) + " / " + fmt(j.max)));
+    if (j.status === "ok") head.append(el("b", "total", fmt(j.score) + " / " + fmt(j.max_score)));
     page.append(head);
     if (j.status !== "ok") {
       page.append(el("div", "failure", el("b", null, "Failed judgment (" + j.status + "): no score, not a zero."),
         el("div", "err", j.error || "no error text recorded")));
     }
-    const others = data("judgments").map((o, i) => [o, i]).filter(([o, i]) => i !== id && o.model === j.model && o.q === j.q);
+    const others = data("judgments").map((o, i) => [o, i]).filter(([o, i]) => i !== id && o.model === j.model && o.question_id === j.question_id);
     if (others.length) {
       const p = el("p", "muted", "Other judgments of this answer: ");
       for (const [o, i] of others) p.append(link("#j" + i, o.judge + ": " + (o.status === "ok" ? fmt(o.score) : o.status), "chip"), " ");
@@ -97,12 +97,12 @@
     }
     if (q) {
       page.append(el("h3", null, "Question"), textBlock(q.statement));
-      for (const it of q.items) page.append(el("p", null, el("b", null, (it.label ? it.label + ") " : "") + "(" + fmt(it.max) + ")"), " ", it.prompt));
+      for (const it of q.items) page.append(el("p", null, el("b", null, (it.label ? it.label + ") " : "") + "(" + fmt(it.max_score) + ")"), " ", it.prompt));
     } else {
       page.append(el("p", "na", "Question text not available (give --dataset)."));
     }
-    const answer = data("answers")[j.model + "\t" + j.q];
-    const made = data("generation")[j.model + "\t" + j.q];  // what generating it cost, when its file says
+    const answer = data("answers")[j.model + "\t" + j.question_id];
+    const made = data("generation")[j.model + "\t" + j.question_id];  // what generating it cost, when its file says
     const cost = made ? el("p", "muted", "generating this answer: " + (made.prompt_tokens ?? "?") + " prompt, " +
       (made.completion_tokens ?? "?") + " completion tokens (" + (made.reasoning_tokens ?? "?") + " reasoning), " +
       (made.cost === null || made.cost === undefined ? "cost unknown" : "$" + Number(made.cost).toFixed(4))) : null;
