@@ -225,7 +225,7 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     expected as short as a questão's. The kind is told from the cached judgments' ids."""
     from types import SimpleNamespace
 
-    from oab_bench.judge.grading.estimate.core import _history
+    from oab_bench.judge.grading.grader import completion_history
     from oab_bench.judge.records import Judgment
 
     def judged(qid: str, tokens: int) -> Judgment:
@@ -247,7 +247,7 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     judge = SimpleNamespace(
         store=store, settings=SimpleNamespace(judge_model="j"), mode="structured", prompt_version="p"
     )
-    means, _ = _history(judge, {})
+    means, _ = completion_history(judge, {})
     assert means == {"peca": 3000, "questao": 600}
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import functools
 import os
 import signal
 import subprocess
@@ -17,7 +15,6 @@ import pytest
 
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading import grader, loop
-from oab_bench.judge.grading.client import _setup_is_pure
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import STORE_FILE, JudgmentStore, synced
 from oab_bench.judge.grading.runner import judge_all, run_judge_all
@@ -122,53 +119,6 @@ def test_append_writes_at_once_and_fsyncs_behind(tmp_path, monkeypatch):
     assert lines == [1, 2, 3, 4, 5] and fsynced_before == 0
     assert 1 <= len(fsyncs) <= 2  # grouped: one fsync covers what was written meanwhile
     assert len(JudgmentStore(tmp_path)) == 5
-
-
-def test_inline_setup_only_where_marked():
-    main_thread = threading.get_ident()
-
-    def where(acompletion=False):
-        return threading.get_ident()
-
-    setup = functools.partial(where, acompletion=True)  # the shape of litellm's acompletion setup
-
-    def fails(acompletion=False):
-        raise ValueError("setup failed")
-
-    async def main():
-        running = asyncio.get_running_loop()
-        marked = contextvars.copy_context()
-        marked.run(loop.INLINE_SETUP.set, True)
-        inline = await running.run_in_executor(None, functools.partial(marked.run, setup))
-        unmarked = await running.run_in_executor(
-            None, functools.partial(contextvars.copy_context().run, setup)
-        )
-        token = loop.INLINE_SETUP.set(True)
-        try:
-            plain = await running.run_in_executor(None, setup)  # not in a context's run: a thread
-            other = await running.run_in_executor(None, functools.partial(marked.run, where))
-            to_thread = await asyncio.to_thread(where)  # copies the mark, but is blocking work
-        finally:
-            loop.INLINE_SETUP.reset(token)
-        try:
-            await running.run_in_executor(
-                None, functools.partial(marked.run, functools.partial(fails, acompletion=True))
-            )
-        except ValueError as e:
-            raised = str(e)
-        return inline, raised, [unmarked, plain, other, to_thread]
-
-    inline, raised, threaded = loop.run(main())
-    assert inline == main_thread and raised == "setup failed"
-    assert all(t != main_thread for t in threaded)
-
-
-def test_inline_setup_is_for_openai_style_providers_only():
-    assert _setup_is_pure("openai/gpt-5.2") and _setup_is_pure("hosted_vllm/qwen")
-    assert not _setup_is_pure("anthropic/claude-sonnet-4-5")
-    assert not _setup_is_pure("vertex_ai/gemini-2.5-pro")
-    assert not _setup_is_pure("bedrock/anthropic.claude-3")
-    assert not _setup_is_pure("no-such-provider-model")
 
 
 def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub, judge_key):
