@@ -1,4 +1,4 @@
-"""Judge answer files: answers in, one JSON line per (model, question) out (`oab-bench judge`)."""
+"""`oab-bench judge`: answer files in, one JSON line per (model, question) out."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from pathlib import Path
 from oab_bench.judge.answers import Answer, one_per_question, read_answer_files
 from oab_bench.judge.dataset import load_rows
 from oab_bench.judge.grading.batch.submit import BatchPending
-from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
-from oab_bench.judge.grading.jury import Jury, make_judge
+from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all, summarise
 from oab_bench.judge.output import check_output, write_atomic
 from oab_bench.judge.settings import settings_from
 
 
 def pair_answers(rows, answers: list[Answer]):
-    """Every (row, answer) to grade; a question a model did not answer is a `no_answer` judgment."""
+    """(pairs to grade by model, then dataset order; (row, model) a model did not answer, to record
+    as `no_answer`; ids of answered questions the dataset lacks)."""
     by_id = {r.question_id: r for r in rows}
     unknown = sorted({a.question_id for a in answers} - set(by_id))
     models: dict[str, dict[str, Answer]] = {}
@@ -63,8 +63,7 @@ def run_judge_command(
     jury_lines: Callable[[list[dict]], list[str]] | None = None,
     beside: Callable[[list, list[Answer]], Beside] | None = None,
 ) -> int:
-    """`beside(rows, answers)`: what to judge beside the candidates, read before any call (the
-    caller passes it, as it passes `jury_lines`)."""
+    """`beside(rows, answers)`: what to judge beside the candidates, read before any call."""
     settings = settings_from(args, os.environ)
     if not args.estimate:  # --estimate writes nothing
         check_output(Path(args.output))
@@ -75,7 +74,6 @@ def run_judge_command(
     pairs, missing = pairs_to_grade(rows, answers, args.questions)
     extra = beside(rows, answers) if beside is not None else None
     extra_pairs = extra.pairs if extra is not None else []
-
     judge = command_judge(args, settings)
     if args.estimate:
         from oab_bench.judge.grading.estimate.core import estimate, print_estimate
@@ -86,25 +84,19 @@ def run_judge_command(
     try:  # the candidates first: a --max-cost-usd cap reaches them before what is beside them
         judgments = run_judge_all(judge, pairs + extra_pairs, progress=not args.no_progress)
     except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
-        print(f"oab-bench judge: {e}", file=sys.stderr)
-        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        print(f"oab-bench judge: {e}\nresume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
         return 3
     judgments, of_extra = judgments[: len(pairs)], judgments[len(pairs) :]
-    judgments += [
-        judge.unanswered(row, model, "the answer files have no answer to this question")
-        for row, model in missing
-    ]
-    text = dump_jsonl(judgments)
-    if extra is not None:
-        text += extra.dump(of_extra)
-        judgments += of_extra
+    why = "the answer files have no answer to this question"
+    judgments += [judge.unanswered(row, model, why) for row, model in missing]
+    text = dump_jsonl(judgments) + (extra.dump(of_extra) if extra is not None else "")
     write_atomic(Path(args.output), text)
-    failed = print_outcome(judgments, jury_lines)
+    failed = print_outcome(judgments + of_extra, jury_lines)
     print(f"wrote {args.output}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
+def command_judge(args: argparse.Namespace, settings):
     """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
     try:
         store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
@@ -114,9 +106,8 @@ def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
 
 
 def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
-    """Totals and the first failures on stderr; returns the judgments that are not ok.
-
-    `jury_lines`: a jury's members' costs and agreement (validity computes those; the caller passes it)."""
+    """Totals and the first failures on stderr (with `jury_lines`: a jury's members' costs and
+    agreement, which validity computes); returns the judgments that are not ok."""
     print(summarise(judgments).line(), file=sys.stderr)
     if jury_lines is not None and any(j.members for j in judgments):
         for line in jury_lines([j.record() for j in judgments]):
