@@ -22,7 +22,12 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
     budget (a 400) is asked once more with 256 tokens."""
     import litellm
 
-    from oab_bench.judge.grading.client import connection_failed, missing_credentials, permanent
+    from oab_bench.judge.grading.client import (
+        connection_failed,
+        malformed_header,
+        missing_credentials,
+        permanent,
+    )
 
     try:
         reasoning = bool(litellm.supports_reasoning(model))
@@ -49,7 +54,7 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
             if isinstance(e, litellm.BadRequestError) and not attempt:
                 kwargs["max_tokens"] = 256
                 continue
-            if permanent(e) or missing_credentials(e):
+            if permanent(e) or missing_credentials(e) or malformed_header(e):
                 raise CheckCallError(f"the {who} {model} at {where} refused the check call: {text}") from None
             if connection_failed(e):
                 raise CheckCallError(f"the {who} {model} at {where} does not answer: {text}") from None

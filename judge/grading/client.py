@@ -1,4 +1,5 @@
-"""One judge call through litellm: retried (tenacity), classified, usage and cost counted.
+"""One judge call through litellm (its sync `completion`, in a thread): retried (tenacity),
+classified, usage and cost counted.
 
 A 429 waits what Retry-After says (capped at backoff_max); 5xx, timeouts and connection errors
 back off exponentially with jitter; anything else (401/403/404, a refused request) fails at once.
@@ -10,10 +11,14 @@ and nowhere else. Cost is priced from usage: our per-1M prices, else litellm's c
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import os
+import queue
 import re
+import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import litellm
@@ -38,6 +43,8 @@ _TRANSIENT = (
     asyncio.TimeoutError,
 )
 
+_CALLS: queue.SimpleQueue = queue.SimpleQueue()  # (future, call) for the threads of in_thread
+_IDLE = threading.Semaphore(0)  # one per idle thread
 litellm.suppress_debug_info = True
 litellm.telemetry = False
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
@@ -93,19 +100,30 @@ def call_key(settings: JudgeSettings) -> str | None:
     return "EMPTY" if settings.api_base and missing_keys(settings.judge_model) else None
 
 
+def _said(exc: BaseException) -> str:
+    """What an error and the errors behind it say (litellm wraps the one that tells the cause)."""
+    parts: list[str] = []
+    while exc is not None and len(parts) < 8:
+        parts.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    return " | ".join(parts)
+
+
 def missing_credentials(exc: BaseException) -> bool:
     """litellm reports a missing key as a 500 ("Missing credentials"): permanent, not transient."""
-    return "Missing credentials" in str(exc) or "api_key client option must be set" in str(exc)
-
-
-def connection_failed(exc: BaseException) -> bool:
-    """Nothing answered (refused, reset, DNS): litellm reports it as a 500 "Connection error"."""
-    return isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
+    return "Missing credentials" in _said(exc) or "api_key client option must be set" in _said(exc)
 
 
 def malformed_header(exc: BaseException) -> bool:
     """A key (or header) holding a control character: refused before sending, every time."""
-    return "Forbidden control character" in str(exc) or "Illegal header value" in str(exc)
+    return "Forbidden control character" in _said(exc) or "Illegal header value" in _said(exc)
+
+
+def connection_failed(exc: BaseException) -> bool:
+    """Nothing answered (refused, reset, DNS): litellm reports it as a 500 "Connection error"."""
+    return not malformed_header(exc) and (
+        isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
+    )
 
 
 def refused_for_good(error: str | None) -> bool:
@@ -250,6 +268,28 @@ def request_params(settings: JudgeSettings, messages: list[dict], response_forma
     return params
 
 
+def _worker() -> None:
+    while True:
+        future, call = _CALLS.get()
+        if future.set_running_or_notify_cancel():  # not cancelled before it began
+            try:
+                future.set_result(call())
+            except BaseException as e:
+                future.set_exception(e)
+        _IDLE.release()
+
+
+async def in_thread(call: Callable[[], Any]) -> Any:
+    """`call()` on a pool of daemon threads, one more whenever none is idle: many calls in flight are
+    as fast as a thread pool's (docs/performance.md), and a stopped run never waits for a call it gave
+    up on."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    if not _IDLE.acquire(blocking=False):
+        threading.Thread(target=_worker, name="oab-judge-call", daemon=True).start()
+    _CALLS.put((future, call))
+    return await asyncio.wrap_future(future)
+
+
 async def call_judge(
     settings: JudgeSettings,
     messages: list[dict],
@@ -276,7 +316,7 @@ async def call_judge(
         nonlocal attempts
         attempts += 1
         try:
-            resp = await litellm.acompletion(**kwargs)
+            resp = await in_thread(functools.partial(litellm.completion, **kwargs))
         except Exception as e:
             breaker.record(e)
             raise

@@ -23,7 +23,7 @@ from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
-from oab_bench.judge.jury_name import jury_name
+from oab_bench.judge.judge_label import jury_name
 from oab_bench.judge.records import ItemScore, Judgment, MemberScore, Usage, total_cost
 from oab_bench.judge.scoring import question_score
 from oab_bench.judge.settings import JudgeSettings, member_names, member_settings
