@@ -9,9 +9,10 @@ import pytest
 from oab_bench.judge.grading.client import cost, map_prices
 from oab_bench.judge.grading.estimate.core import estimate
 from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judge_answers import summary
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.prompts import build_messages, marks_cache
-from oab_bench.judge.grading.runner import run_judge_all, summarise
+from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.records import Usage
 from tests.conftest import oab
 from tests.helpers import (
@@ -82,7 +83,7 @@ def test_cost_cap_leaves_budget_statuses_and_a_rerun_finishes_without_repeating(
     )
     assert {j.status for j in second} == {"ok"}
     assert server.count == len(pairs)  # each judgment paid once over both runs
-    assert f"budget {statuses.count('budget')}" in summarise(first).line()
+    assert f"budget {statuses.count('budget')}" in summary(first)
 
 
 def test_cost_cap_needs_a_known_price(stub, judge_key):
@@ -99,7 +100,7 @@ def test_cached_prompt_tokens_are_priced_and_shown(stub, judge_key):
     assert j.cost_usd == pytest.approx(
         ((u.prompt_tokens - u.cached_tokens) * 2.0 + u.cached_tokens * 0.2 + u.completion_tokens * 8.0) / 1e6
     )
-    assert "%)" in summarise([j]).line()  # cached share
+    assert "%)" in summary([j])  # cached share
 
 
 def test_map_prices_price_cached_input_at_the_cached_rate():

@@ -1,11 +1,10 @@
-"""One judge call through litellm (its sync `completion`, in a thread): retried (tenacity),
-classified, usage and cost counted.
+"""One judge call through litellm (its sync `completion`, on a thread): retried, classified, priced.
 
-A 429 waits what Retry-After says (capped at backoff_max); 5xx, timeouts and connection errors
-back off exponentially with jitter; anything else (401/403/404, a refused request) fails at once.
-A Breaker shared by a run's calls stops calling a server that does not answer. The key comes
-from OAB_JUDGE_API_KEY, else litellm reads the provider's usual variable; it is passed to litellm
-and nowhere else. Cost is priced from usage: our per-1M prices, else litellm's cost map.
+A 429 waits what Retry-After says (capped at backoff_max); 5xx, timeouts and connection errors back
+off exponentially with jitter (tenacity); anything else (401/403/404, a refused request) fails at
+once. A Breaker shared by a run's calls stops calling a server that does not answer. The key comes
+from OAB_JUDGE_API_KEY, else litellm reads the provider's usual variable; it goes to litellm and
+nowhere else. Cost is priced from usage: our per-1M prices, else litellm's cost map.
 """
 
 from __future__ import annotations
@@ -33,16 +32,6 @@ UNREACHABLE = "judge server unreachable"
 REFUSED_STATUSES = (401, 403, 404)
 _FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError")
 _REFUSED = re.compile(r"^(\w+)(?: \((\d{3})\))?:")
-_TRANSIENT = (
-    litellm.RateLimitError,
-    litellm.Timeout,
-    litellm.APIConnectionError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.BadGatewayError,
-    asyncio.TimeoutError,
-)
-
 _CALLS: queue.SimpleQueue = queue.SimpleQueue()  # (future, call) for the threads of in_thread
 _IDLE = threading.Semaphore(0)  # one per idle thread
 litellm.suppress_debug_info = True
@@ -83,8 +72,7 @@ def missing_keys(model: str) -> tuple[str, ...]:
 
 @functools.cache
 def _missing_keys(model: str, present: tuple[str, ...], blank: tuple[str, ...]) -> tuple[str, ...]:
-    # litellm counts any non-empty value as a key: hide the blank ones while it looks
-    hidden = {k: os.environ.pop(k) for k in blank if k in os.environ}
+    hidden = {k: os.environ.pop(k) for k in blank if k in os.environ}  # litellm takes a blank key as one
     try:
         found = litellm.validate_environment(model)
     finally:
@@ -100,7 +88,7 @@ def call_key(settings: JudgeSettings) -> str | None:
     return "EMPTY" if settings.api_base and missing_keys(settings.judge_model) else None
 
 
-def _said(exc: BaseException) -> str:
+def _said(exc: BaseException | None) -> str:
     """What an error and the errors behind it say (litellm wraps the one that tells the cause)."""
     parts: list[str] = []
     while exc is not None and len(parts) < 8:
@@ -111,19 +99,18 @@ def _said(exc: BaseException) -> str:
 
 def missing_credentials(exc: BaseException) -> bool:
     """litellm reports a missing key as a 500 ("Missing credentials"): permanent, not transient."""
-    return "Missing credentials" in _said(exc) or "api_key client option must be set" in _said(exc)
+    return any(s in _said(exc) for s in ("Missing credentials", "api_key client option must be set"))
 
 
 def malformed_header(exc: BaseException) -> bool:
     """A key (or header) holding a control character: refused before sending, every time."""
-    return "Forbidden control character" in _said(exc) or "Illegal header value" in _said(exc)
+    return any(s in _said(exc) for s in ("Forbidden control character", "Illegal header value"))
 
 
 def connection_failed(exc: BaseException) -> bool:
     """Nothing answered (refused, reset, DNS): litellm reports it as a 500 "Connection error"."""
-    return not malformed_header(exc) and (
-        isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
-    )
+    nothing = isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
+    return nothing and not malformed_header(exc)
 
 
 def refused_for_good(error: str | None) -> bool:
@@ -141,23 +128,24 @@ def permanent(exc: BaseException) -> bool:
     is refused. A prompt too long or a content filter is one question's problem, not the run's."""
     if isinstance(exc, (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError)):
         return False
-    if getattr(exc, "status_code", None) in REFUSED_STATUSES:  # litellm calls some of them APIError
-        return True
     refused = (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
-    return isinstance(exc, (*refused, litellm.BadRequestError))
+    status = getattr(exc, "status_code", None)  # litellm calls some of them APIError
+    return status in REFUSED_STATUSES or isinstance(exc, (*refused, litellm.BadRequestError))
 
 
 def transient(exc: BaseException) -> bool:
-    return isinstance(exc, _TRANSIENT) and not missing_credentials(exc) and not malformed_header(exc)
+    """A 429, a 5xx, a timeout or a connection error: worth another try (a missing or malformed key is not)."""
+    status = getattr(exc, "status_code", None)
+    waited = isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, asyncio.TimeoutError))
+    retry = waited or status == 429 or (isinstance(status, int) and status >= 500)
+    return retry and not missing_credentials(exc) and not malformed_header(exc)
 
 
 class Breaker:
     """After `limit` connection failures in a row across a run's calls, every call fails at once."""
 
     def __init__(self, limit: int = 8):
-        self.limit = limit
-        self.failures = 0
-        self.last = ""
+        self.limit, self.failures, self.last = limit, 0, ""
 
     @property
     def open(self) -> bool:
@@ -171,10 +159,8 @@ class Breaker:
             self.last = describe_error(exc)
 
     def why(self) -> str:
-        return (
-            f"{UNREACHABLE}: {self.failures} connection failures in a row "
-            f"(last: {self.last}); not called again in this run"
-        )
+        last = f"last: {self.last}"
+        return f"{UNREACHABLE}: {self.failures} connection failures in a row ({last}); not called again in this run"
 
 
 def describe_error(exc: BaseException) -> str:
@@ -207,16 +193,15 @@ def backoff(settings: JudgeSettings, state: tenacity.RetryCallState) -> float:
 
 def usage_of(resp: Any) -> Usage:
     u = getattr(resp, "usage", None)
-    if u is None:
-        return Usage()
     details_in = getattr(u, "prompt_tokens_details", None)
-    details_out = getattr(u, "completion_tokens_details", None)
-    cached = int(getattr(details_in, "cached_tokens", 0) or 0)
+    cached = getattr(details_in, "cached_tokens", 0) or getattr(
+        u, "cache_read_input_tokens", 0
+    )  # Anthropic's
     return Usage(
-        prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
-        cached_tokens=cached or int(getattr(u, "cache_read_input_tokens", 0) or 0),  # Anthropic's name
-        completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
-        reasoning_tokens=int(getattr(details_out, "reasoning_tokens", 0) or 0),
+        prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
+        cached_tokens=cached or 0,
+        completion_tokens=getattr(u, "completion_tokens", 0) or 0,
+        reasoning_tokens=getattr(getattr(u, "completion_tokens_details", None), "reasoning_tokens", 0) or 0,
     )
 
 
@@ -263,9 +248,7 @@ def request_params(settings: JudgeSettings, messages: list[dict], response_forma
         params["temperature"] = settings.temperature
     if settings.reasoning_effort:
         params["reasoning_effort"] = settings.reasoning_effort
-    if response_format is not None:
-        params["response_format"] = response_format
-    return params
+    return params | ({"response_format": response_format} if response_format is not None else {})
 
 
 def _worker() -> None:
@@ -280,9 +263,8 @@ def _worker() -> None:
 
 
 async def in_thread(call: Callable[[], Any]) -> Any:
-    """`call()` on a pool of daemon threads, one more whenever none is idle: many calls in flight are
-    as fast as a thread pool's (docs/performance.md), and a stopped run never waits for a call it gave
-    up on."""
+    """`call()` on a pool of daemon threads, one more whenever none is idle: calls in flight go as
+    fast as a thread pool's (docs/performance.md), and a stopped run never waits for one it left."""
     future: concurrent.futures.Future = concurrent.futures.Future()
     if not _IDLE.acquire(blocking=False):
         threading.Thread(target=_worker, name="oab-judge-call", daemon=True).start()
@@ -310,6 +292,8 @@ async def call_judge(
     if key := call_key(settings):
         kwargs["api_key"] = key
     breaker = breaker or Breaker()
+    if breaker.open:  # it opened while this judgment waited for its call slot: no call
+        return CallResult("api_error", "", Usage(), None, breaker.why(), 0)
     attempts = 0
 
     async def attempt() -> Any:
@@ -329,15 +313,13 @@ async def call_judge(
         retry=tenacity.retry_if_exception(lambda e: transient(e) and not breaker.open),
         reraise=True,
     )
-    if breaker.open:  # it opened while this judgment waited for its call slot: no call
-        return CallResult("api_error", "", Usage(), None, breaker.why(), 0)
     try:
         resp = await retrying(attempt)
-    except litellm.ContentPolicyViolationError as e:
-        return CallResult("refused", "", Usage(), None, describe_error(e), attempts)
     except Exception as e:
-        error = breaker.why() if breaker.open else describe_error(e)
-        return CallResult("api_error", "", Usage(), None, error, attempts)
+        status = "refused" if isinstance(e, litellm.ContentPolicyViolationError) else "api_error"
+        return CallResult(
+            status, "", Usage(), None, breaker.why() if breaker.open else describe_error(e), attempts
+        )
     usage = usage_of(resp)
     return classify(resp, usage, cost(settings, usage), attempts)
 

@@ -125,19 +125,25 @@ class Judge:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
 
+    def _read(self, row: QuestionRow, answer: Answer) -> tuple[list[str], str, int | None, str, tuple | None]:
+        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer` as the judge reads it."""
+        turns, text, size = judged_text(answer, self.settings)
+        skip = None
+        if not any(t.strip() for t in turns):
+            skip = ("no_answer", "empty answer (nothing left after removing reasoning blocks)")
+        elif size and self.settings.long_answers != "truncate":  # never sent, cached or stored
+            limit = self.settings.max_answer_tokens
+            skip = (
+                "too_long",
+                f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge",
+            )
+        return turns, text, size, self.key(row, text), skip
+
     def to_call(self, row: QuestionRow, answer: Answer) -> tuple[str, list[str], str | None]:
         """(cache key, turns, text) as the judge would read `answer`; text None when grading it
         calls nothing: an empty or too long answer, or a trusted cache hit."""
-        turns, text, size = judged_text(answer, self.settings)
-        key = self.key(row, text)
-        too_long = size is not None and self.settings.long_answers != "truncate"
-        if (
-            not any(t.strip() for t in turns)
-            or too_long
-            or self._trusted(self.store.get(key), row, quiet=True)
-        ):
-            return key, turns, None
-        return key, turns, text
+        turns, text, _, key, skip = self._read(row, answer)
+        return key, turns, None if skip or self._trusted(self.store.get(key), row, quiet=True) else text
 
     def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
         """(cache key, the messages of every call) grading `answer` takes, before any retry: what
@@ -151,17 +157,17 @@ class Judge:
 
     async def grade(self, row: QuestionRow, answer: Answer, first: CallResult | None = None) -> Judgment:
         """`first`: a reply already in hand (a Batch API result), checked as the first call's would be."""
-        turns, text, size = judged_text(answer, self.settings)
-        limit, cut = self.settings.max_answer_tokens, self.settings.long_answers == "truncate"
-        noted = {"note": f"answer cut from about {size} to {limit} tokens before judging"} if size else {}
-        key = self.key(row, text)
+        turns, text, size, key, skip = self._read(row, answer)
         base = self._base(row, answer.model, key)
-        if not any(t.strip() for t in turns):
-            why = "empty answer (nothing left after removing reasoning blocks)"
-            return self.unanswered(row, answer.model, why, key)
-        if size and not cut:  # never sent, cached or stored
-            why = f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge"
-            return Judgment(**base, status="too_long", error=why, cost_usd=0.0)
+        if skip:
+            return Judgment(**base, status=skip[0], error=skip[1], cost_usd=0.0)
+        noted = (
+            {
+                "note": f"answer cut from about {size} to {self.settings.max_answer_tokens} tokens before judging"
+            }
+            if size
+            else {}
+        )
         async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
             cached = self._trusted(self.store.get(key), row)
             if cached is not None:

@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +16,9 @@ from oab_bench.judge.dataset import load_rows
 from oab_bench.judge.grading.batch.submit import BatchPending
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
 from oab_bench.judge.grading.jury import make_judge
-from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all, summarise
+from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
 from oab_bench.judge.output import check_output, write_atomic
+from oab_bench.judge.records import Usage
 from oab_bench.judge.settings import settings_from
 
 
@@ -108,7 +110,7 @@ def command_judge(args: argparse.Namespace, settings):
 def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
     """Totals and the first failures on stderr (with `jury_lines`: a jury's members' costs and
     agreement, which validity computes); returns the judgments that are not ok."""
-    print(summarise(judgments).line(), file=sys.stderr)
+    print(summary(judgments), file=sys.stderr)
     if jury_lines is not None and any(j.members for j in judgments):
         for line in jury_lines([j.record() for j in judgments]):
             print(line, file=sys.stderr)
@@ -118,3 +120,19 @@ def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | Non
     if len(failed) > 20:
         print(f"... and {len(failed) - 20} more", file=sys.stderr)
     return failed
+
+
+def summary(judgments) -> str:
+    """Statuses, tokens and cost of what was called now (cached judgments cost nothing)."""
+    statuses = Counter(j.status for j in judgments)
+    fresh = [j for j in judgments if not j.cached]
+    u = sum((j.usage for j in fresh), Usage())
+    unpriced = sum(1 for j in fresh if j.cost_usd is None and j.usage.prompt_tokens)
+    share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
+    return (
+        f"{len(judgments)} judgments ({len(judgments) - len(fresh)} from cache): "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}; tokens: prompt {u.prompt_tokens} "
+        f"(cached {u.cached_tokens}{share}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
+        f"cost ${sum(j.cost_usd or 0.0 for j in fresh):.4f}"
+        + (f" (+{unpriced} calls with no known price)" if unpriced else "")
+    )

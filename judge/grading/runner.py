@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import json
-from collections import Counter
 from collections.abc import Iterable
 
-from pydantic import BaseModel
 from tqdm import tqdm
 
 from oab_bench.conventions import JUDGE_STOP_GRACE_S
@@ -19,44 +18,7 @@ from oab_bench.judge.grading.batch.prune import prune_kept
 from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch
 from oab_bench.judge.grading.grader import _STOPPING, Judge
 from oab_bench.judge.grading.judgment_store import synced
-from oab_bench.judge.records import Judgment, Usage
-
-
-class Summary(BaseModel):
-    total: int = 0
-    cached: int = 0
-    statuses: dict[str, int] = {}
-    usage: Usage = Usage()
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-
-    def line(self) -> str:
-        st = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
-        u = self.usage
-        share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
-        return (
-            f"{self.total} judgments ({self.cached} from cache): {st}; tokens: prompt {u.prompt_tokens} "
-            f"(cached {u.cached_tokens}{share}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
-            f"cost ${self.cost_usd:.4f}"
-            + (f" (+{self.unpriced_calls} calls with no known price)" if self.unpriced_calls else "")
-        )
-
-
-def summarise(judgments: Iterable[Judgment]) -> Summary:
-    s = Summary()
-    statuses: Counter[str] = Counter()
-    for j in judgments:
-        s.total += 1
-        statuses[j.status] += 1
-        if j.cached:
-            s.cached += 1
-        elif j.cost_usd is not None:
-            s.usage, s.cost_usd = s.usage + j.usage, s.cost_usd + j.cost_usd
-        else:
-            s.usage = s.usage + j.usage
-            s.unpriced_calls += 1 if j.usage.prompt_tokens else 0
-    s.statuses = dict(statuses)
-    return s
+from oab_bench.judge.records import Judgment
 
 
 async def judge_all(
@@ -93,6 +55,7 @@ async def judge_all(
     gathered = asyncio.gather(*tasks)
     # once stopped, nobody awaits the gather: take its outcome, or asyncio prints a traceback for it
     gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
+    gc.freeze()  # the run's long-lived objects (litellm's modules, rows): the collector skips them
     try:
         done = list(await asyncio.shield(gathered))
         await synced()  # every stored judgment fsynced before the run returns
@@ -111,6 +74,7 @@ async def judge_all(
         await asyncio.shield(synced())
         raise
     finally:
+        gc.unfreeze()
         _STOPPING.reset(stop_token)
         bar.close()
 
