@@ -161,13 +161,8 @@ class Judge:
         base = self._base(row, answer.model, key)
         if skip:
             return Judgment(**base, status=skip[0], error=skip[1], cost_usd=0.0)
-        noted = (
-            {
-                "note": f"answer cut from about {size} to {self.settings.max_answer_tokens} tokens before judging"
-            }
-            if size
-            else {}
-        )
+        cut = f"answer cut from about {size} to {self.settings.max_answer_tokens} tokens before judging"
+        noted = {"note": cut} if size else {}
         async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
             cached = self._trusted(self.store.get(key), row)
             if cached is not None:
@@ -282,23 +277,17 @@ def count_tokens(judge_model: str, messages: list[dict]) -> int:
     """Prompt tokens with litellm's counter (OpenAI's GPT-4o/4.1/5 and o-series count with o200k)."""
     import litellm
 
-    name = judge_model.split("/", 1)[-1]
-    return litellm.token_counter(
-        model="gpt-4o" if name.startswith(_O200K) else judge_model, messages=messages
-    )
+    o200k = judge_model.split("/", 1)[-1].startswith(_O200K)
+    return litellm.token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
 
 
 def completion_history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str]:
     """Mean completion tokens per judgment and question kind (told by `kinds`, else by the id), from
     this judge's cached judgments; DEFAULT_COMPLETION_TOKENS with no history. And where they come from."""
     got: dict[str, list[int]] = defaultdict(list)
+    me = (judge.settings.judge_model, judge.mode, judge.prompt_version)
     for j in judge.store.judgments():
-        same = (j.judge_model, j.mode, j.prompt_version) == (
-            judge.settings.judge_model,
-            judge.mode,
-            judge.prompt_version,
-        )
-        if same and j.usage.completion_tokens:
+        if (j.judge_model, j.mode, j.prompt_version) == me and j.usage.completion_tokens:
             kind = kinds.get(j.question_id)
             with contextlib.suppress(ValueError):
                 kind = kind or parse_question_id(j.question_id).kind
