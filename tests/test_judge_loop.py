@@ -294,4 +294,6 @@ def test_the_benchmark_prints_every_row(upstream_v1, tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "| ok |" not in line]
     assert len(rows) == 2 and all("| 12/12 |" in row for row in rows), out.stdout
-    assert "peer: litellm.completion in a thread pool" in out.stdout and "ours / peer wall time: " in out.stdout
+    assert (
+        "peer: litellm.completion in a thread pool" in out.stdout and "ours / peer wall time: " in out.stdout
+    )

@@ -338,7 +338,5 @@ def test_members_grading_with_another_prompt_or_mode_are_refused(tmp_path):
 def test_a_failed_jury_status_does_not_depend_on_the_members_order():
     """One failure each (a tie): the jury's status is the same whichever member is named first."""
     got = [member("a", 0.55, 0.3), member("b", status="parse_error"), member("c", status="api_error")]
-    statuses = {
-        combine(ROW, order, "median", BASE).status for order in (got, got[::-1], got[1:] + got[:1])
-    }
+    statuses = {combine(ROW, order, "median", BASE).status for order in (got, got[::-1], got[1:] + got[:1])}
     assert statuses == {"api_error"}  # ties broken by the status's name
