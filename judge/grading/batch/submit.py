@@ -222,9 +222,7 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results,
                 counted[batch.id] = (counts.completed + counts.failed) if counts else 0
                 if seen.get(batch.id) != batch.status:
                     seen[batch.id] = batch.status
-                    errors = (
-                        getattr(getattr(batch, "errors", None), "data", None) or []
-                    )  # a batch failed whole
+                    errors = getattr(getattr(batch, "errors", None), "data", None) or []  # failed whole
                     reasons = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "no reason given"
                     why = f"; {reasons}" if batch.status == "failed" else ""
                     done = f"{counted[batch.id]}/{counts.total if counts else '?'} done, {counts.failed if counts else 0} failed"
