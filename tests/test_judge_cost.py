@@ -283,3 +283,17 @@ def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, j
     run_judge_all(Judge(unpriced, store), _pairs(2), progress=False)
     est = estimate(Judge(unpriced, JudgmentStore(tmp_path)), _pairs(2))
     assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0
+
+
+def test_an_unpriced_estimate_says_so_in_words_and_names_the_price_flags(stub, judge_key):
+    """It printed "unknown" and `{'peca': 2500, 'questao': 1000}`, naming no way to give a price."""
+    import io
+
+    from oab_bench.judge.grading.estimate.core import print_estimate
+
+    out = io.StringIO()
+    print_estimate(estimate(Judge(settings(stub())), _pairs(2)), file=out)
+    text = out.getvalue()
+    assert "defaults of 2500 (peça) and 1000 (questão) tokens" in text and "{" not in text
+    assert "cost unknown: litellm's cost map has no price for the judge openai/judge-test" in text
+    assert "--price-input and --price-output" in text and "--judge-price-input" in text
