@@ -162,9 +162,8 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
             try:
                 raw = json.loads(text)
             except json.JSONDecodeError as e:
-                raise SourceError(
-                    f"invalid JSON ({e.msg} at column {e.colno})", file=name, line=lineno
-                ) from None
+                where = f"{e.msg.removesuffix(' at')} at column {e.colno}"  # "starting at" ends some msgs
+                raise SourceError(f"invalid JSON ({where})", file=name, line=lineno) from None
             if not isinstance(raw, dict):
                 raise SourceError("expected a JSON object", file=name, line=lineno)
             yield lineno, raw

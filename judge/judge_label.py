@@ -1,12 +1,8 @@
-"""A judge's label in every table and report: its model, its prompt and mode, and the settings that
-change how it grades (those a judgment records in `settings`) where they differ from the defaults.
-
-One model judging at two reasoning efforts (or temperatures, reply budgets, answer limits) is two
-judges: `openai/x [oab-pt-v1, structured]` and `openai/x [oab-pt-v1, structured, reasoning_effort=high]`,
-two tables, never one merged silently. A jury's members are named with their own settings, as a
-jury member is written (`openai/a reasoning_effort=low`). At the defaults the label is what it was
-before settings counted, so existing files, exports and caches keep their judge; a record that names
-no settings (upstream's, or older than the field) is read as before, as the defaults' judge.
+"""A judge's label in every table and report: its model (a jury: its name), its prompt and mode, and
+the recorded settings (a judgment's `settings`) that differ from the defaults. One model at two
+reasoning efforts is two judges: `openai/x [oab-pt-v1, structured]` and `openai/x [oab-pt-v1,
+structured, reasoning_effort=high]`. A jury's members are named with their own settings, as a jury
+member is written (`openai/a reasoning_effort=low`); a record naming no settings is at the defaults.
 """
 
 from __future__ import annotations
@@ -15,10 +11,14 @@ import functools
 
 from pydantic import ValidationError
 
-from oab_bench.judge.jury_name import canonical_judge
 from oab_bench.judge.settings import JudgeSettings
 
 DEFAULTS = JudgeSettings(judge_model="-").recorded()  # what a record's `settings` names, at its defaults
+
+
+def jury_name(names: list[str], how: str) -> str:
+    """A jury's name: its combining rule and its members in sorted order (`a,b` and `b,a` are one jury)."""
+    return f"jury-{how}({', '.join(sorted(names))})"
 
 
 def our_prompt(record: dict) -> str | None:
@@ -29,7 +29,6 @@ def our_prompt(record: dict) -> str | None:
 
 def judge_label(model: str, prompt: str | None, settings: object = None) -> str:
     """`model [prompt, setting=value...]`; a ValueError (saying which field) for settings of a wrong shape."""
-    model = canonical_judge(model)  # a jury named `c, a` in an older record is the jury `a, c`
     parts = [p for p in (prompt, settings_tag(settings)) if p]
     return f"{model} [{', '.join(parts)}]" if parts else model
 
@@ -56,14 +55,28 @@ def settings_tag(settings: object) -> str | None:
 
 
 def _changed(settings: dict, where: str) -> list[str]:
+    """`key=value` for each recorded setting off its default; one spelling per value (1 and 1.0 are
+    `1`, None is `none`, as the flags take it)."""
     out = []
     for key, default in DEFAULTS.items():
         if key not in settings:  # not recorded: as the defaults
             continue
-        value = _checked(key, settings[key], where)
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, str | int | float | None):
+            raise ValueError(f"{where}.{key}: {value!r} is not a setting's value")
+        try:
+            value = _valid(key, value)
+        except ValueError as e:
+            raise ValueError(f"{where}.{key}: {value!r} is not a possible {key} ({e})") from None
         if value != default:
             out.append(f"{key}={_text(value)}")
     return out
+
+
+def _text(value: str | int | float | None) -> str:
+    if value is None or isinstance(value, str):
+        return "none" if value is None else value
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -79,24 +92,6 @@ def _valid(key: str, value: str | int | float | None) -> str | int | float | Non
     return got
 
 
-def _checked(key: str, value: object, where: str) -> str | int | float | None:
-    if isinstance(value, bool) or not isinstance(value, str | int | float | None):
-        raise ValueError(f"{where}.{key}: {value!r} is not a setting's value")
-    try:
-        return _valid(key, value)
-    except ValueError as e:
-        raise ValueError(f"{where}.{key}: {value!r} is not a possible {key} ({e})") from None
-
-
-def _text(value: str | int | float | None) -> str:
-    """One spelling per value: 1, 1.0 and 1.00 are `1`; None is `none`, as the flags take it."""
-    if value is None:
-        return "none"
-    if isinstance(value, str):
-        return value
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
 def member_label(record: dict, member: str) -> str:
     """A jury member's own label, from the jury's record: the member with its recorded settings, so
     one model sitting at two efforts in two juries is two judges under `leaderboard --members`."""
@@ -104,14 +99,14 @@ def member_label(record: dict, member: str) -> str:
 
 
 def member_spec(record: dict, member: str) -> str:
-    """The member as a jury member is written, with its settings that differ from the defaults
-    (`openai/a reasoning_effort=high`): its name among the jury's members."""
+    """The member as a jury member is written, with its settings off the defaults (`openai/a
+    reasoning_effort=high`): its name among the jury's members."""
     own = _own(record, member)
     return " ".join([member, *(_changed(own, "settings.members") if own else [])])
 
 
 def _own(record: dict, member: str) -> dict | None:
-    """The member's recorded settings (None: an older record, at the defaults)."""
+    """The member's recorded settings (None: at the defaults)."""
     settings = record.get("settings")
     settings_tag(settings)  # its shape checked as the jury's label checks it
     members = settings.get("members") if isinstance(settings, dict) else None

@@ -1,7 +1,5 @@
-"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here).
-
-The settings that go in live in settings.py.
-"""
+"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here);
+the settings that go in live in settings.py."""
 
 from __future__ import annotations
 
@@ -11,11 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from oab_bench.judge.settings import Mode
 
-# One vocabulary for every judged (model, question). Only "ok" carries a score. "missing": expected
+# One vocabulary for every judged (model, question); only "ok" carries a score. "missing": expected
 # but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
-# "mismatch": a judgment that disagrees with the dataset on its question's value or exam (reports);
-# "budget": not judged because --max-cost-usd would have been passed (a rerun with a higher cap judges it).
-# "too_long": an answer over the judge settings' max_answer_tokens, never sent to the judge.
+# "mismatch": a judgment disagreeing with the dataset on its question's value or exam (reports);
+# "budget": not judged, --max-cost-usd would have been passed; "too_long": an answer over
+# max_answer_tokens, never sent to the judge.
 Status = Literal[
     "ok",
     "parse_error",
@@ -29,6 +27,7 @@ Status = Literal[
     "budget",
     "too_long",
 ]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
 class Usage(BaseModel):
@@ -49,10 +48,10 @@ class ItemScore(BaseModel):
 
 
 class MemberScore(BaseModel):
-    """A jury member's own grading of the question (judge/grading/jury.py), or one repeat's (judge/grading/repeats.py)."""
+    """A jury member's own grading of the question, or one repeat's (judge/grading/jury.py)."""
 
     judge_model: str
-    repeat: int | None = Field(default=None, ge=0)  # --repeats: which grading (0: the one a single run makes)
+    repeat: int | None = Field(default=None, ge=0)  # --repeats: which grading (0: a single run's)
     status: Status
     score: float | None = None
     items: dict[str, float] = Field(default_factory=dict)  # item id -> score
@@ -63,15 +62,12 @@ class MemberScore(BaseModel):
     @classmethod
     def of(cls, j: Judgment, repeat: int | None = None) -> MemberScore:
         """A member's (or repeat's) judgment as the jury's record keeps it; a cached one cost nothing now."""
+        kept = j.model_dump(include={"judge_model", "status", "score", "cached", "error"})
         return cls(
-            judge_model=j.judge_model,
+            **kept,
             repeat=repeat,
-            status=j.status,
-            score=j.score,
             items={i.item_id: i.score for i in j.items},
             cost_usd=cost_now(j.cost_usd, j.cached),
-            cached=j.cached,
-            error=j.error,
         )
 
 
@@ -103,27 +99,20 @@ class Judgment(BaseModel):
 
     def record(self) -> dict:
         """A line of a judgments file (`oab-bench judge`, `oab-bench run`); a jury's carries its members."""
-        out = self.model_dump(mode="json", include=RECORD_FIELDS)
-        for extra in ("members", "repeats"):
-            if getattr(self, extra) is not None:
-                out[extra] = [m.model_dump(mode="json") for m in getattr(self, extra)]
-        return out
+        nested = {k for k in ("members", "repeats") if getattr(self, k) is not None}
+        return self.model_dump(mode="json", include=RECORD_FIELDS | nested)
 
     def sample(self) -> dict:
         """What lighteval keeps per question (details) and aggregates (corpus figures)."""
-        out = self.model_dump(mode="json", include=SAMPLE_FIELDS)
-        out["cost_usd"] = cost_now(self.cost_usd, self.cached)
-        return out
-
-
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+        return self.model_dump(mode="json", include=SAMPLE_FIELDS) | {
+            "cost_usd": cost_now(self.cost_usd, self.cached)
+        }
 
 
 class JudgmentLine(BaseModel):
-    """A judgment as every reader takes it back (judgments files, lighteval details, the cache):
-    the shape, checked before any number is read (the numbers: trust.problem). Looser than
-    Judgment where older files are (no prompt version, no judge model), never on types: validate
-    it strict, so "0.5" is not a score and a dict is not a list of items."""
+    """A judgment as every reader takes it back (judgments files, lighteval details, the cache): the
+    shape, checked before any number is read (judgment_reader.py). Looser than Judgment where files
+    are (upstream's name no prompt version), never on types: validated strict, "0.5" is no score."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -1,11 +1,10 @@
 """Keep API keys out of everything we write: records, caches, logs, stderr.
 
-Providers sometimes echo the key (a 401 quoting the Authorization header); litellm and
-lighteval put such messages in exceptions and logs. Every error text we record or print
-goes through `redact`, which removes the value of every key-like variable in the
-environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, OAB_JUDGE_API_KEY, HF_TOKEN, ...) and
-anything shaped like a bearer token, or like a credential inside a URL (`https://user:pass@host`,
-`?key=...`: an `--api-base` given with one is in no variable).
+Providers sometimes echo the key (a 401 quoting the Authorization header), and litellm and
+lighteval put such messages in exceptions and logs. `redact` removes the value of every key-like
+variable in the environment (OPENAI_API_KEY, OAB_JUDGE_API_KEY, HF_TOKEN, ...), anything shaped
+like a bearer token, and credentials inside URLs (`https://user:pass@host`, `?key=...`: an
+`--api-base` given with one is in no variable).
 """
 
 from __future__ import annotations
@@ -39,5 +38,4 @@ def redact(
     for value in secret_values(env) if secrets is None else secrets:
         text = text.replace(value, MASK)
     text = URL_USER.sub(rf"\g<1>{MASK}@", text)
-    text = URL_KEY.sub(rf"\g<1>{MASK}", text)
-    return BEARER.sub(rf"\g<1>{MASK}", text)
+    return BEARER.sub(rf"\g<1>{MASK}", URL_KEY.sub(rf"\g<1>{MASK}", text))

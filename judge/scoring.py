@@ -1,28 +1,24 @@
-"""Code, not the judge, adds the scores."""
+"""Code, not the judge, adds the scores; FGV gives every candidate the full value of an annulled item."""
 
 from __future__ import annotations
 
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.records import ItemScore
 
+ANNULLED = "Item anulado pela banca: pontuação atribuída a todos."
+
 
 def annulled_items(row: QuestionRow) -> list[ItemScore]:
-    """FGV gives every candidate the full value of an annulled item."""
     return [
-        ItemScore(
-            item_id=r.item_id,
-            score=r.max_score,
-            max_score=r.max_score,
-            analysis="Item anulado pela banca: pontuação atribuída a todos.",
-        )
+        ItemScore(item_id=r.item_id, score=r.max_score, max_score=r.max_score, analysis=ANNULLED)
         for r in row.rubric
         if r.annulled
     ]
 
 
 def annulled_part(row: QuestionRow, part: str) -> bool:
-    """Every rubric row of item `part` ("" for the peça, "A", "B") annulled by FGV: a judge that
-    scores the item as one number (upstream's protocol) cannot be asked, the item counts in full."""
+    """Every rubric row of item `part` ("" for the peça, "A", "B") annulled: a judge scoring the item
+    as one number (upstream's protocol) cannot be asked, the item counts in full."""
     rows = row.rubric_for(part)
     return bool(rows) and all(r.annulled for r in rows)
 

@@ -1,10 +1,8 @@
-"""The judge's settings, defined once: `oab-bench judge`, `oab-bench run` and the lighteval task
-all take their flags and OAB_JUDGE_* variables from these fields, so they cannot drift.
-
-Naming: field `max_tokens` is `--max-tokens` for `judge`, `--judge-max-tokens` for `run`, and
-OAB_JUDGE_MAX_TOKENS in the environment; `judge_model` is `--judge-model` and OAB_JUDGE_MODEL.
-Flags win over the environment, the environment over the defaults. The API key is never a
-setting: it stays in the environment (OAB_JUDGE_API_KEY or the provider's variable).
+"""The judge's settings, defined once: `oab-bench judge`, `oab-bench run` and the lighteval task take
+their flags and OAB_JUDGE_* variables from these fields, so they cannot drift. Field `max_tokens` is
+`--max-tokens` for `judge`, `--judge-max-tokens` for `run` and OAB_JUDGE_MAX_TOKENS; `judge_model` is
+`--judge-model` and OAB_JUDGE_MODEL. Flags win over the environment, the environment over the
+defaults. The API key is never a setting: it stays in the environment.
 """
 
 from __future__ import annotations
@@ -19,51 +17,41 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Mode = Literal["structured", "legacy"]
-PromptName = Literal["oab", "upstream-v1", "upstream-v2"]
-JuryCombine = Literal["median", "mean", "min"]
 UNPREFIXED = {"jury_combine": "--jury-combine", "repeats": "--repeats"}  # the same flag on `judge` and `run`
 ENV_PREFIX = "OAB_JUDGE_"
-NONE_WORDS = {"none", "null"}  # `--temperature none`: send no temperature (models that reject it)
-NULL = object()  # what "none" converts to, so an explicit none is told apart from an unset flag
+NULL = object()  # what "none"/"null" converts to (`--temperature none`: send none), unlike an unset flag
+# A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
+JURY_WIDE = {"judge_model", "jury_combine", "repeats", "batch", "batch_wait", "max_cost_usd", "concurrency"}
 
 
 class JudgeSettings(BaseModel):
     """Everything that shapes a judge call."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
     judge_model: str = Field(description="litellm model name, e.g. openai/gpt-5.2 (several: a jury)")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (local vLLM server, proxy...)")
     mode: Mode = Field(
         "structured", description="structured: JSON scores per rubric item; legacy: a [[nota]] total"
     )
-    prompt: PromptName = Field("oab", description="oab (ours) or upstream-v1/v2 (parity with upstream)")
+    prompt: Literal["oab", "upstream-v1", "upstream-v2"] = Field(
+        "oab", description="oab (ours) or upstream-v1/v2 (parity with upstream)"
+    )
     upstream_prompts: str | None = Field(None, description="upstream's judge_prompts.jsonl (upstream-*)")
     concurrency: int = Field(16, ge=1, description="judge calls at a time")
     max_tokens: int = Field(16000, ge=1, description="judge reply budget (reasoning included)")
-    temperature: float | None = Field(
-        0.0, allow_inf_nan=False, description="judge temperature ('none' to send none)"
-    )
+    temperature: float | None = Field(0.0, description="judge temperature ('none' to send none)")
     reasoning_effort: str | None = Field(None, description="e.g. high (GPT-5.2, upstream's judge)")
-    timeout: float = Field(600.0, gt=0, allow_inf_nan=False, description="seconds per judge call")
+    timeout: float = Field(600.0, gt=0, description="seconds per judge call")
     max_attempts: int = Field(6, ge=1, description="API attempts per call (429/5xx/timeouts)")
     parse_attempts: int = Field(2, ge=1, description="whole calls per judgment when the reply is invalid")
-    backoff_initial: float = Field(1.0, ge=0, allow_inf_nan=False, description="first retry wait, seconds")
-    backoff_max: float = Field(60.0, ge=0, allow_inf_nan=False, description="longest retry wait, seconds")
-    price_input: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="USD per 1M prompt tokens (overrides litellm)"
-    )
-    price_cached_input: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="USD per 1M cached prompt tokens"
-    )
-    price_output: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="USD per 1M completion tokens"
-    )
+    backoff_initial: float = Field(1.0, ge=0, description="first retry wait, seconds")
+    backoff_max: float = Field(60.0, ge=0, description="longest retry wait, seconds")
+    price_input: float | None = Field(None, ge=0, description="USD per 1M prompt tokens (overrides litellm)")
+    price_cached_input: float | None = Field(None, ge=0, description="USD per 1M cached prompt tokens")
+    price_output: float | None = Field(None, ge=0, description="USD per 1M completion tokens")
     max_cost_usd: float | None = Field(
-        None,
-        ge=0,
-        allow_inf_nan=False,
-        description="stop starting judgments once spent + in-flight cost could pass this (USD)",
+        None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
     )
     max_answer_tokens: int = Field(
         32768, ge=1, description="longer answers are not sent to the judge (status too_long)"
@@ -74,16 +62,13 @@ class JudgeSettings(BaseModel):
     )
     batch: bool = Field(False, description="judge through the provider's Batch API (OpenAI-style)")
     batch_wait: float | None = Field(
-        None,
-        ge=0,
-        allow_inf_nan=False,
-        description="seconds to wait for batches; then exit non-zero (rerun to reattach)",
+        None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
     )
     price_batch_discount: float = Field(
-        0.5, ge=0, le=1, allow_inf_nan=False, description="batch price as a fraction of the direct one"
+        0.5, ge=0, le=1, description="batch price as a fraction of the direct one"
     )
     repeats: int = Field(1, ge=1, description="grade each answer K times, to measure the judge's own noise")
-    jury_combine: JuryCombine = Field(
+    jury_combine: Literal["median", "mean", "min"] = Field(
         "median", description="a jury (several --judge-model, or A,B,C): how members' item scores combine"
     )
 
@@ -91,8 +76,6 @@ class JudgeSettings(BaseModel):
     @classmethod
     def _mode_follows_prompt(cls, data):
         """upstream-v1 grades in legacy mode and upstream-v2 in structured: a contrary --mode is an error."""
-        if not isinstance(data, dict):
-            return data
         implied = {"upstream-v1": "legacy", "upstream-v2": "structured"}.get(data.get("prompt") or "oab")
         if implied is None:
             return data
@@ -110,14 +93,11 @@ class JudgeSettings(BaseModel):
     @field_validator("api_base")
     @classmethod
     def _api_base_is_a_url(cls, value: str | None) -> str | None:
-        """A blank base is none (litellm's default); anything else must be an http(s) URL, or the
-        calls would go to a path such as '/%20/chat/completions' and fail one by one."""
+        """Blank is none (litellm's default); anything else an http(s) URL, or every call would fail."""
         value = (value or "").strip()
-        if not value:
-            return None
-        if not value.startswith(("http://", "https://")):
+        if value and not value.startswith(("http://", "https://")):
             raise ValueError(f"{value!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
-        return value
+        return value or None
 
     @model_validator(mode="after")
     def _batch_has_no_cap(self):
@@ -138,21 +118,13 @@ class JudgeSettings(BaseModel):
         }
 
     def recorded(self) -> dict:
-        """What a judgment records of its judge's settings (`settings`): those of the cache key, and
-        what decides which answers the judge reads whole. Never an address or a key."""
+        """What a judgment records of its judge's settings: the cache key's, and what decides which
+        answers the judge reads whole. Never an address or a key."""
         return {
             **self.sampling(),
             "max_answer_tokens": self.max_answer_tokens,
             "long_answers": self.long_answers,
         }
-
-
-# A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
-JURY_WIDE = {"judge_model", "jury_combine", "repeats", "batch", "batch_wait", "max_cost_usd", "concurrency"}
-
-
-def _member_specs(judge_model: str) -> list[str]:
-    return [m.strip() for m in judge_model.split(",") if m.strip()]
 
 
 def _member(spec: str) -> tuple[str, dict]:
@@ -175,25 +147,28 @@ def _member(spec: str) -> tuple[str, dict]:
     return model, own
 
 
+def _member_specs(judge_model: str) -> list[str]:
+    return [m.strip() for m in judge_model.split(",") if m.strip()]
+
+
 def member_names(judge_model: str) -> list[str]:
     """The judges a judge model names: several for a jury (`A,B,C`, or --judge-model given twice)."""
     return [_member(spec)[0] for spec in _member_specs(judge_model)]
 
 
 def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
-    """One judge's settings per member (each member is called, keyed and checked on its own), with
-    the member's own settings where its spec gives them: `--judge-model "openai/a temperature=0.6"`."""
+    """One judge's settings per member, with the member's own where its spec gives them:
+    `--judge-model "openai/a temperature=0.6"`; each member is called, keyed and checked on its own."""
     specs = _member_specs(settings.judge_model)
     if len(specs) <= 1:
         if specs and len(specs[0].split()) > 1:
             raise ValueError(f"{specs[0]!r}: settings after a model name are for jury members; use the flags")
         return [settings]
-    base = settings.model_dump()
     out = []
     for spec in specs:
         model, own = _member(spec)
         try:
-            out.append(JudgeSettings(**{**base, **own, "judge_model": model}))
+            out.append(JudgeSettings(**{**settings.model_dump(), **own, "judge_model": model}))
         except ValidationError as e:
             raise ValueError(
                 f"jury member {spec!r}: " + "; ".join(_problem(x, "") for x in e.errors())
@@ -209,10 +184,6 @@ def flag(field: str, prefix: str = "") -> str:
     if field in UNPREFIXED:
         return UNPREFIXED[field]
     return "--judge-model" if field == "judge_model" else f"--{prefix}{field.replace('_', '-')}"
-
-
-def _dest(field: str, prefix: str) -> str:
-    return flag(field, prefix)[2:].replace("-", "_")
 
 
 def _base_type(annotation) -> tuple[type, tuple[str, ...] | None]:
@@ -232,7 +203,7 @@ def _converter(field: str):
 
     def convert(text: str):
         text = text.strip()  # ' 2 ' and 'True ' alike: surrounding blanks are never meant
-        if nullable and text.lower() in NONE_WORDS:
+        if nullable and text.lower() in ("none", "null"):
             return NULL
         return kind(text) if kind in (int, float) else text
 
@@ -246,15 +217,14 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
     for name, info in JudgeSettings.model_fields.items():
         kind, choices = _base_type(info.annotation)
         default = "" if info.is_required() else f" (default {info.default})"
-        switch = {"nargs": "?", "const": True} if kind is bool else {}  # `--batch` alone means true
         group.add_argument(
             flag(name, prefix),
-            dest=_dest(name, prefix),
+            dest=flag(name, prefix)[2:].replace("-", "_"),
             type=_converter(name),
             choices=choices,
             action="append" if name == "judge_model" else "store",  # given twice or more: a jury
             help=f"{info.description}{default}; env {env_var(name)}",
-            **switch,
+            **({"nargs": "?", "const": True} if kind is bool else {}),  # `--batch` alone means true
         )
 
 
@@ -277,18 +247,16 @@ def settings_from(
     env: Mapping[str, str] | None = None,
     *,
     prefix: str = "",
-    defaults: Mapping | None = None,
+    defaults=None,
 ) -> JudgeSettings:
     """Defaults, then the environment, then the flags."""
-    values = dict(defaults or {})
-    values.update(values_from_env(env or {}))
-    if args is not None:
-        for name in JudgeSettings.model_fields:
-            got = getattr(args, _dest(name, prefix), None)
-            if isinstance(got, list):  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
-                got = ",".join(got)
-            if got is not None:
-                values[name] = got
+    values = {**(defaults or {}), **values_from_env(env or {})}
+    for name in JudgeSettings.model_fields if args is not None else ():
+        got = getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
+        if isinstance(got, list):  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
+            got = ",".join(got)
+        if got is not None:
+            values[name] = got
     values = {k: None if v is NULL else v for k, v in values.items()}
     if not _member_specs(str(values.get("judge_model") or "")):  # unset, blank, or only commas
         raise ValueError(f"no judge model: pass --judge-model or set {env_var('judge_model')}")
@@ -299,39 +267,27 @@ def settings_from(
 
 
 def _problem(err: dict, prefix: str) -> str:
+    """A pydantic error named as the user wrote it: `--flag (OAB_JUDGE_X): what`; a rule over several
+    settings names each (`<field>` in its message)."""
     field = err["loc"][0] if err["loc"] else None
-    where = (
-        f"{flag(field, prefix)} ({env_var(field)})"
-        if field in JudgeSettings.model_fields
-        else "judge settings"
-    )
     raw = err["msg"].removeprefix("Value error, ")
     if err["type"] == "finite_number":  # NaN passes no comparison: "greater than or equal to 0" misled
-        raw = (
-            f"{err['input']!r} is not a number"
-            if err["input"] != err["input"]
-            else f"{err['input']!r} is not finite"
-        )
-    # a rule over several settings names each as the user wrote it: <field> -> --flag (OAB_JUDGE_X)
+        raw = f"{err['input']!r} is not {'a number' if err['input'] != err['input'] else 'finite'}"
     named = re.sub(
         r"<(\w+)>",
         lambda m: f"{flag(m[1], prefix)} ({env_var(m[1])})" if m[1] in JudgeSettings.model_fields else m[0],
         raw,
     )
-    if field not in JudgeSettings.model_fields and named != raw:
-        return named
-    return f"{where}: {named}"
+    if field not in JudgeSettings.model_fields:
+        return named if named != raw else f"judge settings: {named}"
+    return f"{flag(field, prefix)} ({env_var(field)}): {named}"
 
 
 def settings_env(settings: JudgeSettings) -> dict[str, str | None]:
     """The variables that carry `settings` to a child process (None: unset it there)."""
     out: dict[str, str | None] = {}
-    for name in JudgeSettings.model_fields:
+    for name, info in JudgeSettings.model_fields.items():
         value = getattr(settings, name)
-        default = JudgeSettings.model_fields[name].default
-        out[env_var(name)] = "none" if value is None and default is not None else _text(value)
+        unset = None if info.default is None else "none"  # a None that is not the default: sent as "none"
+        out[env_var(name)] = unset if value is None else str(value)
     return out
-
-
-def _text(value) -> str | None:
-    return None if value is None else str(value)

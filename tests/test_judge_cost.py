@@ -9,9 +9,10 @@ import pytest
 from oab_bench.judge.grading.client import cost, map_prices
 from oab_bench.judge.grading.estimate.core import estimate
 from oab_bench.judge.grading.grader import Judge
+from oab_bench.judge.grading.judge_answers import summary
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.prompts import build_messages, marks_cache
-from oab_bench.judge.grading.runner import run_judge_all, summarise
+from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.records import Usage
 from tests.conftest import oab
 from tests.helpers import (
@@ -82,7 +83,7 @@ def test_cost_cap_leaves_budget_statuses_and_a_rerun_finishes_without_repeating(
     )
     assert {j.status for j in second} == {"ok"}
     assert server.count == len(pairs)  # each judgment paid once over both runs
-    assert f"budget {statuses.count('budget')}" in summarise(first).line()
+    assert f"budget {statuses.count('budget')}" in summary(first)
 
 
 def test_cost_cap_needs_a_known_price(stub, judge_key):
@@ -99,7 +100,7 @@ def test_cached_prompt_tokens_are_priced_and_shown(stub, judge_key):
     assert j.cost_usd == pytest.approx(
         ((u.prompt_tokens - u.cached_tokens) * 2.0 + u.cached_tokens * 0.2 + u.completion_tokens * 8.0) / 1e6
     )
-    assert "%)" in summarise([j]).line()  # cached share
+    assert "%)" in summary([j])  # cached share
 
 
 def test_map_prices_price_cached_input_at_the_cached_rate():
@@ -225,7 +226,7 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     expected as short as a questão's. The kind is told from the cached judgments' ids."""
     from types import SimpleNamespace
 
-    from oab_bench.judge.grading.estimate.core import _history
+    from oab_bench.judge.grading.grader import completion_history
     from oab_bench.judge.records import Judgment
 
     def judged(qid: str, tokens: int) -> Judgment:
@@ -247,7 +248,7 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
     judge = SimpleNamespace(
         store=store, settings=SimpleNamespace(judge_model="j"), mode="structured", prompt_version="p"
     )
-    means, _ = _history(judge, {})
+    means, _ = completion_history(judge, {})
     assert means == {"peca": 3000, "questao": 600}
 
 
@@ -282,3 +283,17 @@ def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, j
     run_judge_all(Judge(unpriced, store), _pairs(2), progress=False)
     est = estimate(Judge(unpriced, JudgmentStore(tmp_path)), _pairs(2))
     assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0
+
+
+def test_an_unpriced_estimate_says_so_in_words_and_names_the_price_flags(stub, judge_key):
+    """It printed "unknown" and `{'peca': 2500, 'questao': 1000}`, naming no way to give a price."""
+    import io
+
+    from oab_bench.judge.grading.estimate.core import print_estimate
+
+    out = io.StringIO()
+    print_estimate(estimate(Judge(settings(stub())), _pairs(2)), file=out)
+    text = out.getvalue()
+    assert "defaults of 2500 (peça) and 1000 (questão) tokens" in text and "{" not in text
+    assert "cost unknown: litellm's cost map has no price for the judge openai/judge-test" in text
+    assert "--price-input and --price-output" in text and "--judge-price-input" in text

@@ -52,7 +52,7 @@ def test_labels_name_only_what_differs_from_the_defaults():
     for order in (members, members[::-1]):  # its members in any order: one jury
         assert (
             judge_label(
-                "jury-median(openai/c, openai/b, openai/a)",
+                jury,
                 prompt,
                 {"jury_combine": "median", "members": order},
             )

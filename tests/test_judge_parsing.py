@@ -165,3 +165,16 @@ def test_upstream_v2_joins_turns_under_headers(judge_prompts_v2):
     assert "# A:\nref A\n\n# B:\nref B" in user and "# A:\nResp A\n\n# B:\nResp B" in user
     assert "1.25" in user and call.structured and call.max_score == pytest.approx(1.25)
     assert prompt_version("upstream-v2", prompts).startswith("upstream-v2@")
+
+
+def test_a_json_error_says_where_once(tmp_path):
+    """Python's "Unterminated string starting at" became "... at at column 445"."""
+    from oab_bench.dataset_builder.errors import SourceError
+    from oab_bench.dataset_builder.source import read_objects
+
+    with pytest.raises(GradingError, match=r"not JSON \(Unterminated string starting at character \d+\)"):
+        validate_grading(made_up_row(), '{"items": {"A1": "abc')
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a": "abc', encoding="utf-8")
+    with pytest.raises(SourceError, match=r"invalid JSON \(Unterminated string starting at column 7\)"):
+        list(read_objects(path))

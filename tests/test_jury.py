@@ -71,7 +71,7 @@ def test_round_down_to_the_grid():
 )
 def test_combine_item_scores(how, a1, b1):
     got = [member("a", 0.0, 0.3), member("b", 0.55, 0.0), member("c", 0.65, 0.3)]
-    j = combine(ROW, "m", got, how, BASE)
+    j = combine(ROW, got, how, BASE)
     items = {i.item_id: i.score for i in j.items}
     assert j.status == "ok" and items == {"A1": a1, "B1": b1, "B2": 0.3}  # annulled: in full
     assert j.score == pytest.approx(a1 + b1 + 0.3)
@@ -80,33 +80,33 @@ def test_combine_item_scores(how, a1, b1):
 
 
 def test_even_median_rounds_down():
-    j = combine(ROW, "m", [member("a", 0.55, 0.3), member("b", 0.65, 0.3)], "median", BASE)
+    j = combine(ROW, [member("a", 0.55, 0.3), member("b", 0.65, 0.3)], "median", BASE)
     assert {i.item_id: i.score for i in j.items}["A1"] == 0.55  # median 0.60 is not on the grid
 
 
 def test_majority_rule():
     """2 of 3 members graded: the jury grades with those two; 1 of 3 or 2 of 4: the jury fails."""
     two_of_three = [member("a", 0.55, 0.3), member("b", status="api_error", cost=0.0), member("c", 0.65, 0.0)]
-    j = combine(ROW, "m", two_of_three, "median", BASE)
+    j = combine(ROW, two_of_three, "median", BASE)
     assert j.status == "ok" and {i.item_id: i.score for i in j.items}["A1"] == 0.55
     one_of_three = [
         member("a", 0.55, 0.3),
         member("b", status="api_error"),
         member("c", status="parse_error"),
     ]
-    j = combine(ROW, "m", one_of_three, "median", BASE)
+    j = combine(ROW, one_of_three, "median", BASE)
     assert j.status in ("api_error", "parse_error") and j.score is None
     assert "1 of 3 members graded this question; a majority (2) is needed" in j.error
     two_of_four = [*two_of_three, member("d", status="api_error")]
-    j = combine(ROW, "m", two_of_four, "median", BASE)
+    j = combine(ROW, two_of_four, "median", BASE)
     assert j.status == "api_error" and "2 of 4" in j.error and "majority (3)" in j.error
 
 
 def test_cached_members_cost_nothing_again():
     got = [member("a", 0.55, 0.3, cached=True), member("b", 0.55, 0.3, cost=0.02)]
-    j = combine(ROW, "m", got, "median", BASE)
+    j = combine(ROW, got, "median", BASE)
     assert j.cost_usd == pytest.approx(0.02) and not j.cached
-    assert combine(ROW, "m", [member("a", 0.55, 0.3, cached=True)] * 2, "median", BASE).cached
+    assert combine(ROW, [member("a", 0.55, 0.3, cached=True)] * 2, "median", BASE).cached
 
 
 def test_make_judge_and_the_record():
@@ -116,7 +116,7 @@ def test_make_judge_and_the_record():
     assert [m.settings.judge_model for m in jury.members] == ["openai/a", "openai/b", "openai/c"]
     with pytest.raises(ValueError, match="named twice"):
         Jury(JudgeSettings(judge_model="openai/a,openai/a"))
-    record = combine(ROW, "m", [member("a", 0.55, 0.3)] * 3, "median", BASE).record()
+    record = combine(ROW, [member("a", 0.55, 0.3)] * 3, "median", BASE).record()
     assert record["members"][0]["items"] == {"A1": 0.55, "B1": 0.3, "B2": 0.3}
     assert "members" not in member("a", 0.55, 0.3).record()  # one judge's records are unchanged
 
@@ -295,7 +295,7 @@ def test_a_jury_file_is_checked_before_its_members_are_compared(tmp_path):
         return tmp_path / name
 
     got = [member("a", 0.55, 0.3), member("b", 0.65, 0.0)]
-    recs = [combine(ROW, m, got, "median", {**BASE, "model": m}).record() for m in ("m", "m2")]
+    recs = [combine(ROW, got, "median", {**BASE, "model": m}).record() for m in ("m", "m2")]
     sources = jury_file_sources(write("jury.jsonl", recs))
     again = jury_file_sources(write("again.jsonl", [recs[1], recs[0], recs[1]]))  # reordered, a copy
     assert [s.graded for s in again] == [s.graded for s in sources] and len(sources[0].graded) == 2
@@ -338,7 +338,5 @@ def test_members_grading_with_another_prompt_or_mode_are_refused(tmp_path):
 def test_a_failed_jury_status_does_not_depend_on_the_members_order():
     """One failure each (a tie): the jury's status is the same whichever member is named first."""
     got = [member("a", 0.55, 0.3), member("b", status="parse_error"), member("c", status="api_error")]
-    statuses = {
-        combine(ROW, "m", order, "median", BASE).status for order in (got, got[::-1], got[1:] + got[:1])
-    }
+    statuses = {combine(ROW, order, "median", BASE).status for order in (got, got[::-1], got[1:] + got[:1])}
     assert statuses == {"api_error"}  # ties broken by the status's name

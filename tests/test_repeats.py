@@ -92,9 +92,8 @@ def test_repeats_through_the_stub(stub, judge_key, tmp_path, upstream_v1, built_
 
 def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
     from oab_bench.judge.generation.run_settings import child_env
-    from oab_bench.judge.grading.jury import make_judge
+    from oab_bench.judge.grading.jury import Repeated, make_judge
     from oab_bench.judge.grading.lighteval_judge import settings_from_env
-    from oab_bench.judge.grading.repeats import Repeated
     from oab_bench.judge.settings import JudgeSettings
     from oab_bench.scripts.cli import build_parser
 
@@ -122,7 +121,7 @@ def _write(path, recs):
     [
         (float("nan"), r"bad.jsonl:2: field 'repeats\[1\].score': nan is not a score"),
         (7.0, r"bad.jsonl:2: field 'repeats\[1\].score': 7.0 is not a score within 0..1.25"),
-        (-1, r"bad.jsonl:2: field 'repeats\[1\].score': -1 is not a score"),
+        (-1, r"bad.jsonl:2: field 'repeats\[1\].score': -1.0 is not a score"),
         ("0.5", r"bad.jsonl:2: field 'repeats\[1\].score': '0.5' is not a number"),
         (None, r"bad.jsonl:2: field 'repeats\[1\].status': missing"),
     ],

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.judge.grading.trust import problem
+from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.upstream_prompts import V1_MULTI, V1_SINGLE, grade_upstream
 from oab_bench.judge.leaderboard.inputs import load_records
-from oab_bench.judge.records import Outcome, Usage
+from oab_bench.judge.records import ItemScore, JudgmentLine, Outcome, Usage
 from tests.helpers import made_up_row
 
 QID = "90_direito_civil_questao_1"
@@ -113,18 +113,22 @@ def test_upstream_v1_grading_gives_an_annulled_item_in_full():
     assert len(call.seen) == 2  # both turns still asked, as upstream does
     assert j.status == "ok" and j.score == pytest.approx(1.15)
     assert [(i.item_id, i.score) for i in j.items] == [("A", 0.55), ("B", 0.6)]
-    assert problem(j.record(), row) is None
-    stale = {
-        **j.record(),
-        "score": 0.55,
-        "items": [{"item_id": "A", "score": 0.55}, {"item_id": "B", "score": 0.0}],
-    }
+    assert problem(j, row) is None
+    items = [
+        ItemScore(item_id="A", score=0.55, max_score=0.65),
+        ItemScore(item_id="B", score=0.0, max_score=0.6),
+    ]
+    stale = j.model_copy(update={"score": 0.55, "items": items})
     assert problem(stale, row) == ("items[1].score", "0.0: B was annulled by FGV, it counts 0.6")
 
 
 def test_any_prompts_record_giving_an_annulled_row_less_is_not_trusted():
     row = made_up_row(annulled=True)  # B2 annulled
     record = {
+        "question_id": QID,
+        "exam_id": "90_direito_civil",
+        "model": "model-a",
+        "judge_model": "judge-x",
         "status": "ok",
         "score": 0.95,
         "max_score": 1.25,
@@ -136,7 +140,10 @@ def test_any_prompts_record_giving_an_annulled_row_less_is_not_trusted():
             {"item_id": "B2", "score": 0.0, "max_score": 0.3},
         ],
     }
-    assert problem(record, row) == ("items[2].score", "0.0: B2 was annulled by FGV, it counts 0.3")
+    assert problem(JudgmentLine.model_validate(record), row) == (
+        "items[2].score",
+        "0.0: B2 was annulled by FGV, it counts 0.3",
+    )
 
 
 def test_our_judgment_with_a_bad_question_id_names_its_line(tmp_path):
@@ -209,4 +216,4 @@ def test_an_upstream_score_outside_its_value_is_a_parse_error_not_an_ok(version,
 
 def test_an_upstream_score_within_its_value_is_ok():
     j = _graded_by(["nota [[0,65]]", "nota [[0,6]]"])
-    assert j.status == "ok" and j.score == pytest.approx(1.25) and problem(j.record(), made_up_row()) is None
+    assert j.status == "ok" and j.score == pytest.approx(1.25) and problem(j, made_up_row()) is None

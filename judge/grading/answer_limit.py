@@ -1,9 +1,8 @@
 """Answers too long for the judge: found cheaply and never sent (or cut, when the user asks).
 
-A 5 MB answer would be a million prompt tokens for one judgment. Counting them exactly is
-slow too, so two bounds decide first: a token is at least one UTF-8 byte (an answer with no
-more bytes than the limit fits), and no real text averages more than CHARS_PER_TOKEN
-characters a token (an answer longer than that many times the limit is too long). Only an
+Counting a 5 MB answer's tokens is slow too, so two bounds decide first: a token is at least one
+UTF-8 byte (no more bytes than the limit: it fits), and no real text averages more than
+CHARS_PER_TOKEN characters a token (longer than that many times the limit: too long). Only an
 answer between the two is counted, with the judge model's tokenizer (litellm).
 """
 
@@ -20,7 +19,7 @@ def count_tokens(text: str, model: str) -> int:
 
 
 def excess(text: str, model: str, limit: int) -> int | None:
-    """None when `text` fits in `limit` tokens; else its token count (or, past the bound, a floor of it)."""
+    """None when `text` fits in `limit` tokens; else its token count (past the bound, a floor of it)."""
     if len(text.encode("utf-8")) <= limit:
         return None
     if len(text) > limit * CHARS_PER_TOKEN:
@@ -30,7 +29,7 @@ def excess(text: str, model: str, limit: int) -> int | None:
 
 
 def truncate(text: str, model: str, limit: int) -> str:
-    """The longest prefix of `text` (found in a few counts) that fits in `limit` tokens, and a note saying so."""
+    """The longest prefix of `text` (found in a few counts) that fits in `limit` tokens, and a note."""
     cut = text[: limit * CHARS_PER_TOKEN]
     while (n := count_tokens(cut, model)) > limit:
         cut = cut[: max(0, min(len(cut) - 1, int(len(cut) * limit / n * 0.98)))]

@@ -1,10 +1,7 @@
-"""One minimal real call to a model before a command spends on it (`run`, `probe`).
-
-A key, model name or base URL the provider rejects fails here, in seconds, with the provider's
-(redacted) message, instead of as every judgment or answer failing the same way. The call asks
-for the fewest output tokens (1; 16 for a model litellm marks as reasoning) with about 10 prompt
-tokens: a negligible cost. `--no-check-call` skips it.
-"""
+"""One minimal real call to a model before a command spends on it (`run`, `probe`): a key, model
+name or URL the provider rejects fails here, in seconds, with its (redacted) message, instead of
+as every judgment or answer failing the same way. About 10 prompt tokens and the fewest output
+tokens (1; 16 for a reasoning model): a negligible cost. `--no-check-call` skips it."""
 
 from __future__ import annotations
 
@@ -21,25 +18,32 @@ class CheckCallError(ValueError):
 
 
 def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
-    """One minimal real request: a key, model name or URL the provider rejects fails here, with its
-    (redacted) message. A transient failure (429, 5xx, timeout) is only a warning."""
+    """A transient failure (429, 5xx, timeout) is only a warning; a provider refusing a tiny
+    budget (a 400) is asked once more with 256 tokens."""
     import litellm
 
-    from oab_bench.judge.grading.client import connection_failed, missing_credentials, permanent
+    from oab_bench.judge.grading.client import (
+        connection_failed,
+        malformed_header,
+        missing_credentials,
+        permanent,
+    )
 
+    try:
+        reasoning = bool(litellm.supports_reasoning(model))
+    except Exception:  # a model litellm does not know
+        reasoning = False
     kwargs = {
         "model": model,
         "messages": [{"role": "user", "content": CHECK_PROMPT}],
-        "max_tokens": 16 if reasoning_model(model) else 1,
+        "max_tokens": 16 if reasoning else 1,
         "timeout": 60,
         "num_retries": 0,
         "max_retries": 0,
         "drop_params": True,
+        **({"api_base": api_base} if api_base else {}),
+        **({"api_key": api_key} if api_key else {}),
     }
-    if api_base:
-        kwargs["api_base"] = api_base
-    if api_key:
-        kwargs["api_key"] = api_key
     where = api_base or "its provider"
     for attempt in range(2):
         try:
@@ -48,9 +52,9 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
         except Exception as e:
             text = redact(f"{type(e).__name__}: {e}".replace("\n", " "))[:1000]
             if isinstance(e, litellm.BadRequestError) and not attempt:
-                kwargs["max_tokens"] = 256  # some providers refuse a tiny budget: ask once more
+                kwargs["max_tokens"] = 256
                 continue
-            if permanent(e) or missing_credentials(e):
+            if permanent(e) or missing_credentials(e) or malformed_header(e):
                 raise CheckCallError(f"the {who} {model} at {where} refused the check call: {text}") from None
             if connection_failed(e):
                 raise CheckCallError(f"the {who} {model} at {where} does not answer: {text}") from None
@@ -64,12 +68,3 @@ def check_judges(members: list[JudgeSettings]) -> None:
 
     for member in members:
         check_call("judge", member.judge_model, api_base=member.api_base, api_key=call_key(member))
-
-
-def reasoning_model(model: str) -> bool:
-    import litellm
-
-    try:
-        return bool(litellm.supports_reasoning(model))
-    except Exception:
-        return False

@@ -1,5 +1,5 @@
-"""One judge grading one answer: the prompt, the call(s), the parse, the score; and the cost cap it
-reserves against (`--max-cost-usd`)."""
+"""One judge grading one answer: the prompt, the call(s), the parse, the score; and the cost cap
+(`--max-cost-usd`) each judgment reserves against, at the cost the estimate expects."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ import contextlib
 import contextvars
 import hashlib
 import logging
-from collections.abc import Callable
+from collections import defaultdict
 from functools import cached_property
 
+from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer, strip_reasoning
 from oab_bench.judge.grading.answer_limit import fit_answer
 from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, prices
-from oab_bench.judge.grading.estimate.core import expected_cost
+from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
 from oab_bench.judge.grading.prompts import PROMPT_VERSION, build_messages, marks_cache
 from oab_bench.judge.grading.reply_schema import GradingError, response_format, schema_hash, validate_grading
-from oab_bench.judge.grading.trust import problem
 from oab_bench.judge.grading.upstream_prompts import (
     grade_upstream,
     load_upstream_prompts,
@@ -32,12 +32,23 @@ from oab_bench.judge.scoring import annulled_items, question_score
 from oab_bench.judge.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
-# A run being stopped (Ctrl-C): set by judge_all, seen by every grading it started (tasks copy
-# the context), so a judgment that has not called yet never starts a call.
+# A run being stopped: set by judge_all and seen by every grading it started, so that a judgment
+# that has not called yet never starts a call, while one that has paid for a call finishes its
+# other calls (upstream's second turn, a parse retry): _CALLED, set per judgment by Judge.grade.
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
-# One judgment's calls so far (set by Judge.grade): a judgment that has paid for a call finishes
-# its other calls (upstream mode's second call, a parse retry) even when the run is stopping.
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
+_O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+
+
+class PerKind(dict):
+    """Tokens per question kind, printed in words."""
+
+    def __str__(self) -> str:
+        return f"{self['peca']} (peça) and {self['questao']} (questão)"
+
+
+# Expected completion tokens of one judgment with no history in the cache.
+DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)
 
 
 def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
@@ -50,44 +61,43 @@ def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str
 
 
 class Judge:
-    """Holds what every grading of a run shares: settings, upstream prompts, the store."""
+    """What every grading of a run shares: settings, upstream prompts, the store, the breaker.
+    `repeat` > 0 (`--repeats`): the cache entries of that repeat, apart from the plain ones."""
 
-    def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
+    def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None, repeat: int = 0):
         self.settings = settings
         self.store = store if store is not None else JudgmentStore(None)
+        self.repeat = repeat
         self.budget = Budget(self, settings.max_cost_usd) if settings.max_cost_usd is not None else None
-        self.upstream = None
+        self.upstream = None if settings.prompt == "oab" else load_upstream_prompts(settings.upstream_prompts)
         self.breaker = Breaker(limit=max(8, settings.concurrency))  # a whole wave of calls refused
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
-        self._per_row: dict[tuple[str, int], tuple[str, dict, str]] = {}
-        if settings.prompt != "oab":
-            self.upstream = load_upstream_prompts(settings.upstream_prompts)
+        self._per_row: dict[tuple[str, int], tuple[str, dict | None, str]] = {}
 
     @cached_property
     def prompt_version(self) -> str:
-        if self.upstream is None:
-            return PROMPT_VERSION
-        return prompt_version(self.settings.prompt, self.upstream)
+        return (
+            PROMPT_VERSION if self.upstream is None else prompt_version(self.settings.prompt, self.upstream)
+        )
 
     @property
     def mode(self) -> str:
-        return self.settings.mode  # settings made it follow an upstream prompt
+        return self.settings.mode
 
     def _row_facts(self, row: QuestionRow) -> tuple[str, dict | None, str]:
         """(content hash, response format, schema id) of a row, computed once per row."""
         memo = (row.question_id, id(row))
         if memo not in self._per_row:
+            fmt, schema_id = None, self.settings.prompt
             if self.settings.prompt == "oab" and self.mode == "structured":
                 fmt = response_format(row)
                 schema_id = schema_hash(fmt["json_schema"]["schema"])
-            else:
-                fmt, schema_id = None, self.settings.prompt
             self._per_row[memo] = (row.content_hash(), fmt, schema_id)
         return self._per_row[memo]
 
     def key(self, row: QuestionRow, answer_text: str) -> str:
         row_hash, _, schema_id = self._row_facts(row)
-        return cache_key(
+        plain = cache_key(
             judge_model=self.settings.judge_model,
             prompt_version=self.prompt_version,
             mode=self.mode,
@@ -96,6 +106,7 @@ class Judge:
             answer=hashlib.sha256(answer_text.encode()).hexdigest(),
             sampling=self.settings.sampling(),
         )
+        return cache_key(judgment=plain, repeat=self.repeat) if self.repeat else plain
 
     def _base(self, row: QuestionRow, model: str, key: str) -> dict:
         return {
@@ -114,49 +125,47 @@ class Judge:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
 
+    def _read(self, row: QuestionRow, answer: Answer) -> tuple[list[str], str, int | None, str, tuple | None]:
+        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer` as the judge reads it."""
+        turns, text, size = judged_text(answer, self.settings)
+        skip = None
+        if not any(t.strip() for t in turns):
+            skip = ("no_answer", "empty answer (nothing left after removing reasoning blocks)")
+        elif size and self.settings.long_answers != "truncate":  # never sent, cached or stored
+            limit = self.settings.max_answer_tokens
+            skip = (
+                "too_long",
+                f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge",
+            )
+        return turns, text, size, self.key(row, text), skip
+
     def to_call(self, row: QuestionRow, answer: Answer) -> tuple[str, list[str], str | None]:
         """(cache key, turns, text) as the judge would read `answer`; text None when grading it
         calls nothing: an empty or too long answer, or a trusted cache hit."""
-        turns, text, size = judged_text(answer, self.settings)
-        key = self.key(row, text)
-        too_long = size is not None and self.settings.long_answers != "truncate"
-        if (
-            not any(t.strip() for t in turns)
-            or too_long
-            or self._trusted(self.store.get(key), row, quiet=True)
-        ):
-            return key, turns, None
-        return key, turns, text
+        turns, text, _, key, skip = self._read(row, answer)
+        return key, turns, None if skip or self._trusted(self.store.get(key), row, quiet=True) else text
 
     def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
-        """(cache key, the messages of every call) grading `answer` takes, before any retry; no
-        calls for an empty answer or a trusted cache hit. What `--estimate` and the budget count."""
+        """(cache key, the messages of every call) grading `answer` takes, before any retry: what
+        `--estimate` and the budget count."""
         key, turns, text = self.to_call(row, answer)
         if text is None:
             return key, []
         if self.upstream is not None:
-            calls = upstream_calls(row, turns, self.settings.prompt, self.upstream)
-            return key, [c.messages for c in calls]
+            return key, [c.messages for c in upstream_calls(row, turns, self.settings.prompt, self.upstream)]
         return key, [self.request(row, text)[0]]
 
     async def grade(self, row: QuestionRow, answer: Answer, first: CallResult | None = None) -> Judgment:
         """`first`: a reply already in hand (a Batch API result), checked as the first call's would be."""
-        turns, text, size = judged_text(answer, self.settings)
-        limit, cut = self.settings.max_answer_tokens, self.settings.long_answers == "truncate"
-        noted = {"note": f"answer cut from about {size} to {limit} tokens before judging"} if size else {}
-        key = self.key(row, text)
+        turns, text, size, key, skip = self._read(row, answer)
         base = self._base(row, answer.model, key)
-        if not any(t.strip() for t in turns):
-            return self.unanswered(
-                row, answer.model, "empty answer (nothing left after removing reasoning blocks)", key
-            )
-        if size and not cut:  # never sent, cached or stored
-            why = f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge"
-            return Judgment(**base, status="too_long", error=why, cost_usd=0.0)
+        if skip:
+            return Judgment(**base, status=skip[0], error=skip[1], cost_usd=0.0)
+        cut = f"answer cut from about {size} to {self.settings.max_answer_tokens} tokens before judging"
+        noted = {"note": cut} if size else {}
         async with self.store.claim(key):  # another process judging the same: wait and reuse its judgment
             cached = self._trusted(self.store.get(key), row)
             if cached is not None:
-                # the same key, the same settings: an entry stored before they were recorded gets them
                 update = {"model": answer.model, "cached": True, "settings": base["settings"], **noted}
                 return cached.model_copy(update=update)
             if self.breaker.open:
@@ -177,26 +186,16 @@ class Judge:
                 _CALLED.reset(called)
                 if self.budget:
                     await self.budget.settle(reserved, judgment)
-            # written (visible to other processes) before the key is released; fsynced behind
-            await self.store.append(judgment)
+            await self.store.append(judgment)  # visible to other processes before the key is released
         return judgment.model_copy(update=noted)
 
     def _trusted(self, cached: Judgment | None, row: QuestionRow, quiet: bool = False) -> Judgment | None:
         """A cache hit whose numbers are possible for this row; an impossible one is judged again."""
-        if cached is None:
-            return None
-        bad = problem(cached.record(), row)
-        if bad is None:
-            return cached
-        if quiet:
-            return None
-        logger.warning(
-            "%s: cached judgment of %s ignored (%s: %s): judging it again",
-            self.store.path,
-            row.question_id,
-            *bad,
-        )
-        return None
+        bad = None if cached is None else problem(cached, row)
+        if bad and not quiet:
+            what = "%s: cached judgment of %s ignored (%s: %s): judging it again"
+            logger.warning(what, self.store.path, row.question_id, *bad)
+        return None if bad else cached
 
     async def _call(
         self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None
@@ -219,7 +218,7 @@ class Judge:
                 try:
                     parsed = parse(content)
                     break
-                except (GradingError, ValueError, KeyError, TypeError) as e:
+                except (GradingError, ValueError, KeyError, TypeError, AttributeError) as e:
                     status, error = "parse_error", str(e)[:500]
             elif status != "parse_error":
                 break  # api errors were already retried; truncation and refusals would repeat
@@ -227,11 +226,9 @@ class Judge:
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
-        """Held during one judge call: at most `concurrency` in flight (a semaphore per event
-        loop). Only the call holds a slot: preparing a request and checking, scoring and storing
-        a reply do not, so the next request goes out while the last reply is being taken in
-        (docs/performance.md). Once the run is stopping, no judgment starts calling (one that
-        has called finishes its calls)."""
+        """Held during one judge call only (not while a request is built or a reply stored): at
+        most `concurrency` in flight, a semaphore per event loop. Once the run is stopping, no
+        judgment starts calling (one that has called finishes its calls)."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
             self._slots = (loop, asyncio.Semaphore(self.settings.concurrency))
@@ -249,10 +246,9 @@ class Judge:
         return build_messages(row, text, self.mode, cache_prefix=cache_prefix), self._row_facts(row)[1]
 
     async def _grade_ours(
-        self, row: QuestionRow, text: str, base: dict, first: CallResult | None = None
+        self, row: QuestionRow, text: str, base: dict, first: CallResult | None
     ) -> Judgment:
         structured = self.mode == "structured"
-        messages, fmt = self.request(row, text)
 
         def parse(content: str):
             if structured:
@@ -265,7 +261,7 @@ class Judge:
                 raise GradingError(f"score {found.score} outside 0..{gradable_max}")
             return found
 
-        o = await self._call(messages, fmt, parse, first)
+        o = await self._call(*self.request(row, text), parse, first)
         fields = dict(base, usage=o.usage, cost_usd=o.cost_usd, judge_text=o.content, attempts=o.attempts)
         if o.status != "ok":
             return Judgment(**fields, status=o.status, error=o.error)
@@ -277,14 +273,48 @@ class Judge:
         return Judgment(**fields, status="ok", score=score, items=annulled, parse_method=o.parsed.method)
 
 
+def count_tokens(judge_model: str, messages: list[dict]) -> int:
+    """Prompt tokens with litellm's counter (OpenAI's GPT-4o/4.1/5 and o-series count with o200k)."""
+    import litellm
+
+    o200k = judge_model.split("/", 1)[-1].startswith(_O200K)
+    return litellm.token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
+
+
+def completion_history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str]:
+    """Mean completion tokens per judgment and question kind (told by `kinds`, else by the id), from
+    this judge's cached judgments; DEFAULT_COMPLETION_TOKENS with no history. And where they come from."""
+    got: dict[str, list[int]] = defaultdict(list)
+    me = (judge.settings.judge_model, judge.mode, judge.prompt_version)
+    for j in judge.store.judgments():
+        if (j.judge_model, j.mode, j.prompt_version) == me and j.usage.completion_tokens:
+            kind = kinds.get(j.question_id)
+            with contextlib.suppress(ValueError):
+                kind = kind or parse_question_id(j.question_id).kind
+            got[kind or ""].append(j.usage.completion_tokens)
+    everything = [n for ns in got.values() for n in ns]
+    if not everything:
+        return dict(
+            DEFAULT_COMPLETION_TOKENS
+        ), f"no history in the cache: defaults of {DEFAULT_COMPLETION_TOKENS} tokens"
+    overall = sum(everything) / len(everything)
+    means = {k: sum(got[k]) / len(got[k]) if got.get(k) else overall for k in DEFAULT_COMPLETION_TOKENS}
+    return means, f"mean of {len(everything)} cached judgments by this judge"
+
+
+def price_of(judge: Judge, prompt: int, completion: int) -> float | None:
+    """Unknown without a price, except for nothing at all: no call costs $0 whatever the price."""
+    if prompt == 0 and completion == 0:
+        return 0.0
+    p = prices(judge.settings)
+    return None if p.input is None or p.output is None else prompt * p.input + completion * p.output
+
+
 class Budget:
     """`--max-cost-usd`: a judgment starts only while what was spent, plus the expected cost of the
-    calls in flight and of this one, stays within the cap; the others are left with status `budget`.
-
-    Expected cost: the prompt's counted tokens and the completion tokens the estimate expects
-    (the cache's history for this judge, else a default per question kind). A call can cost more
-    than expected, so the cap can be passed by the overrun of the calls in flight, never more.
-    """
+    calls in flight and of this one, stays within the cap; the others get status `budget`. The
+    expectation: the prompt's counted tokens and the completion tokens of completion_history. A
+    call can cost more than expected, so the cap can be passed by the calls in flight, never more."""
 
     def __init__(self, judge: Judge, cap: float):
         p = prices(judge.settings)
@@ -295,7 +325,7 @@ class Budget:
             )
         self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
         self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
-        self._expect: dict[Judge, Callable] = {}  # per judge sharing the cap (a jury's members, repeats)
+        self._history: dict[Judge, dict[str, float]] = {}  # per judge sharing the cap (jury, repeats)
         self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
 
     def _condition(self) -> asyncio.Condition:
@@ -306,17 +336,15 @@ class Budget:
         return self._settled[1]
 
     async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
-        """The expected cost of judging `answer`, now counted as in flight; None: over the cap.
-
-        While calls are in flight a judgment that does not fit waits for them to settle (they
-        usually cost less than expected), so the cap is used, not just filled with expectations;
-        it is refused only when it does not fit with nothing in flight. Once one is refused, no
-        later one starts (a rerun continues in order; its cap counts only what it spends). `judge`: who calls, priced
-        at its own prices and history (a jury's members share one cap, not one price)."""
+        """The expected cost of judging `answer` by `judge` (at its own prices and history), now in
+        flight; None: over the cap. A judgment that does not fit waits while calls are in flight
+        (they usually cost less than expected), and is refused only when it does not fit with
+        nothing in flight; once one is refused, no later one starts."""
         judge = judge or self.judge
-        if judge not in self._expect:
-            self._expect[judge] = expected_cost(judge)
-        expected = self._expect[judge](row, answer)
+        if judge not in self._history:
+            self._history[judge] = completion_history(judge, {})[0]
+        prompt = sum(count_tokens(judge.settings.judge_model, c) for c in judge.prompts(row, answer)[1])
+        expected = price_of(judge, prompt, round(self._history[judge][row.kind])) or 0.0
         settled = self._condition()
         async with settled:
             while not self.refused and self.reserved > 0 and self._over(expected):
@@ -335,7 +363,6 @@ class Budget:
         settled = self._condition()
         async with settled:
             self.reserved -= 1
-            # nothing left in flight is exactly 0 (a float sum of reservations may leave 4e-16)
             self.in_flight = max(0.0, self.in_flight - reserved) if self.reserved else 0.0
             if judgment is not None:
                 self.spent += judgment.cost_usd or 0.0

@@ -1,4 +1,4 @@
-"""Judge answer files: answers in, one JSON line per (model, question) out (`oab-bench judge`)."""
+"""`oab-bench judge`: answer files in, one JSON line per (model, question) out."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,16 +14,17 @@ from pathlib import Path
 from oab_bench.judge.answers import Answer, one_per_question, read_answer_files
 from oab_bench.judge.dataset import load_rows
 from oab_bench.judge.grading.batch.submit import BatchPending
-from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, default_cache_dir
-from oab_bench.judge.grading.jury import Jury, make_judge
-from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all, summarise
+from oab_bench.judge.grading.jury import make_judge
+from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
 from oab_bench.judge.output import check_output, write_atomic
+from oab_bench.judge.records import Usage
 from oab_bench.judge.settings import settings_from
 
 
 def pair_answers(rows, answers: list[Answer]):
-    """Every (row, answer) to grade; a question a model did not answer is a `no_answer` judgment."""
+    """(pairs to grade by model, then dataset order; (row, model) a model did not answer, to record
+    as `no_answer`; ids of answered questions the dataset lacks)."""
     by_id = {r.question_id: r for r in rows}
     unknown = sorted({a.question_id for a in answers} - set(by_id))
     models: dict[str, dict[str, Answer]] = {}
@@ -63,8 +65,7 @@ def run_judge_command(
     jury_lines: Callable[[list[dict]], list[str]] | None = None,
     beside: Callable[[list, list[Answer]], Beside] | None = None,
 ) -> int:
-    """`beside(rows, answers)`: what to judge beside the candidates, read before any call (the
-    caller passes it, as it passes `jury_lines`)."""
+    """`beside(rows, answers)`: what to judge beside the candidates, read before any call."""
     settings = settings_from(args, os.environ)
     if not args.estimate:  # --estimate writes nothing
         check_output(Path(args.output))
@@ -75,7 +76,6 @@ def run_judge_command(
     pairs, missing = pairs_to_grade(rows, answers, args.questions)
     extra = beside(rows, answers) if beside is not None else None
     extra_pairs = extra.pairs if extra is not None else []
-
     judge = command_judge(args, settings)
     if args.estimate:
         from oab_bench.judge.grading.estimate.core import estimate, print_estimate
@@ -86,25 +86,19 @@ def run_judge_command(
     try:  # the candidates first: a --max-cost-usd cap reaches them before what is beside them
         judgments = run_judge_all(judge, pairs + extra_pairs, progress=not args.no_progress)
     except BatchPending as e:  # --batch-wait ran out: the batches keep running, a rerun reattaches
-        print(f"oab-bench judge: {e}", file=sys.stderr)
-        print(f"resume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
+        print(f"oab-bench judge: {e}\nresume: oab-bench {shlex.join(sys.argv[1:])}", file=sys.stderr)
         return 3
     judgments, of_extra = judgments[: len(pairs)], judgments[len(pairs) :]
-    judgments += [
-        judge.unanswered(row, model, "the answer files have no answer to this question")
-        for row, model in missing
-    ]
-    text = dump_jsonl(judgments)
-    if extra is not None:
-        text += extra.dump(of_extra)
-        judgments += of_extra
+    why = "the answer files have no answer to this question"
+    judgments += [judge.unanswered(row, model, why) for row, model in missing]
+    text = dump_jsonl(judgments) + (extra.dump(of_extra) if extra is not None else "")
     write_atomic(Path(args.output), text)
-    failed = print_outcome(judgments, jury_lines)
+    failed = print_outcome(judgments + of_extra, jury_lines)
     print(f"wrote {args.output}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
+def command_judge(args: argparse.Namespace, settings):
     """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
     try:
         store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
@@ -114,10 +108,9 @@ def command_judge(args: argparse.Namespace, settings) -> Judge | Jury:
 
 
 def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
-    """Totals and the first failures on stderr; returns the judgments that are not ok.
-
-    `jury_lines`: a jury's members' costs and agreement (validity computes those; the caller passes it)."""
-    print(summarise(judgments).line(), file=sys.stderr)
+    """Totals and the first failures on stderr (with `jury_lines`: a jury's members' costs and
+    agreement, which validity computes); returns the judgments that are not ok."""
+    print(summary(judgments), file=sys.stderr)
     if jury_lines is not None and any(j.members for j in judgments):
         for line in jury_lines([j.record() for j in judgments]):
             print(line, file=sys.stderr)
@@ -127,3 +120,19 @@ def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | Non
     if len(failed) > 20:
         print(f"... and {len(failed) - 20} more", file=sys.stderr)
     return failed
+
+
+def summary(judgments) -> str:
+    """Statuses, tokens and cost of what was called now (cached judgments cost nothing)."""
+    statuses = Counter(j.status for j in judgments)
+    fresh = [j for j in judgments if not j.cached]
+    u = sum((j.usage for j in fresh), Usage())
+    unpriced = sum(1 for j in fresh if j.cost_usd is None and j.usage.prompt_tokens)
+    share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
+    return (
+        f"{len(judgments)} judgments ({len(judgments) - len(fresh)} from cache): "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}; tokens: prompt {u.prompt_tokens} "
+        f"(cached {u.cached_tokens}{share}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
+        f"cost ${sum(j.cost_usd or 0.0 for j in fresh):.4f}"
+        + (f" (+{unpriced} calls with no known price)" if unpriced else "")
+    )

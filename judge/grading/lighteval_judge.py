@@ -1,9 +1,7 @@
-"""The judge as the lighteval task uses it: configured from the environment, one batch per task.
-
-Variables: OAB_JUDGE_MODEL (required) and every other judge setting as OAB_JUDGE_<FIELD>
-(settings.py), OAB_JUDGE_API_KEY (else the provider's usual variable), OAB_JUDGE_CACHE
-(folder, or "off"); OAB_JUDGE_OUTPUT (append our judgment records there) and
-OAB_CANDIDATE_MODEL (the name recorded in them), set by `oab-bench run`.
+"""The judge as the lighteval task uses it, configured from the environment: OAB_JUDGE_MODEL
+(required) and every other setting as OAB_JUDGE_<FIELD> (settings.py), OAB_JUDGE_API_KEY (else the
+provider's variable), OAB_JUDGE_CACHE (a folder, or "off"); OAB_JUDGE_OUTPUT (our judgment records
+are appended there) and OAB_CANDIDATE_MODEL (the name they record), set by `oab-bench run`.
 No lighteval import here: the task file wires this in.
 """
 
@@ -18,7 +16,6 @@ from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, check_folder, default_cache_dir
 from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
-from oab_bench.judge.records import Judgment
 from oab_bench.judge.settings import JudgeSettings, env_var, settings_from
 from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
 
@@ -44,39 +41,31 @@ def _cache_folder() -> Path | None:
 
 
 def check_store_from_env() -> None:
-    """What opening the store would refuse, now: the task checks it while loading, not after
-    every answer was generated."""
+    """What opening the store would refuse, checked while the task loads, not after every answer
+    was generated."""
     folder = _cache_folder()
-    if folder is not None:
-        try:
+    try:
+        if folder is not None:
             check_folder(folder, write=env_access() == "write")
-        except NotWritable as e:
-            raise NotWritable(
-                f"OAB_JUDGE_CACHE: {e} (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
-            ) from None
-        except StoreError as e:
-            raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
-
-
-def store_from_env() -> JudgmentStore:
-    return JudgmentStore(_cache_folder(), access=env_access())
-
-
-def _append(path: Path, judgments: list[Judgment]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(dump_jsonl(judgments))
+    except NotWritable as e:
+        raise NotWritable(
+            f"OAB_JUDGE_CACHE: {e} (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
+        ) from None
+    except StoreError as e:
+        raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
 
 
 def judge_responses(rows: list[QuestionRow], answers: list[str]) -> list[dict]:
-    judge = make_judge(settings_from_env(), store_from_env())  # OAB_JUDGE_MODEL=A,B,C: a jury
+    judge = make_judge(settings_from_env(), JudgmentStore(_cache_folder(), access=env_access()))
     model = os.environ.get("OAB_CANDIDATE_MODEL", "candidate")
     pairs = [
         (row, Answer(model=model, question_id=row.question_id, turns=[text]))
         for row, text in zip(rows, answers, strict=True)
     ]
     judgments = run_judge_all(judge, pairs)
-    if os.environ.get("OAB_JUDGE_OUTPUT"):
-        _append(Path(os.environ["OAB_JUDGE_OUTPUT"]), judgments)
+    if output := os.environ.get("OAB_JUDGE_OUTPUT"):
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        with Path(output).open("a", encoding="utf-8") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.write(dump_jsonl(judgments))
     return [j.sample() for j in judgments]

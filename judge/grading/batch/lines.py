@@ -10,8 +10,7 @@ from oab_bench.judge.grading.client import request_params
 from oab_bench.judge.settings import JudgeSettings
 
 ENDPOINT = "/v1/chat/completions"
-MAX_REQUESTS = 50_000  # OpenAI's limits per batch input file
-MAX_BYTES = 200 * 1024 * 1024
+MAX_REQUESTS, MAX_BYTES = 50_000, 200 * 1024 * 1024  # OpenAI's limits per batch input file
 
 
 def provider(settings: JudgeSettings) -> tuple[str, str]:
@@ -27,19 +26,18 @@ def provider(settings: JudgeSettings) -> tuple[str, str]:
     )
 
 
-def batch_body(settings: JudgeSettings, messages: list[dict], response_format: dict | None) -> dict:
-    """The request body litellm would send for a direct call (its parameter mapping and dropping
-    of unsupported parameters included), with the provider's model name."""
+def request_line(
+    custom_id: str, settings: JudgeSettings, messages: list[dict], response_format: dict | None
+) -> bytes:
+    """The line of one request: the body litellm would send for a direct call (its parameter
+    mapping and dropping of unsupported parameters included), with the provider's model name."""
     name, found = provider(settings)
     params = request_params(settings, messages, response_format)
     messages = params.pop("messages")
     mapped = litellm.get_optional_params(model=name, custom_llm_provider=found, drop_params=True, **params)
     mapped.pop("stream", None)
     extra = mapped.pop("extra_body", None) or {}
-    return {"model": name, "messages": messages, **mapped, **extra}
-
-
-def request_line(custom_id: str, body: dict) -> bytes:
+    body = {"model": name, "messages": messages, **mapped, **extra}
     line = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
     return (json.dumps(line, ensure_ascii=False) + "\n").encode()
 

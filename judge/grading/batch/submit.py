@@ -1,8 +1,8 @@
 """Judge every uncached pair through Batch API batches: submit (or reattach), wait, take results.
 
-Results go through `Judge.grade(..., first=reply)`: the same parsing, validation, statuses
-and store as a direct call (an invalid reply is retried directly, like a direct one). A request
-that failed or expired inside its batch is retried directly and counted.
+Results go through `Judge.grade(..., first=reply)`: the same parsing, validation, statuses and
+store as a direct call (an invalid reply is retried directly, like a direct one). A request that
+failed or expired inside its batch is retried directly and counted.
 """
 
 from __future__ import annotations
@@ -20,60 +20,38 @@ from tqdm import tqdm
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.batch import api
-from oab_bench.judge.grading.batch.lines import batch_body, request_line, split
+from oab_bench.judge.grading.batch.lines import request_line, split
 from oab_bench.judge.grading.batch.state import BatchLog, Chunk, Request
 from oab_bench.judge.grading.client import CallResult, classify, cost, usage_of
 from oab_bench.judge.grading.grader import Judge, judged_text
-from oab_bench.judge.records import Judgment, Usage
+from oab_bench.judge.records import Judgment
 from oab_bench.judge.settings import JudgeSettings
 
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 POLL_FIRST, POLL_MAX = 0.5, 30.0
+Pair = tuple[int, QuestionRow, Answer]
 
 
 class BatchPending(RuntimeError):
     """Batches still running when --batch-wait ran out; a rerun reattaches to them."""
 
 
-Pair = tuple[int, QuestionRow, Answer]
-
-
-def batch_price(settings: JudgeSettings, usage: Usage, resp) -> float | None:
-    """What a batch reply cost: the direct price (explicit, else litellm's cost map) at the batch rate."""
-    price = cost(settings, usage, resp)
-    if price is None:
-        try:  # what litellm prices a direct reply at (cached prompt tokens included)
-            price = litellm.completion_cost(completion_response=resp, model=settings.judge_model)
-        except Exception:  # a model litellm has no price for
-            return None
-    return price * settings.price_batch_discount
+def reply(settings: JudgeSettings, body: dict) -> CallResult:
+    """One batch reply as a call's result, priced at the batch rate."""
+    resp = litellm.ModelResponse(**body)
+    usage = usage_of(resp)
+    price = cost(settings, usage)
+    return classify(resp, usage, None if price is None else price * settings.price_batch_discount, 1)
 
 
 def answered(output: bytes) -> dict[str, dict]:
     """custom_id -> the reply's body, for every line of an output file the provider answered with 200."""
     out = {}
-    for raw in output.splitlines():
-        if not raw.strip():
-            continue
-        line = json.loads(raw)
+    for line in (json.loads(raw) for raw in output.splitlines() if raw.strip()):
         response = line.get("response") or {}
-        if line.get("error") or response.get("status_code") != 200:
-            continue
-        out[line["custom_id"]] = response["body"]
+        if not line.get("error") and response.get("status_code") == 200:
+            out[line["custom_id"]] = response["body"]
     return out
-
-
-def reply(settings: JudgeSettings, body: dict) -> CallResult:
-    """One batch reply as a call's result, priced at the batch rate."""
-    resp = litellm.ModelResponse(**body)
-    usage = usage_of(resp)
-    return classify(resp, usage, batch_price(settings, usage, resp), 1)
-
-
-def _errors(batch) -> str:
-    """Why a batch failed as a whole (validation), as the provider says it."""
-    errors = getattr(getattr(batch, "errors", None), "data", None) or []
-    return "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "no reason given"
 
 
 def _say(text: str) -> None:
@@ -104,9 +82,8 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
             log.append("done", chunk.chunk, status="abandoned")
             continue
         if chunk.batch_id is None:  # killed around the batch's creation: find it, else create it now
-            chunk.batch_id = await api.find(settings, chunk.file_id) or await api.create(
-                settings, chunk.file_id, chunk.chunk
-            )
+            found = await api.find(settings, chunk.file_id)
+            chunk.batch_id = found or await api.create(settings, chunk.file_id, chunk.chunk)
             log.append("batch", chunk.chunk, batch_id=chunk.batch_id)
         _say(f"batch {chunk.batch_id}: reattached ({len(chunk.requests)} requests)")
         attached.append(chunk)
@@ -115,18 +92,17 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
     lines = []
     for key in new:
         _, row, answer = todo[key][0]
-        lines.append(
-            request_line(key, batch_body(settings, *judge.request(row, judged_text(answer, settings)[1])))
-        )
+        lines.append(request_line(key, settings, *judge.request(row, judged_text(answer, settings)[1])))
     for group in split(lines):
+        keys = [json.loads(line)["custom_id"] for line in group]
+        requests = {
+            k: Request(key=k, question_id=todo[k][0][1].question_id, model=todo[k][0][2].model) for k in keys
+        }
         chunk = Chunk(
             chunk=uuid.uuid4().hex,
             judge_model=settings.judge_model,
             endpoint=endpoint(settings),
-            requests={
-                key: Request(key=key, question_id=todo[key][0][1].question_id, model=todo[key][0][2].model)
-                for key in (json.loads(line)["custom_id"] for line in group)
-            },
+            requests=requests,
         )
         log.append("submit", chunk.chunk, **chunk.model_dump(exclude={"chunk"}))  # before anything is sent
         chunk.file_id = await api.upload(settings, f"oab-bench-{chunk.chunk}.jsonl", b"".join(group))
@@ -138,8 +114,9 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
     return attached
 
 
-async def _grade(judge: Judge, jobs: list[tuple[Pair, CallResult | None]], results: list) -> None:
-    """Grade each pair, `first` its reply in hand (None: a direct call), `concurrency` at a time."""
+async def _grade(judge: Judge, todo: list[tuple[list[Pair], CallResult | None]], results: list) -> None:
+    """Grade each group of pairs, the first with the reply in hand (None: a direct call), the others
+    from the judgment it stores; `concurrency` at a time."""
     semaphore = asyncio.Semaphore(judge.settings.concurrency)
 
     async def one(pair: Pair, first: CallResult | None) -> None:
@@ -147,28 +124,25 @@ async def _grade(judge: Judge, jobs: list[tuple[Pair, CallResult | None]], resul
         async with semaphore:
             results[i] = await judge.grade(row, answer, first)
 
-    await asyncio.gather(*(one(pair, first) for pair, first in jobs))
+    await asyncio.gather(
+        *(one(pair, first if n == 0 else None) for pairs, first in todo for n, pair in enumerate(pairs))
+    )
 
 
 async def _collect(
     judge: Judge, log: BatchLog, chunk: Chunk, batch, todo: dict[str, list[Pair]], results: list
 ) -> int:
-    """Take a finished batch's results into the store; retry directly what it did not answer.
-
-    A reply to a judgment this run does not make (the batch was submitted by a run over more
-    answers) is paid for: it is kept in the batch log for the run that makes it, never dropped."""
-    settings = judge.settings
-    bodies = answered(await api.content(settings, batch.output_file_id))
+    """Take a finished batch's results into the store; retry directly what it did not answer. A reply
+    to a judgment this run does not make (the batch was submitted by a run over more answers) is
+    paid for: it is kept in the batch log for the run that makes it, never dropped."""
+    bodies = answered(await api.content(judge.settings, batch.output_file_id))
     retried, jobs, kept = 0, [], {}
     for custom_id, request in chunk.requests.items():
-        pairs = todo.pop(request.key, [])
-        body = bodies.get(custom_id)
+        pairs, body = todo.pop(request.key, []), bodies.get(custom_id)
         if not pairs and body is not None and judge.store.get(request.key) is None:
             kept[custom_id] = body
-        if pairs and body is None:
-            retried += 1
-        first = None if body is None else reply(settings, body)
-        jobs += [(pair, first if n == 0 else None) for n, pair in enumerate(pairs)]
+        retried += bool(pairs) and body is None
+        jobs.append((pairs, None if body is None else reply(judge.settings, body)))
     if kept:  # fsynced before this run grades anything: a kill loses none of them
         log.append("kept", chunk.chunk, replies=kept)
         _say(
@@ -185,17 +159,15 @@ def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> di
     log = BatchLog(judge.store.path.parent, access="read")
     if not log.path.exists():
         return {}
-    chunks = log.chunks()  # the log read once
+    chunks = log.chunks()
     kept, open_ = log.kept(chunks), log.open_keys(chunks)
     first: dict[int, CallResult] = {}
     waiting: dict[str, int] = {}
     for i, (row, answer) in enumerate(pairs):
         key, _, text = judge.to_call(row, answer)
-        if text is None:
-            continue
-        if key in kept:
+        if text is not None and key in kept:
             first[i] = reply(judge.settings, kept[key])
-        elif key in open_:
+        elif text is not None and key in open_:
             waiting[open_[key]] = waiting.get(open_[key], 0) + 1
     if waiting:
         raise ValueError(
@@ -222,14 +194,11 @@ async def judge_batch(
             results[i] = await judge.grade(row, answer)  # no answer, too long, or cached: no call
         else:
             todo.setdefault(key, []).append((i, row, answer))
-
     kept = log.kept() if todo else {}
-    served = [(key, todo.pop(key)) for key in [k for k in todo if k in kept]]
-    if served:  # replies a batch brought back for an earlier run that did not make them: no call
-        first = {key: reply(judge.settings, kept[key]) for key, _ in served}
-        await _grade(
-            judge, [(p, first[k] if n == 0 else None) for k, ps in served for n, p in enumerate(ps)], results
-        )
+    # replies a batch brought back for an earlier run that did not make them: no call
+    await _grade(
+        judge, [(todo.pop(k), reply(judge.settings, kept[k])) for k in list(todo) if k in kept], results
+    )
     if todo:
         async with log.submitting():
             chunks = await _submit(judge, log, todo)
@@ -248,18 +217,16 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results,
     retried, delay = 0, POLL_FIRST
     try:
         while pending:
-            batches = await asyncio.gather(*(api.retrieve(settings, b) for b in pending))
-            for batch in batches:
+            for batch in await asyncio.gather(*(api.retrieve(settings, b) for b in pending)):
                 counts = batch.request_counts
-                done = (counts.completed + counts.failed) if counts else 0
-                counted[batch.id] = done
+                counted[batch.id] = (counts.completed + counts.failed) if counts else 0
                 if seen.get(batch.id) != batch.status:
                     seen[batch.id] = batch.status
-                    total_n = counts.total if counts else "?"
-                    why = f"; {_errors(batch)}" if batch.status == "failed" else ""
-                    _say(
-                        f"batch {batch.id}: {batch.status} ({done}/{total_n} done, {counts.failed if counts else 0} failed{why})"
-                    )
+                    errors = getattr(getattr(batch, "errors", None), "data", None) or []  # failed whole
+                    reasons = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "no reason given"
+                    why = f"; {reasons}" if batch.status == "failed" else ""
+                    done = f"{counted[batch.id]}/{counts.total if counts else '?'} done, {counts.failed if counts else 0} failed"
+                    _say(f"batch {batch.id}: {batch.status} ({done}{why})")
                 if batch.status in TERMINAL:
                     chunk = pending.pop(batch.id)
                     retried += await _collect(judge, log, chunk, batch, todo, results)
@@ -267,17 +234,17 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results,
             bar.n = min(total, sum(counted.values()))
             bar.set_postfix_str(", ".join(f"{b} {seen[b]}" for b in pending), refresh=False)
             bar.refresh()
-            if not pending:
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                ids = ", ".join(pending)
+            if pending and deadline is not None and time.monotonic() >= deadline:
                 raise BatchPending(
-                    f"{len(pending)} batch(es) still running after --batch-wait {settings.batch_wait:g}s: {ids} "
-                    f"(recorded in {log.path}); rerun the same command to reattach, nothing is submitted twice"
+                    f"{len(pending)} batch(es) still running after --batch-wait {settings.batch_wait:g}s: "
+                    f"{', '.join(pending)} (recorded in {log.path}); rerun the same command to reattach, "
+                    "nothing is submitted twice"
                 )
-            wait = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
-            await asyncio.sleep(wait)
-            delay = min(POLL_MAX, delay * 1.5)
+            if pending:
+                await asyncio.sleep(
+                    delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+                )
+                delay = min(POLL_MAX, delay * 1.5)
     finally:
         bar.close()
     if retried:

@@ -1,37 +1,25 @@
 """Calls, tokens and cost of the judgments still to make, per judged model and in total.
 
-Prompt tokens are counted with litellm's token counter on the exact messages the judge would
-send (the model's own tokenizer where litellm knows it; OpenAI's GPT-4o/4.1/5 and o-series use
-o200k). Completion tokens per judgment are the mean of this judge's judgments in the cache, per
-question kind; with no history, DEFAULT_COMPLETION_TOKENS. Cached-input discounts are not
-assumed (an upper bound); the structured-output schema is not counted.
+Prompt tokens are counted on the exact messages the judge would send (grader.count_tokens);
+completion tokens per judgment are the mean of this judge's cached judgments per question kind,
+else a default (grader.completion_history). Cached-input discounts are not assumed (an upper
+bound); the structured-output schema is not counted.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.grading.client import prices
+from oab_bench.judge.grading.grader import Judge, PerKind, completion_history, count_tokens, price_of
 from oab_bench.judge.redact import redact
 
-if TYPE_CHECKING:  # Judge calls expected_cost: a type here, not an import
-    from oab_bench.judge.grading.grader import Judge
-
-# Expected completion tokens of one judgment with no history in the cache (a non-reasoning judge
-# writing one analysis per rubric item; a reasoning judge at high effort writes several times this).
-DEFAULT_COMPLETION_TOKENS = {"peca": 2500, "questao": 1000}
 # Expected answer length when the answers do not exist yet (`run --estimate`, before generation).
-DEFAULT_ANSWER_TOKENS = {"peca": 2000, "questao": 600}
-DEFAULT_BATCH_DISCOUNT = 0.5
-_O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+DEFAULT_ANSWER_TOKENS = PerKind(peca=2000, questao=600)
+_SUMMED = ("calls", "prompt_tokens", "completion_tokens")
 
 
 class ModelEstimate(BaseModel):
@@ -41,6 +29,13 @@ class ModelEstimate(BaseModel):
     completion_tokens: int = 0
     cost_usd: float | None = None
     cost_usd_batch: float | None = None
+
+    def add(self, other: ModelEstimate) -> None:
+        for field in _SUMMED:
+            setattr(self, field, getattr(self, field) + getattr(other, field))
+        for field in ("cost_usd", "cost_usd_batch"):  # unknown as soon as one part has no price
+            mine, theirs = getattr(self, field), getattr(other, field)
+            setattr(self, field, None if mine is None or theirs is None else mine + theirs)
 
 
 class Estimate(BaseModel):
@@ -59,81 +54,24 @@ class Estimate(BaseModel):
     generations_to_pay: int | None = None
 
 
-def count_tokens(judge_model: str, messages: list[dict]) -> int:
-    import litellm  # after ..client, which points litellm at its bundled cost map
-
-    name = judge_model.split("/", 1)[-1]
-    return litellm.token_counter(
-        model="gpt-4o" if name.startswith(_O200K) else judge_model, messages=messages
-    )
-
-
-def _kind(question_id: str) -> str:
-    """peca or questao, from the id alone (the budget sees one row at a time, not the dataset)."""
-    try:
-        return parse_question_id(question_id).kind
-    except ValueError:
-        return ""
-
-
-def _history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str]:
-    """Mean completion tokens per judgment and question kind, from this judge's cached judgments."""
-    got: dict[str, list[int]] = defaultdict(list)
-    for j in judge.store.judgments():
-        if (
-            j.judge_model == judge.settings.judge_model
-            and j.mode == judge.mode
-            and j.prompt_version == judge.prompt_version
-            and j.usage.completion_tokens
-        ):
-            got[kinds.get(j.question_id) or _kind(j.question_id)].append(j.usage.completion_tokens)
-    everything = [n for ns in got.values() for n in ns]
-    if not everything:
-        return dict(
-            DEFAULT_COMPLETION_TOKENS
-        ), f"no history in the cache: defaults {DEFAULT_COMPLETION_TOKENS}"
-    overall = sum(everything) / len(everything)
-    means = {k: sum(got[k]) / len(got[k]) if got.get(k) else overall for k in DEFAULT_COMPLETION_TOKENS}
-    return means, f"mean of {len(everything)} cached judgments by this judge"
-
-
 def _paid_in_batches(judge: Judge) -> set[str]:
     """Keys already paid for through the Batch API: kept replies and uploaded, uncollected batches."""
-    if judge.store.path is None:
-        return set()
     from oab_bench.judge.grading.batch.state import BATCH_FILE, BatchLog
 
-    if not (judge.store.path.parent / BATCH_FILE).exists():
+    if judge.store.path is None or not (judge.store.path.parent / BATCH_FILE).exists():
         return set()
     log = BatchLog(judge.store.path.parent, access="read")
     chunks = log.chunks()
     return set(log.kept(chunks)) | set(log.open_keys(chunks))
 
 
-def _price(judge: Judge, prompt: int, completion: int) -> float | None:
-    """Unknown without a price, except for nothing at all: no call costs $0 whatever the price."""
-    if prompt == 0 and completion == 0:
-        return 0.0
-    p = prices(judge.settings)
-    if p.input is None or p.output is None:
-        return None
-    return prompt * p.input + completion * p.output
-
-
-def _discount(judge: Judge) -> float:
-    value = getattr(judge.settings, "price_batch_discount", None)  # a setting of the Batch API feature
-    return DEFAULT_BATCH_DISCOUNT if value is None else float(value)
-
-
-def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
-    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing.
-
-    A jury (its members) or a repeated judge (its runs) costs what each of its judges costs."""
+def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
+    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing. A jury
+    (its members) or a repeated judge (its runs) costs what each of its judges costs."""
     parts = getattr(judge, "members", None) or getattr(judge, "runs", None)
     if parts:
         return added([estimate(p, pairs) for p in parts], getattr(judge, "name", judge.settings.judge_model))
-    kinds = {row.question_id: row.kind for row, _ in pairs}
-    completion_per, source = _history(judge, kinds)
+    completion_per, source = completion_history(judge, {row.question_id: row.kind for row, _ in pairs})
     per: dict[str, ModelEstimate] = {}
     seen = _paid_in_batches(judge)  # replies kept, or batches still to collect: nothing more to pay
     cached = to_pay = 0
@@ -150,12 +88,10 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
         m.completion_tokens += round(completion_per[row.kind])
     total = ModelEstimate(model="total")
     for m in per.values():
-        total.calls += m.calls
-        total.prompt_tokens += m.prompt_tokens
-        total.completion_tokens += m.completion_tokens
-    discount = _discount(judge)
+        total.add(m)
+    discount = judge.settings.price_batch_discount
     for m in [*per.values(), total]:
-        m.cost_usd = _price(judge, m.prompt_tokens, m.completion_tokens)
+        m.cost_usd = price_of(judge, m.prompt_tokens, m.completion_tokens)
         m.cost_usd_batch = None if m.cost_usd is None else m.cost_usd * discount
     return Estimate(
         judge_model=judge.settings.judge_model,
@@ -171,21 +107,12 @@ def estimate(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
 def added(parts: list[Estimate], judge_model: str) -> Estimate:
     """Estimates added per candidate model: several judges of the same answers (a jury, repeats), or
     the bills of different answers judged together (`--panel`)."""
-
-    def zero(model: str) -> ModelEstimate:
-        return ModelEstimate(model=model, cost_usd=0.0, cost_usd_batch=0.0)
-
     per: dict[str, ModelEstimate] = {}
-    total = zero("total")
+    total = ModelEstimate(model="total", cost_usd=0.0, cost_usd_batch=0.0)
     for part in parts:
-        for m in [*part.models, part.total]:
-            into = total if m is part.total else per.setdefault(m.model, zero(m.model))
-            into.calls += m.calls
-            into.prompt_tokens += m.prompt_tokens
-            into.completion_tokens += m.completion_tokens
-            for field in ("cost_usd", "cost_usd_batch"):  # unknown as soon as one judge has no price
-                known, add = getattr(into, field), getattr(m, field)
-                setattr(into, field, None if known is None or add is None else known + add)
+        total.add(part.total)
+        for m in part.models:
+            per.setdefault(m.model, ModelEstimate(model=m.model, cost_usd=0.0, cost_usd_batch=0.0)).add(m)
     return Estimate(
         judge_model=judge_model,
         completion_source="; ".join(sorted({p.completion_source for p in parts})),
@@ -197,21 +124,7 @@ def added(parts: list[Estimate], judge_model: str) -> Estimate:
     )
 
 
-def expected_cost(judge: Judge) -> Callable[[QuestionRow, Answer], float]:
-    """The budget's per-judgment expectation: counted prompt, expected completion, known prices."""
-    cache: dict[str, tuple[dict[str, float], str]] = {}
-
-    def expect(row: QuestionRow, answer: Answer) -> float:
-        if "history" not in cache:  # per question kind, told from the cached judgments' ids
-            cache["history"] = _history(judge, {})
-        _, calls = judge.prompts(row, answer)
-        prompt = sum(count_tokens(judge.settings.judge_model, c) for c in calls)
-        return _price(judge, prompt, round(cache["history"][0][row.kind])) or 0.0
-
-    return expect
-
-
-def placeholder_pairs(rows: list[QuestionRow], model: str, judge: Judge) -> list[tuple[QuestionRow, Answer]]:
+def placeholder_pairs(rows: list[QuestionRow], model: str, judge) -> list[tuple[QuestionRow, Answer]]:
     """Stand-in answers of DEFAULT_ANSWER_TOKENS, for an estimate before the answers exist."""
     pairs = []
     for row in rows:
@@ -250,4 +163,11 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) 
     width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
     for line in [header, *lines]:
         print("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)), file=out)
+    if est.total.cost_usd is None:
+        print(
+            f"cost unknown: litellm's cost map has no price for the judge {redact(est.judge_model)}; give its "
+            "prices in USD per 1M tokens with --price-input and --price-output (`oab-bench run`: "
+            "--judge-price-input and --judge-price-output)",
+            file=out,
+        )
     return 0
