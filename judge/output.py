@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
-from oab_bench.keyed_store import allowed
-from oab_bench.whole_file import replace_whole, umask
+from oab_bench.keyed_store import allowed, umask
 
 
 def check_output(path: Path, flag: str = "--output") -> None:
@@ -28,10 +28,18 @@ def check_output(path: Path, flag: str = "--output") -> None:
 
 
 def write_atomic(path: Path, text: str | bytes) -> Path:
-    """Nothing half-written: the file appears whole or not at all, and a failure (a folder in the
-    way, a full disk) leaves no temporary file behind. Text is written as UTF-8."""
+    """Nothing half-written: written beside `path` and renamed over it, so it appears whole or not
+    at all, and a failure (a folder in the way, a full disk) leaves no temporary file behind. Its
+    mode is what open() would give it; text is written as UTF-8."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    replace_whole(path, [data], mode=0o666 & ~umask())  # as open() would make it
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(fd, 0o666 & ~umask())  # not mkstemp's 0600
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

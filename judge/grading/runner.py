@@ -15,10 +15,9 @@ from tqdm import tqdm
 from oab_bench.conventions import JUDGE_STOP_GRACE_S
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.grading.batch.prune import prune_kept
+from oab_bench.judge.grading.batch.state import prune_kept
 from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch
 from oab_bench.judge.grading.grader import _STOPPING, Judge
-from oab_bench.judge.grading.judgment_store import synced
 from oab_bench.judge.grading.loop import run as run_own_loop
 from oab_bench.judge.records import Judgment, Usage
 
@@ -67,8 +66,7 @@ async def judge_all(
     """Grade every pair, at most `concurrency` calls at a time; results in input order."""
     if judge.settings.batch:  # through the provider's Batch API (batch/)
         done = await judge_batch(judge, pairs, progress=progress)
-        await synced()
-        prune_kept(judge.store)  # stored and fsynced: the replies kept for them may go (batch/prune.py)
+        prune_kept(judge.store)  # stored and committed: the replies kept for them may go (batch/state.py)
         return done
     kept: dict = {}
     batches = isinstance(judge, Judge) and judge.store.path is not None  # a cache that may have batches
@@ -102,7 +100,6 @@ async def judge_all(
     try:
         with fewer_collections(len(pairs) >= 200):
             done = list(await asyncio.shield(gathered))
-        await synced()  # every stored judgment fsynced before the run returns
         if batches:
             prune_kept(judge.store)
         return done
@@ -115,7 +112,6 @@ async def judge_all(
             await asyncio.wait(tasks, timeout=JUDGE_STOP_GRACE_S)
         for t in tasks:
             t.cancel()
-        await asyncio.shield(synced())
         raise
     finally:
         _STOPPING.reset(stop_token)
