@@ -130,9 +130,7 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(stub, judge
     log = BatchLog(tmp_path)
     ((name, chunk),) = log.chunks().items()
     assert chunk.file_id and chunk.batch_id == "batch_1" and not chunk.done
-    log._store.update(
-        name, lambda c: c.model_copy(update={"batch_id": None}).model_dump_json()
-    )  # killed before
+    log.write([(f"{name}/batch_id", None)])  # as if killed before the batch was recorded
     out = run_judge_all(
         Judge(s.model_copy(update={"batch_wait": None}), JudgmentStore(tmp_path)), pairs(3), progress=False
     )

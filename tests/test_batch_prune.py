@@ -92,10 +92,14 @@ def test_a_prune_that_fails_keeps_the_replies_and_the_run_goes_on(
     server = stub(batch_hold=True)
     waits = _keep_two(server, tmp_path)
 
-    def full(*args):
-        raise sqlite3.OperationalError("database or disk is full")
+    def full(store, pairs):
+        if store.table == "kept":  # the prune's deletes
+            raise sqlite3.OperationalError("database or disk is full")
+        return write(store, pairs)
 
-    monkeypatch.setattr(KeyedStore, "update", full)
+    write = KeyedStore.write
+
+    monkeypatch.setattr(KeyedStore, "write", full)
     out = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4), progress=False)
     monkeypatch.undo()
     assert [j.status for j in out] == ["ok"] * 4

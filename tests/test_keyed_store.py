@@ -48,7 +48,7 @@ CLAIMER = textwrap.dedent(
                         with open(os.path.join(folder, "paid.log"), "a") as f:
                             f.write(key + "\\n")
                         time.sleep(0.02)
-                        store.put([(key, json.dumps(seed))])
+                        store.write([(key, json.dumps(seed))])
             except Exception as e:
                 errors.append(repr(e))
     rng = random.Random(seed)
@@ -86,7 +86,7 @@ def test_threads_and_coroutines_claiming_one_key_pay_once(tmp_path):
         if store.get("k") is None:
             paid.append(who)
             time.sleep(0.05)
-            store.put([("k", json.dumps(who))])
+            store.write([("k", json.dumps(who))])
 
     def thread() -> None:
         with store.claim("k"):
@@ -126,13 +126,34 @@ def test_a_second_store_on_the_same_file_in_one_process_waits_for_the_first(tmp_
     assert order == ["first in", "first out", "second in", "second out"]
 
 
+def test_writes_waiting_for_a_commit_share_the_next_one(tmp_path):
+    """A commit waits for the disk: the threads that wrote meanwhile are committed together."""
+    store = _store(tmp_path / "s.sqlite")
+
+    def commits() -> int:  # sqlite's file change counter: one per write transaction
+        return int.from_bytes((tmp_path / "s.sqlite").read_bytes()[24:28], "big")
+
+    before = commits()
+    with store._mutex:  # a commit under way
+        threads = [threading.Thread(target=store.write, args=([(f"k{n}", "1")],)) for n in range(10)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while len(store._pending) < 10:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    for t in threads:
+        t.join()
+    assert commits() == before + 1 and len(store) == 10
+
+
 WRITER = textwrap.dedent(
     """
     import json, sys
     from oab_bench.keyed_store import KeyedStore
     store = KeyedStore(sys.argv[1], "t", json.loads)
     for n in range(100000):
-        store.put([(f"k{n}", json.dumps("v" * 1000))])
+        store.write([(f"k{n}", json.dumps("v" * 1000))])
         print(n + 1, flush=True)
     """
 )
@@ -256,7 +277,8 @@ def test_an_unreadable_row_is_skipped_with_a_warning_naming_it(tmp_path, caplog)
 
 def test_the_lock_protocol_does_not_leak_descriptors(tmp_path):
     store = _store(tmp_path / "s.sqlite")
-    before = len(os.listdir("/proc/self/fd"))
+    with store.claim("first"):  # opens the lock file's one descriptor, kept for the next claims
+        before = len(os.listdir("/proc/self/fd"))
     for n in range(200):
         with store.claim(f"{n:064x}"):
             pass

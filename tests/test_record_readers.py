@@ -130,7 +130,7 @@ def test_the_cache_skips_a_wrong_shape_in_the_reports_words(tmp_path, caplog):
         json.dumps({**rec, "cache_key": "k2", "score": "1.0"}),
         good,
     ]
-    KeyedStore(tmp_path / "judgments.sqlite", "judgments", str).put(
+    KeyedStore(tmp_path / "judgments.sqlite", "judgments", str).write(
         [(f"k{n}", line) for n, line in enumerate(lines, 1)]
     )
     with caplog.at_level(logging.WARNING, logger="oab_bench.keyed_store"):

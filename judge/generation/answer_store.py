@@ -4,8 +4,8 @@ Keyed by everything that determines an answer: the model, its generation setting
 seed, max new tokens, stop sequences, samples) and the prompt's messages; never the server's
 address (a `vllm:` model gets a new port each run) nor the key. Only non-empty answers are kept:
 an empty or failed generation is asked again next time. Table `answers` of the cache folder's
-`answers.sqlite` (oab_bench/keyed_store.py): committed before `put` returns; `claim(key)` holds a
-key while it is generated, so concurrent runs and threads pay once.
+`answers.sqlite` (oab_bench/keyed_store.py): committed before `put` returns; `claim(key)` holds
+a key while it is generated, so concurrent runs and threads pay once.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.conventions import ANSWERS_FILE as STORE_FILE
-from oab_bench.keyed_store import Access, KeyedStore, NotWritable, check_store
+from oab_bench.keyed_store import Access, KeyedStore, check_store
 
 CACHE_ENV = "OAB_ANSWER_CACHE"  # folder; unset or "off": no store (the plain lighteval CLI)
 FRESH_ENV = "OAB_FRESH_ANSWERS"  # "1": generate again, still storing what comes back
@@ -32,6 +32,9 @@ class StoredAnswer(BaseModel):
     reasonings: list[str | None] = []
     finish_reasons: list[str | None] = []
     created: float = 0.0
+
+    def good(self) -> bool:
+        return bool(self.texts) and all(t and t.strip() for t in self.texts)
 
 
 def generation_settings(params: dict, max_new_tokens: int | None, samples: int = 1, stop=None) -> dict:
@@ -51,65 +54,43 @@ def answer_key(*, model: str, messages: list[dict], generation: dict) -> str:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "oab-bench" / "answers"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oab-bench" / "answers"
 
 
-def _good(answer: StoredAnswer) -> bool:
-    return bool(answer.texts) and all(t and t.strip() for t in answer.texts)
+def check_folder(folder: Path | str) -> None:
+    """What opening the store at `folder` would refuse, creating nothing: for `run` to fail before
+    any work, naming its flag."""
+    check_store(Path(folder) / STORE_FILE)
 
 
 def _parse(text: str) -> StoredAnswer | None:
     answer = StoredAnswer.model_validate_json(text)
-    return answer if _good(answer) else None
+    return answer if answer.good() else None
 
 
-class AnswerStore:
+class AnswerStore(KeyedStore[StoredAnswer]):
     """The answers stored in `folder`; `access` and `read` as the judgment cache's."""
 
     def __init__(self, folder: Path | str, *, read: bool = True, access: Access = "write"):
-        try:
-            self._store = KeyedStore(Path(folder) / STORE_FILE, "answers", _parse, access=access, read=read)
-        except NotWritable as e:
-            raise NotWritable(f"answer cache {e}") from None
-        self.path = self._store.path
-        self.get = self._store.get
-        self.claim = self._store.claim  # held while an answer is generated: other threads and processes wait
-
-    @property
-    def writable(self) -> bool:
-        return self._store.writable
-
-    def __len__(self) -> int:
-        return len(self._store)
+        super().__init__(
+            Path(folder) / STORE_FILE, "answers", _parse, access=access, read=read, name="answer cache"
+        )
 
     def put(self, answer: StoredAnswer) -> bool:
-        """Keep a non-empty answer, committed when this returns (False: not kept; held in memory
-        only when the store is not written)."""
-        if not _good(answer):
-            return False
+        """Keep a non-empty answer (False: not kept, or held in memory only)."""
         answer = answer.model_copy(update={"created": answer.created or time.time()})
-        return self._store.put([(answer.key, answer.model_dump_json())])
-
-
-def check_folder(folder: Path | str) -> None:
-    """What opening a store at `folder` would refuse, checked without writing: for `run` to fail
-    before any work, naming its flag (the store itself opens in lighteval's process)."""
-    check_store(Path(folder) / STORE_FILE)
+        return answer.good() and self.write([(answer.key, answer.model_dump_json())])
 
 
 def stored_texts(folder: Path | None, model: str, generation: dict, rows: list) -> list[str | None]:
     """For each row, the answer the store holds for `model` and `generation`, as the judge reads it
-    (reasoning blocks removed); None where none is stored. Looked up as a run's generation would
-    look it up (answer_key); a store that does not exist is not created."""
+    (reasoning blocks removed), looked up as a run's generation would; None where none is stored."""
     from oab_bench.judge.answers import strip_reasoning
     from oab_bench.judge.generation.task_prompt import candidate_messages
 
     store = AnswerStore(folder, access="read") if folder is not None else None
-    texts: list[str | None] = []
-    for row in rows:
-        found = store and store.get(
-            answer_key(model=model, messages=candidate_messages(row), generation=generation)
-        )
-        texts.append(strip_reasoning(found.texts[0]) if found else None)
-    return texts
+    found = [
+        store and store.get(answer_key(model=model, messages=candidate_messages(r), generation=generation))
+        for r in rows
+    ]
+    return [strip_reasoning(a.texts[0]) if a else None for a in found]

@@ -1,11 +1,7 @@
-"""The judgment cache: finished judgments, keyed by everything that determines them.
-
-Table `judgments` of the cache folder's `judgments.sqlite` (oab_bench/keyed_store.py): only `ok`
-judgments are stored (a rerun judges failures again). Processes sharing the cache pay once for a
-judgment: `claim(key)` holds the key while it is judged, and whoever waited reads the judgment.
-`append` (the event loop) returns once the judgment is committed, so it is kept if the process is
-killed and seen by others before the key is released; the commit runs in a worker thread, grouped
-with every judgment appended meanwhile (docs/performance.md).
+"""The judgment cache: `ok` judgments (a failure is judged again next time), keyed by everything
+that determines them, in table `judgments` of the cache folder's `judgments.sqlite`
+(oab_bench/keyed_store.py). A judgment is committed before its key is released, so a process
+that waited for the key reads it instead of paying again, and a killed run keeps it.
 """
 
 from __future__ import annotations
@@ -31,26 +27,22 @@ def cache_key(**parts) -> str:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "oab-bench" / "judge"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oab-bench" / "judge"
 
 
 def check_folder(folder: Path | str, *, write: bool = False) -> None:
-    """What opening a store at `folder` would refuse (`write`: to write), checked without creating
-    or writing anything: for a command whose store is opened later, elsewhere (`oab-bench run`'s
-    task), to fail before any work, naming its own flag. A folder holding a `judgments.jsonl` (a
-    run's or probe's folder, another tool's) is not a cache: nothing is added to it."""
-    folder = Path(folder)
-    check_store(folder / STORE_FILE)
-    if (folder / JUDGMENTS_FILE).exists():
+    """What opening the cache at `folder` would refuse (`write`: to write), creating nothing: for a
+    command to fail before any work, naming its flag. A folder holding a `judgments.jsonl` (a run's
+    or another tool's) is not a cache: nothing is added to it."""
+    path = Path(folder) / STORE_FILE
+    check_store(path)
+    if (path.parent / JUDGMENTS_FILE).exists():
         raise StoreError(
-            f"{folder / JUDGMENTS_FILE}: not an oab-bench judgment store (a judgment cache holds "
-            f"{STORE_FILE}; this folder holds judgments a run or another tool wrote): left as it is; "
-            "use another cache folder"
+            f"{path.parent / JUDGMENTS_FILE}: not an oab-bench judgment store (a judgment cache holds "
+            f"{STORE_FILE}; these are judgments a run or another tool wrote): left as it is; use another "
+            "cache folder"
         )
-    if write and (
-        why := unwritable(folder, (folder / STORE_FILE, (folder / STORE_FILE).with_suffix(".lock")))
-    ):
+    if write and (why := unwritable(path.parent, (path, path.with_suffix(".lock")))):
         raise NotWritable(f"{why}: {FIX}")
 
 
@@ -63,63 +55,26 @@ def _parse(text: str) -> Judgment:
     return Judgment.model_validate_json(text)
 
 
-class JudgmentStore:
+class JudgmentStore(KeyedStore[Judgment]):
     """`folder` None: judgments held in memory only. `access` "read": a cache only looked at, or
-    one the run may not write (--cache-read-only): new judgments are held in memory only.
-    `read=False` (judge --no-cache): judge again, still storing."""
+    one the run may not write (--cache-read-only). `read=False` (--no-cache): judge again."""
 
     def __init__(self, folder: Path | str | None, *, read: bool = True, access: Access = "write"):
         if folder:
             check_folder(folder)
-        try:
-            path = Path(folder) / STORE_FILE if folder else None
-            self._store = KeyedStore(path, "judgments", _parse, access=access, read=read)
-        except NotWritable as e:
-            raise NotWritable(f"judgment cache {e}") from None
-        self.path = self._store.path
-        self.get = self._store.get
-        self.claim = self._store.aclaim  # held while a judgment is made: another process waits, then reads it
-        self._waiting: list[tuple[Judgment, asyncio.Future]] = []
-        self._committer: asyncio.Task | None = None
+        path = Path(folder) / STORE_FILE if folder else None
+        super().__init__(path, "judgments", _parse, access=access, read=read, name="judgment cache")
 
-    @property
-    def writable(self) -> bool:
-        return self._store.writable
+    claim = KeyedStore.aclaim  # held while a judgment is made: others wait, then read it
 
     def judgments(self) -> list[Judgment]:
-        """Every judgment held (stored, or kept in memory by this process)."""
-        return list(self._store.items().values())
+        return list(self.items().values())
 
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def put(self, *judgments: Judgment) -> None:
-        """Store the `ok` ones in one commit (blocking)."""
-        self._store.put(
-            [(j.cache_key, j.model_dump_json(exclude={"cached"})) for j in judgments if j.status == "ok"]
-        )
+    def put(self, judgment: Judgment) -> None:
+        if judgment.status == "ok":
+            self.write([(judgment.cache_key, judgment.model_dump_json(exclude={"cached"}))])
 
     async def append(self, judgment: Judgment) -> None:
-        """`put` for the event loop: returns once committed, by a worker thread that commits the
-        judgments appended meanwhile together."""
-        if judgment.status != "ok":
-            return
-        done = asyncio.get_running_loop().create_future()
-        self._waiting.append((judgment, done))
-        if self._committer is None or self._committer.done():
-            self._committer = asyncio.create_task(self._commit())
-        await done
-
-    async def _commit(self) -> None:
-        while self._waiting:
-            group, self._waiting = self._waiting, []
-            try:
-                await asyncio.to_thread(self.put, *(j for j, _ in group))
-            except Exception as e:  # a full disk, say: every append waiting for it fails with it
-                for _, done in group:
-                    if not done.done():
-                        done.set_exception(e)
-            else:
-                for _, done in group:
-                    if not done.done():
-                        done.set_result(None)
+        """`put` from the event loop: the commit runs in a worker thread."""
+        if judgment.status == "ok":
+            await asyncio.to_thread(self.put, judgment)

@@ -186,7 +186,7 @@ def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> di
     if not log.path.exists():
         return {}
     chunks = log.chunks()  # the log read once
-    kept, open_ = log.kept(chunks), log.open_keys(chunks)
+    kept, open_ = log.kept(), log.open_keys(chunks)
     first: dict[int, CallResult] = {}
     waiting: dict[str, int] = {}
     for i, (row, answer) in enumerate(pairs):
