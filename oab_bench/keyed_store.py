@@ -1,21 +1,17 @@
 """The caches' one store: JSON texts by key in a table of an sqlite database in a cache folder.
 
 Rollback journal, not WAL (WAL needs a writable `-shm` beside the file: no read-only copy, no
-network file system). A commit is whole or absent: a killed process loses only what it had not
-committed. `claim(key)` / `aclaim(key)` hold a key while its value is paid for, so whoever waited
-reads it instead of paying again: an in-process hold plus a one-byte record lock at a
-key-derived offset of `<name>.lock` (dropped by the kernel when a process dies), tried without
-blocking and retried (a blocking record lock can be refused as a "deadlock" between threads of
-two processes). Files are created 0666 and folders 0777 less the umask, so a setgid folder and
-umask 002 make them the team's (sqlite gives its journal the database's mode). Access "read"
-opens the database `mode=ro` and creates, writes and locks nothing: what is put is then held in
-memory for this process.
+network file system); a commit is whole or absent, so a killed process loses only what it had not
+committed. `claim(key)` holds a key while its value is paid for, so whoever waited reads it instead
+of paying again: an in-process hold plus a one-byte record lock at a key-derived offset of
+`<name>.lock` (dropped by the kernel when a process dies), tried without blocking and retried (a
+blocking record lock can be refused as a "deadlock" between threads of two processes). Files are
+made 0666 and folders 0777 less the umask (sqlite gives its journal the database's mode).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import errno
 import fcntl
@@ -39,10 +35,6 @@ FIX = "make it writable (group write: chmod g+w, and umask 002 for what is creat
 _HELD: set[tuple[str, int]] = set()  # (lock file, offset) held by this process's threads and coroutines
 _FDS: dict[str, int] = {}  # lock file -> the one descriptor this process's record locks go through
 _HOLDS = threading.Lock()
-
-
-def _offset(key: str) -> int:
-    return int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
 
 
 class StoreError(ValueError):
@@ -115,25 +107,17 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
 
 class KeyedStore(Generic[T]):
     """JSON texts by key in `table` of the database at `path` (None: in memory only); `parse` makes
-    a value of one (None: not one to serve) or raises ValueError (the row is skipped, with a
-    warning naming it). `access` "write" refuses a store this user cannot write, naming `name`,
-    the path and the fix. `read=False` serves only what this process put (judge or generate again)."""
+    a value of one (None: not one to serve) or raises ValueError (the row is skipped, said so).
+    `access` "write" refuses a store this user cannot write, naming the path and the fix.
+    `read=False` serves only what this process put (judge or generate again)."""
 
-    def __init__(
-        self,
-        path,
-        table: str,
-        parse: Callable[[str], T | None],
-        *,
-        access: Access = "write",
-        read: bool = True,
-        name: str = "store",
-    ):
+    def __init__(self, path, table: str, parse: Callable, *, access: Access = "write", read: bool = True):
         self.path = self.lock_path = None if path is None else Path(path).absolute()
         self._ident = str(id(self))  # whose holds its claims are: its lock file's, once it has one
         self.table, self._parse, self._read = table, parse, read
         self._memory: dict[str, str] = {}  # texts not in the database: not written, or not read
-        self._pending: collections.deque = collections.deque()  # put, waiting for a commit
+        self._pending: list[tuple[str, str | None]] = []  # written, waiting for commit number _batch
+        self._batch, self._done, self._queue = 1, 0, threading.Lock()  # _done: the last commit made
         self._mutex = threading.Lock()  # the connection and its transactions
         self._db = None
         self.why_not_writable = "opened to read only" if path else "held in memory only"
@@ -145,7 +129,7 @@ class KeyedStore(Generic[T]):
         if access == "write":
             self.why_not_writable = unwritable(self.path.parent, (self.path, self.lock_path))
             if self.why_not_writable:
-                raise NotWritable(f"{name} {self.why_not_writable}: {FIX}")
+                raise NotWritable(f"{self.why_not_writable}: {FIX}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666))  # sqlite's would be 0644
             self._db = check_store(self.path, write=True)
@@ -198,9 +182,15 @@ class KeyedStore(Generic[T]):
             self._memory.update(pairs)
         if not self.writable:
             return False
-        self._pending.extend(pairs)
+        with self._queue:
+            self._pending += pairs
+            mine = self._batch
         with self._mutex:
-            group = [self._pending.popleft() for _ in range(len(self._pending))]
+            if self._done >= mine:  # committed by the commit another thread made meanwhile
+                return True
+            with self._queue:
+                group, self._pending, number = self._pending, [], self._batch
+                self._batch += 1
             try:
                 with self._db:
                     self._db.execute("BEGIN IMMEDIATE")
@@ -209,8 +199,10 @@ class KeyedStore(Generic[T]):
                     kept = [(key, text.encode()) for key, text in group if text is not None]
                     self._db.executemany(f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?)", kept)
             except BaseException:
-                self._pending.extendleft(reversed(group))  # for the next commit: no write is lost unsaid
+                with self._queue:  # for the next commit: their writers wait for it
+                    self._pending[:0] = group
                 raise
+            self._done = number
         return True
 
     def _try_hold(self, offset: int) -> bool:
@@ -245,7 +237,7 @@ class KeyedStore(Generic[T]):
     @contextlib.contextmanager
     def claim(self, key: str):
         """Hold `key` (a thread): other threads and processes claiming it wait."""
-        offset = _offset(key)
+        offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
         for pause in self._pauses(offset):
             time.sleep(pause)
         try:
@@ -256,7 +248,7 @@ class KeyedStore(Generic[T]):
     @contextlib.asynccontextmanager
     async def aclaim(self, key: str):
         """`claim` for the event loop: waiting never blocks the loop."""
-        offset = _offset(key)
+        offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
         for pause in self._pauses(offset):
             await asyncio.sleep(pause)
         try:

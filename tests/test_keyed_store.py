@@ -220,7 +220,7 @@ def test_a_store_its_user_cannot_write_is_refused_or_served_as_it_is(tmp_path):
     proc = run_as(BOB, [sys.executable, "-c", READER, cache], env=dict(os.environ), cwd=REPO, team=False)
     assert proc.returncode == 0, proc.stderr
     refused, served = proc.stdout.splitlines()
-    assert refused.startswith(f"refused: answer cache {cache} is not writable by this user")
+    assert refused.startswith(f"refused: {cache} is not writable by this user")
     assert "chmod g+w" in refused
     assert json.loads(served) == {"hit": ["A."], "kept": False, "writable": False}
     assert {p.name: p.read_bytes() for p in cache.iterdir()} == before

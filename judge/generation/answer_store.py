@@ -72,9 +72,7 @@ class AnswerStore(KeyedStore[StoredAnswer]):
     """The answers stored in `folder`; `access` and `read` as the judgment cache's."""
 
     def __init__(self, folder: Path | str, *, read: bool = True, access: Access = "write"):
-        super().__init__(
-            Path(folder) / STORE_FILE, "answers", _parse, access=access, read=read, name="answer cache"
-        )
+        super().__init__(Path(folder) / STORE_FILE, "answers", _parse, access=access, read=read)
 
     def put(self, answer: StoredAnswer) -> bool:
         """Keep a non-empty answer (False: not kept, or held in memory only)."""

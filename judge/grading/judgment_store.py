@@ -63,7 +63,7 @@ class JudgmentStore(KeyedStore[Judgment]):
         if folder:
             check_folder(folder)
         path = Path(folder) / STORE_FILE if folder else None
-        super().__init__(path, "judgments", _parse, access=access, read=read, name="judgment cache")
+        super().__init__(path, "judgments", _parse, access=access, read=read)
 
     claim = KeyedStore.aclaim  # held while a judgment is made: others wait, then read it
 

@@ -50,8 +50,8 @@ class BatchLog(KeyedStore):
     """`access` as the judgment cache's: "read" for a look that must not write (an estimate)."""
 
     def __init__(self, folder: Path, *, access: Access = "write"):
-        super().__init__(Path(folder) / BATCH_FILE, "batches", _parse, access=access, name="judgment cache")
-        self.replies = KeyedStore(self.path, "kept", json.loads, access=access, name="judgment cache")
+        super().__init__(Path(folder) / BATCH_FILE, "batches", _parse, access=access)
+        self.replies = KeyedStore(self.path, "kept", json.loads, access=access)
 
     def chunks(self) -> dict[str, Chunk]:
         rows = self.items()
