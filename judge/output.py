@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-from oab_bench.keyed_store import umask, unwritable
+from oab_bench.keyed_store import unwritable
+from oab_bench.whole_file import replace_whole
 
 
 def check_output(path: Path, flag: str = "--output") -> None:
@@ -22,17 +21,8 @@ def check_output(path: Path, flag: str = "--output") -> None:
 
 
 def write_atomic(path: Path, text: str | bytes) -> Path:
-    """Written beside `path` and renamed over it: it appears whole or not at all, and a failure (a
-    folder in the way, a full disk) leaves nothing behind. Made as open() would (the umask's mode)."""
+    """Nothing half-written (whole_file.py), made with the umask's mode; text is written as UTF-8."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(fd, 0o666 & ~umask())  # not mkstemp's 0600
-            f.write(text.encode("utf-8") if isinstance(text, str) else text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_whole(path, [text.encode("utf-8") if isinstance(text, str) else text])
     return path

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from oab_bench.keyed_store import umask
+from oab_bench.whole_file import umask
 
 _SHOWN = 10  # paths named in a refusal
 _WALKED = 10_000  # entries looked at to name what a refused folder holds

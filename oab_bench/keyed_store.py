@@ -45,12 +45,6 @@ class NotWritable(StoreError):
     pass
 
 
-def umask() -> int:
-    """The process's umask, read without setting it (os.umask would change it for every thread)."""
-    with open("/proc/self/status", encoding="ascii") as f:
-        return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
-
-
 def allowed(path: Path, mode: int) -> bool:
     """Whether this process may open `path` so (`os.W_OK`...), with the ids an open would use."""
     return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
