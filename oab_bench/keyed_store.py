@@ -169,6 +169,9 @@ class KeyedStore(Generic[T]):
     def __len__(self) -> int:
         return len(self.items())
 
+    def __bool__(self) -> bool:  # a store, however empty: `if store` never reads it whole
+        return True
+
     def write(self, pairs: list[tuple[str, str | None]]) -> bool:
         """Store each (key, JSON text; None: delete it), committed when this returns; one commit takes
         whatever other threads wrote meanwhile (a commit waits for the disk). False: held in memory."""
