@@ -2,36 +2,27 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from oab_bench.keyed_store import allowed
-from oab_bench.whole_file import replace_whole, umask
+from oab_bench.keyed_store import unwritable
+from oab_bench.whole_file import replace_whole
 
 
 def check_output(path: Path, flag: str = "--output") -> None:
     """Fail now, naming the flag, if `path` cannot be written as a file: a command that judges
     first would otherwise find out after paying for every judgment."""
-    path = Path(path)
-    if path.is_dir():
+    if Path(path).is_dir():
         raise ValueError(f"{flag} {path}: is a folder; give a file path")
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:  # the folders write_atomic would make
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
-    if not allowed(parent, os.W_OK | os.X_OK):
+    if why := unwritable(Path(path).parent):
         raise ValueError(
-            f"{flag} {path}: cannot write in {parent} (permission denied): make it writable (group "
-            "write: chmod g+w, and umask 002 for what runs create) or give another path"
+            f"{flag} {path}: {why}: make it writable (group write: chmod g+w, and umask 002 for what "
+            "runs create) or give another path"
         )
 
 
 def write_atomic(path: Path, text: str | bytes) -> Path:
-    """Nothing half-written: the file appears whole or not at all, and a failure (a folder in the
-    way, a full disk) leaves no temporary file behind. Text is written as UTF-8."""
+    """Nothing half-written (whole_file.py), made with the umask's mode; text is written as UTF-8."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    replace_whole(path, [data], mode=0o666 & ~umask())  # as open() would make it
+    replace_whole(path, [text.encode("utf-8") if isinstance(text, str) else text])
     return path

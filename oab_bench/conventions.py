@@ -5,9 +5,10 @@ cache file read by a rerun) must not be spelled twice: a second copy drifts.
 """
 
 # Files in a cache folder, a run's output folder or a probe's folder.
-JUDGMENTS_FILE = "judgments.jsonl"  # the judgment cache; a run's and a probe's judgments
-ANSWERS_FILE = "answers.jsonl"  # the answer store
-BATCH_FILE = "batches.jsonl"  # Batch API batches of a judgment cache, next to its judgments
+JUDGMENTS_FILE = "judgments.jsonl"  # a run's and a probe's judgments
+JUDGMENT_CACHE_FILE = "judgments.sqlite"  # the judgment cache (oab_bench/keyed_store.py)
+ANSWERS_FILE = "answers.sqlite"  # the answer store
+BATCH_FILE = JUDGMENT_CACHE_FILE  # Batch API batches of a judgment cache: a table of its database
 SUMMARY_FILE = "oab_bench_summary.json"  # what `oab-bench run` scored
 PANEL_JUDGMENTS_FILE = "panel_judgments.jsonl"  # `run --panel`: the panel's judgments, beside the run's
 PROBE_REPORT_FILE = "report.json"  # what `oab-bench probe` concluded

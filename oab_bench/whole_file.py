@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from collections.abc import Iterable
@@ -14,35 +13,20 @@ def umask() -> int:
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
-    except (OSError, StopIteration, ValueError, IndexError):
+    except OSError:
         return 0o022
 
 
-def replace_whole(
-    path: Path, chunks: Iterable[bytes], *, mode: int, gid: int | None = None, durable: bool = False
-) -> None:
-    """Write `chunks` to a new file beside `path` (`.<name>.<random>`, with `mode` and group `gid`)
-    and rename it over `path`: a reader opens the old file or the new one, never part of either,
-    and any failure (a full disk, Ctrl-C) leaves `path` as it was and no new file behind.
-    `durable`: the data and the rename are on disk before this returns."""
+def replace_whole(path: Path, chunks: Iterable[bytes], *, mode: int | None = None) -> None:
+    """Write `chunks` beside `path` and rename them over it: a reader sees the old file or the new
+    one, and a failure (a full disk, Ctrl-C) leaves `path` as it was and nothing beside it. `mode`:
+    the new file's (default: what open() would give it under the umask, not mkstemp's 0600)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            if gid is not None and os.fstat(fd).st_gid != gid:
-                os.fchown(fd, -1, gid)
-            os.fchmod(fd, mode)  # not mkstemp's 0600
+            os.fchmod(fd, 0o666 & ~umask() if mode is None else mode)
             f.writelines(chunks)
-            if durable:
-                f.flush()
-                os.fsync(fd)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         raise
-    if durable:
-        folder = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)

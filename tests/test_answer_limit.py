@@ -25,8 +25,7 @@ def test_a_5mb_answer_is_never_sent_to_the_judge(stub, judge_key, tmp_path):
     assert server.count == 0
     assert j.status == "too_long" and j.score is None and j.cost_usd == 0.0
     assert "over max_answer_tokens 32768" in j.error
-    store = tmp_path / "judgments.jsonl"
-    assert not store.exists() or not store.read_text()  # not stored: nothing was judged
+    assert len(JudgmentStore(tmp_path)) == 0  # not stored: nothing was judged
     # counted in coverage, never a score
     fig = task_figures([QuestionResult.model_validate(j.record())])
     assert fig["coverage"] == 0.0 and math.isnan(fig["exam_score"])

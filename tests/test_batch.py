@@ -50,7 +50,7 @@ def test_batch_line_is_the_direct_request(stub, judge_key, tmp_path):
     assert sent["response_format"]["type"] == "json_schema" and sent["max_tokens"] == 16000
     assert sent["temperature"] == 0.0 and sent["reasoning_effort"] == "high"
     assert {r["headers"]["Authorization"] for r in batched.batch_api} == {f"Bearer {SECRET}"}
-    assert SECRET not in (tmp_path / "batches.jsonl").read_text()
+    assert SECRET.encode() not in (tmp_path / "judgments.sqlite").read_bytes()
 
 
 def test_batch_price_from_the_cost_map_is_half_the_direct_one(stub, judge_key, tmp_path):
@@ -127,10 +127,10 @@ def test_a_batch_created_but_not_recorded_is_found_not_created_again(stub, judge
     with pytest.raises(BatchPending, match="still running after --batch-wait 0s: batch_1"):
         run_judge_all(Judge(s, JudgmentStore(tmp_path)), pairs(3), progress=False)
     server.release_batches()
-    log = tmp_path / "batches.jsonl"
-    events = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [e["event"] for e in events] == ["submit", "file", "batch"]
-    log.write_text("".join(json.dumps(e) + "\n" for e in events[:2]))  # as if killed before the last write
+    log = BatchLog(tmp_path)
+    ((name, chunk),) = log.chunks().items()
+    assert chunk.file_id and chunk.batch_id == "batch_1" and not chunk.done
+    log.write([(f"{name}/batch_id", None)])  # as if killed before the batch was recorded
     out = run_judge_all(
         Judge(s.model_copy(update={"batch_wait": None}), JudgmentStore(tmp_path)), pairs(3), progress=False
     )
@@ -227,7 +227,7 @@ def test_oab_bench_run_judge_batch(stub, built_rows, built_dataset, tmp_path):
     for j in judgments:
         assert j["score"] == pytest.approx(alternate_score(by_id[j["question_id"]]))
     assert results_json(out)["results"][f"{TASK}|0"]["coverage"] == 1.0
-    assert (tmp_path / "jc" / "batches.jsonl").exists()
+    assert BatchLog(tmp_path / "jc", access="read").chunks()
 
 
 def test_batch_settings_from_flags_and_environment():
@@ -284,7 +284,7 @@ def test_a_batch_sent_through_another_api_base_is_not_polled_through_this_one(st
     with pytest.raises(ValueError, match="submitted through another --api-base than this run's"):
         run_judge_all(Judge(moved, JudgmentStore(tmp_path)), pairs(2), progress=False)
     assert not other.requests and not other.batch_api
-    assert other.url not in (tmp_path / "batches.jsonl").read_text()  # the log holds a hash, never the URL
+    assert other.url.encode() not in (tmp_path / "judgments.sqlite").read_bytes()  # a hash, never the URL
 
 
 def test_a_lost_batch_is_found_past_the_first_page_of_the_list(stub, judge_key):

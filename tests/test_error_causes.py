@@ -207,10 +207,10 @@ def test_a_wrong_flag_prints_the_subcommands_usage(capsys, command):
         (
             "--answer-cache",
             "",
-            "--answer-cache (OAB_ANSWER_CACHE): {file}: is a file (an answer cache is a folder",
+            "--answer-cache (OAB_ANSWER_CACHE): {file}: is a file, not a folder (a cache is a folder",
         ),
         ("", "OAB_ANSWER_CACHE", "--answer-cache (OAB_ANSWER_CACHE): {file}/sub: {file} is a file"),
-        ("--judge-cache", "", "--judge-cache (OAB_JUDGE_CACHE): {file}: not a folder"),
+        ("--judge-cache", "", "--judge-cache (OAB_JUDGE_CACHE): {file}: is a file, not a folder"),
     ],
     ids=["answer-cache-flag", "answer-cache-env", "judge-cache-flag"],
 )

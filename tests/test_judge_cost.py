@@ -128,14 +128,6 @@ def test_anthropic_prompts_mark_everything_but_the_answer_for_caching():
     assert marks_cache("anthropic/claude-sonnet-4-5") and not marks_cache("openai/gpt-5.2")
 
 
-def test_the_store_does_not_read_back_its_own_lines(stub, judge_key, tmp_path):
-    store = JudgmentStore(tmp_path)
-    run_judge_all(Judge(settings(stub()), store), _pairs(4), progress=False)
-    kept = store._store  # the keyed store under it
-    assert kept.offset == store.path.stat().st_size and kept.lines == 4  # nothing left to parse
-    assert len(JudgmentStore(tmp_path)) == 4
-
-
 def test_run_estimate_prices_the_judging_before_generating(stub, judge_key, tmp_path, built_dataset):
     server = stub()
     args = ["run", "--model", "openai/candidate", "--api-base", server.url, "--dataset", built_dataset]

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading import grader, loop
 from oab_bench.judge.grading.grader import Judge
-from oab_bench.judge.grading.judgment_store import STORE_FILE, JudgmentStore, synced
+from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.runner import judge_all, run_judge_all
 from tests.conftest import REPO
 from tests.helpers import (
@@ -24,7 +23,6 @@ from tests.helpers import (
     _cli,
     _count_in_flight,
     _judge_args,
-    _ok,
     _pairs,
     made_up_row,
     settings,
@@ -88,39 +86,6 @@ def test_a_stopped_run_starts_no_new_call_and_keeps_the_paid_ones(stub, judge_ke
     assert len(JudgmentStore(tmp_path)) == 2
 
 
-def test_append_writes_at_once_and_fsyncs_behind(tmp_path, monkeypatch):
-    """append returns while its fsync is still blocked in the background; synced() waits for it."""
-    from tests.helpers import made_up_row
-
-    row = made_up_row()
-    release, fsyncs = threading.Event(), []
-    real_fsync = JudgmentStore._fsync
-
-    def slow_fsync(self):
-        release.wait(10)
-        fsyncs.append(1)
-        real_fsync(self)
-
-    monkeypatch.setattr(JudgmentStore, "_fsync", slow_fsync)
-    store = JudgmentStore(tmp_path)
-
-    async def main():
-        lines = []
-        for i in range(5):
-            await store.append(_ok(row, f"k{i}"))
-            # written before append returns: another reader (another process) sees it now
-            lines.append(len((tmp_path / STORE_FILE).read_text().splitlines()))
-        before = len(fsyncs)
-        release.set()
-        await synced()
-        return lines, before
-
-    lines, fsynced_before = loop.run(main())
-    assert lines == [1, 2, 3, 4, 5] and fsynced_before == 0
-    assert 1 <= len(fsyncs) <= 2  # grouped: one fsync covers what was written meanwhile
-    assert len(JudgmentStore(tmp_path)) == 5
-
-
 def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub, judge_key):
     """The breaker may open while a judgment waits for a call slot (up to 2 x concurrency are
     under way): that judgment fails at once, naming the breaker, without a request."""
@@ -133,27 +98,6 @@ def test_a_call_waiting_for_its_slot_does_not_call_a_server_taken_for_dead(stub,
     result = loop.run(call_judge(settings(server), [{"role": "user", "content": "x"}], None, breaker))
     assert result.status == "api_error" and "unreachable" in result.error and result.attempts == 0
     assert server.count == 0
-
-
-def test_a_failed_background_fsync_is_raised_not_lost(tmp_path, monkeypatch):
-    from tests.helpers import made_up_row
-
-    store = JudgmentStore(tmp_path)
-
-    def broken(self):
-        raise OSError(5, "Input/output error")
-
-    monkeypatch.setattr(JudgmentStore, "_fsync", broken)
-
-    async def main():
-        await store.append(_ok(made_up_row(), "k"))
-        await asyncio.sleep(0.2)  # the fsync failed long before the run's end
-        try:
-            await synced()
-        except OSError as e:
-            return e.errno
-
-    assert loop.run(main()) == 5
 
 
 def test_a_stopped_run_keeps_judgments_with_more_than_one_call(

@@ -161,17 +161,6 @@ def test_failures_are_not_cached(stub, judge_key, tmp_path):
     assert grade(server, store=JudgmentStore(tmp_path)).status == "ok"
 
 
-def test_torn_cache_line_is_ignored(stub, judge_key, tmp_path):
-    server = stub()
-    grade(server, store=JudgmentStore(tmp_path))
-    with (tmp_path / "judgments.jsonl").open("a") as f:
-        f.write('{"question_id": "torn')  # a write cut by a kill
-    store = JudgmentStore(tmp_path)
-    assert len(store) == 1
-    grade(server, answer="nova", store=store)
-    assert len(JudgmentStore(tmp_path)) == 2
-
-
 # --- the CLI, as a user runs it ----------------------------------------------------------------
 
 
@@ -232,13 +221,12 @@ def test_cli_resumes_after_a_kill_and_bills_nothing_twice(
         built_dataset, answers, server, cache, out, "--concurrency", "2", "--questions", *areas
     )
     proc = _cli(args, start_new_session=True)
-    store = cache / "judgments.jsonl"
     deadline = time.time() + 90
-    while time.time() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 6):
+    while time.time() < deadline and len(JudgmentStore(cache, access="read")) < 6:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = len([line for line in store.read_text().splitlines() if line.strip()])
+    done = len(JudgmentStore(cache))  # every judgment committed before the kill
     assert 6 <= done < 20 and not out.exists()
     before = len(server.requests)
     proc = oab("judge", *args)

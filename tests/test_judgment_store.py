@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import sqlite3
 import subprocess
 import sys
 
@@ -11,22 +14,21 @@ import pytest
 
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.settings import settings_from
+from oab_bench.keyed_store import KeyedStore
 from oab_bench.scripts.cli import main
 from tests.conftest import REPO, SECRET
-from tests.helpers import (
-    _answers_file,
-    clean_env,
-    grade,
-)
+from tests.helpers import _answers_file, _ok, clean_env, grade, made_up_row
 
 
-def test_a_tampered_cache_line_is_judged_again(stub, judge_key, tmp_path, caplog):
+def test_a_tampered_cache_row_is_judged_again(stub, judge_key, tmp_path, caplog):
     server = stub(policy="max")
     assert grade(server, store=JudgmentStore(tmp_path)).status == "ok"
-    path = tmp_path / "judgments.jsonl"
-    line = json.loads(path.read_text())
-    line["score"] = 99.0
-    path.write_text(json.dumps(line) + "\n")
+    with sqlite3.connect(tmp_path / "judgments.sqlite") as db:
+        (key, value), *_ = db.execute("SELECT key, value FROM judgments").fetchall()
+        db.execute(
+            "UPDATE judgments SET value = ? WHERE key = ?",
+            (json.dumps(json.loads(value) | {"score": 99.0}), key),
+        )
     before = server.count
     with caplog.at_level(logging.WARNING, logger="oab_bench.judge.grading.runner"):
         again = grade(server, store=JudgmentStore(tmp_path))
@@ -34,17 +36,33 @@ def test_a_tampered_cache_line_is_judged_again(stub, judge_key, tmp_path, caplog
     assert any("cached judgment" in r.message and "judging it again" in r.message for r in caplog.records)
 
 
-def test_a_cache_with_bad_bytes_is_read_around(stub, judge_key, tmp_path, caplog):
-    server = stub(policy="max")
-    grade(server, store=JudgmentStore(tmp_path))
-    path = tmp_path / "judgments.jsonl"
-    path.write_bytes(b"\xff\xfe not utf-8 \x80\n" + path.read_bytes())
-    with caplog.at_level(logging.WARNING, logger="oab_bench.judge.grading.judgment_store"):
-        store = JudgmentStore(tmp_path)
-    assert len(store) == 1
-    assert any(
-        f"{path}:1: unreadable cache line skipped (not UTF-8)" in r.getMessage() for r in caplog.records
-    )
+def test_append_returns_once_committed(tmp_path):
+    """Each append is seen by another process (another connection) when it returns."""
+    row, store = made_up_row(), JudgmentStore(tmp_path)
+
+    async def one(n: int) -> bool:
+        await store.append(_ok(row, f"k{n}"))
+        return JudgmentStore(tmp_path, access="read").get(f"k{n}") is not None
+
+    async def main() -> list[bool]:
+        return await asyncio.gather(*(one(n) for n in range(20)))
+
+    assert asyncio.run(main()) == [True] * 20
+
+
+def test_a_failed_commit_fails_every_append_waiting_for_it(tmp_path, monkeypatch):
+    def full(self, pairs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    store = JudgmentStore(tmp_path)
+    monkeypatch.setattr(KeyedStore, "write", full)
+
+    async def main():
+        return await asyncio.gather(
+            *(store.append(_ok(made_up_row(), f"k{n}")) for n in range(3)), return_exceptions=True
+        )
+
+    assert [str(e) for e in asyncio.run(main())] == ["database or disk is full"] * 3
 
 
 def test_two_judge_processes_sharing_a_cache_pay_once(stub, tmp_path, built_dataset, upstream_v1):
@@ -92,8 +110,8 @@ def test_two_judge_processes_sharing_a_cache_pay_once(stub, tmp_path, built_data
 def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
     tmp_path, upstream_v1, built_dataset, caplog, capsys
 ):
-    """Upstream's judgment file copied into a cache folder: refused before anything is written
-    (not even the torn-line seal), one error naming the file, no warning per line; exit 2."""
+    """Upstream's judgment file copied into a cache folder: refused before anything is written, one
+    error naming the file, no warning per line; exit 2."""
     import logging
     from argparse import Namespace
 
@@ -103,7 +121,7 @@ def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
     upstream = upstream_v1 / "model_judgment" / "o3-2025-04-16_single.sample.jsonl"
     store = tmp_path / "cache" / "judgments.jsonl"
     store.parent.mkdir()
-    store.write_bytes(upstream.read_bytes() + b'{"question_id": "torn')
+    store.write_bytes(upstream.read_bytes())
     before = store.read_bytes()
     s = settings_from(None, {"OAB_JUDGE_MODEL": "openai/x"})
     for no_cache in (False, True):
@@ -112,8 +130,8 @@ def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
             pytest.raises(StoreError) as e,
         ):
             command_judge(Namespace(cache=str(store.parent), no_cache=no_cache), s)
-        assert str(e.value).startswith(f"--cache {store}: not an oab-bench judgment store (36 line(s)")
-    assert store.read_bytes() == before and not caplog.records
+        assert str(e.value).startswith(f"--cache {store}: not an oab-bench judgment store")
+    assert store.read_bytes() == before and not caplog.records and os.listdir(store.parent) == [store.name]
 
     answers, _ = _answers_file(tmp_path, upstream_v1, 1)
     out = tmp_path / "o.jsonl"
@@ -123,5 +141,5 @@ def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
     assert "not an oab-bench judgment store" in capsys.readouterr().err
     assert main([*argv, "--cache", str(store)]) == 2  # the store file itself, not its folder
     (err,) = capsys.readouterr().err.strip().splitlines()
-    assert f"--cache {store}: not a folder" in err and "Errno" not in err
+    assert f"--cache {store}: is a file, not a folder" in err and "Errno" not in err
     assert store.read_bytes() == before and not out.exists()

@@ -1,36 +1,33 @@
-"""The one keyed store under the judgment cache, the answer store and the batch log: key claims
-across threads, coroutines and processes; torn lines; modes from the umask; read-only stores."""
+"""The one keyed store under the answer store, the judgment cache and its batch state: key claims
+across threads, coroutines and processes; a killed writer's commits kept; read-only stores; files
+that are not ours."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
-import stat
+import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from oab_bench.judge.generation.answer_store import AnswerStore, StoredAnswer
 from oab_bench.judge.grading.batch.state import BatchLog
 from oab_bench.judge.grading.judgment_store import JudgmentStore
-from oab_bench.keyed_store import KeyedStore, NotWritable
+from oab_bench.keyed_store import APP_ID, KeyedStore, NotWritable, StoreError
 from tests.conftest import REPO
-from tests.users import BOB, TEAM, require_users, run_as, team_folder
+from tests.users import BOB, require_users, run_as
 
 
-def _parse(raw: bytes):
-    line = json.loads(raw)
-    return line["key"], line["value"]
-
-
-def _line(key: str, value: str) -> bytes:
-    return (json.dumps({"key": key, "value": value}) + "\n").encode()
+def _store(path, **kw) -> KeyedStore:
+    return KeyedStore(path, "t", json.loads, **kw)
 
 
 # Each process: 8 threads claim the same 40 keys in their own random order and "pay" (append to
@@ -40,18 +37,18 @@ CLAIMER = textwrap.dedent(
     import json, os, random, sys, threading, time
     from oab_bench.keyed_store import KeyedStore
     folder, seed = sys.argv[1], int(sys.argv[2])
-    store = KeyedStore(os.path.join(folder, "s.jsonl"), lambda raw: tuple(json.loads(raw)))
+    store = KeyedStore(os.path.join(folder, "s.sqlite"), "t", json.loads)
     keys = [f"{i:02x}" * 32 for i in range(40)]
     errors = []
     def work(order):
         for key in order:
             try:
                 with store.claim(key):
-                    if key not in store.items:
+                    if store.get(key) is None:
                         with open(os.path.join(folder, "paid.log"), "a") as f:
                             f.write(key + "\\n")
                         time.sleep(0.02)
-                        store.put(key, seed, (json.dumps([key, seed]) + "\\n").encode())
+                        store.write([(key, json.dumps(seed))])
             except Exception as e:
                 errors.append(repr(e))
     rng = random.Random(seed)
@@ -75,21 +72,21 @@ def test_two_processes_of_eight_threads_each_pay_every_key_once_and_never_deadlo
     ]
     outputs = [p.communicate(timeout=120)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
-    assert [json.loads(o) for o in outputs] == [[], []]  # no EDEADLK, nothing else
+    assert [json.loads(o) for o in outputs] == [[], []]  # no EDEADLK, no "database is locked"
     paid = (tmp_path / "paid.log").read_text().split()
     assert len(paid) == len(set(paid)) == 40
-    assert len(KeyedStore(tmp_path / "s.jsonl", lambda raw: tuple(json.loads(raw))).items) == 40
+    assert len(_store(tmp_path / "s.sqlite")) == 40
 
 
 def test_threads_and_coroutines_claiming_one_key_pay_once(tmp_path):
-    store = KeyedStore(tmp_path / "s.jsonl", _parse)
+    store = _store(tmp_path / "s.sqlite")
     paid = []
 
     def pay(who: str) -> None:
-        if "k" not in store.items:
+        if store.get("k") is None:
             paid.append(who)
             time.sleep(0.05)
-            store.put("k", who, _line("k", who))
+            store.write([("k", json.dumps(who))])
 
     def thread() -> None:
         with store.claim("k"):
@@ -129,62 +126,71 @@ def test_a_second_store_on_the_same_file_in_one_process_waits_for_the_first(tmp_
     assert order == ["first in", "first out", "second in", "second out"]
 
 
-def test_a_torn_last_line_is_ended_by_the_next_writer_and_never_by_a_reader(tmp_path):
-    path = tmp_path / "answers.jsonl"
-    store = AnswerStore(tmp_path)
-    store.put(StoredAnswer(key="a" * 64, model="m", texts=["A."]))
-    with path.open("ab") as f:
-        f.write(b'{"key": "bbbb", "te')  # killed mid-write
-    torn = path.read_bytes()
-    assert len(AnswerStore(tmp_path)) == 1 and len(AnswerStore(tmp_path, access="read")) == 1
-    assert path.read_bytes() == torn  # opening never writes
-    AnswerStore(tmp_path).put(StoredAnswer(key="c" * 64, model="m", texts=["C."]))
-    assert path.read_bytes().startswith(torn + b"\n")
-    assert set(AnswerStore(tmp_path)._items) == {"a" * 64, "c" * 64}
+def test_writes_waiting_for_a_commit_share_the_next_one(tmp_path):
+    """A commit waits for the disk: the threads that wrote meanwhile are committed together."""
+    store = _store(tmp_path / "s.sqlite")
+
+    def commits() -> int:  # sqlite's file change counter: one per write transaction
+        return int.from_bytes((tmp_path / "s.sqlite").read_bytes()[24:28], "big")
+
+    before = commits()
+    with store._mutex:  # a commit under way
+        threads = [threading.Thread(target=store.write, args=([(f"k{n}", "1")],)) for n in range(10)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while len(store._pending) < 10:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    for t in threads:
+        t.join()
+    assert commits() == before + 1 and len(store) == 10
+
+
+WRITER = textwrap.dedent(
+    """
+    import json, sys
+    from oab_bench.keyed_store import KeyedStore
+    store = KeyedStore(sys.argv[1], "t", json.loads)
+    for n in range(100000):
+        store.write([(f"k{n}", json.dumps("v" * 1000))])
+        print(n + 1, flush=True)
+    """
+)
+
+
+def test_a_killed_writer_keeps_every_value_it_committed(tmp_path):
+    path = tmp_path / "s.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    committed = 0
+    while committed < 20:
+        committed = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    store = _store(path)
+    assert len(store) >= committed and store.get("k0") == "v" * 1000
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 def test_a_store_opened_to_read_creates_and_writes_nothing(tmp_path):
     where = tmp_path / "not" / "yet"
     assert len(JudgmentStore(where, access="read")) == 0
-    log = BatchLog(where, access="read")
-    assert log.chunks() == {} and not where.exists()
+    assert BatchLog(where, access="read").chunks() == {} and not where.exists()
     store = AnswerStore(where, access="read")
     assert not store.put(StoredAnswer(key="d" * 64, model="m", texts=["D."]))  # kept in memory only
     assert store.get("d" * 64) is not None and not where.exists()
 
-
-def test_files_and_folders_take_their_modes_from_the_umask_and_their_group_from_a_setgid_parent(tmp_path):
-    team = team_folder(tmp_path / "team")
-    code = textwrap.dedent(
-        """
-        import asyncio, sys
-        from pathlib import Path
-        from oab_bench.judge.generation.answer_store import AnswerStore, StoredAnswer
-        from oab_bench.judge.grading.batch.state import BatchLog
-        from oab_bench.judge.grading.judgment_store import JudgmentStore
-        folder = Path(sys.argv[1]) / "cache"
-        store = AnswerStore(folder)
-        with store.claim("a" * 64):
-            store.put(StoredAnswer(key="a" * 64, model="m", texts=["A."]))
-        async def claim():
-            async with JudgmentStore(folder).claim("b" * 64):
-                pass
-            log = BatchLog(folder)
-            log.append("submit", "c1", judge_model="j", requests={})
-            async with log.submitting():
-                pass
-        asyncio.run(claim())
-        """
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(team)], cwd=REPO, umask=0o002, capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    modes = {p.name: (stat.S_IMODE(p.stat().st_mode), p.stat().st_gid) for p in (team / "cache").iterdir()}
-    folder = team / "cache"
-    assert (stat.S_IMODE(folder.stat().st_mode), folder.stat().st_gid) == (0o2775, TEAM)
-    expected = {"answers.jsonl", "answers.lock", "judgments.lock", "batches.jsonl", "batches.lock"}
-    assert modes == {name: (0o664, TEAM) for name in expected}
+    AnswerStore(tmp_path).put(StoredAnswer(key="a" * 64, model="m", texts=["A."]))
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir() if p.is_file()}
+    looker = AnswerStore(tmp_path, access="read")
+    with looker.claim("b" * 64):
+        assert not looker.put(StoredAnswer(key="b" * 64, model="m", texts=["B."]))
+    assert looker.get("a" * 64).texts == ["A."] and looker.get("b" * 64).texts == ["B."]
+    assert {
+        p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir() if p.is_file()
+    } == before
 
 
 READER = textwrap.dedent(
@@ -197,7 +203,7 @@ READER = textwrap.dedent(
         print("opened to write")
     except NotWritable as e:
         print("refused:", e)
-    store = AnswerStore(sys.argv[1], access="either")
+    store = AnswerStore(sys.argv[1], access="read")
     with store.claim("a" * 64):
         hit = store.get("a" * 64)
     kept = store.put(StoredAnswer(key="b" * 64, model="m", texts=["B."]))
@@ -210,22 +216,20 @@ def test_a_store_its_user_cannot_write_is_refused_or_served_as_it_is(tmp_path):
     require_users()
     cache = tmp_path / "cache"
     AnswerStore(cache).put(StoredAnswer(key="a" * 64, model="m", texts=["A."]))
-    with (cache / "answers.jsonl").open("ab") as f:
-        f.write(b'{"key": "torn')
     before = {p.name: p.read_bytes() for p in cache.iterdir()}
     proc = run_as(BOB, [sys.executable, "-c", READER, cache], env=dict(os.environ), cwd=REPO, team=False)
     assert proc.returncode == 0, proc.stderr
     refused, served = proc.stdout.splitlines()
-    assert refused.startswith(f"refused: answer cache {cache} is not writable by this user")
+    assert refused.startswith(f"refused: {cache} is not writable by this user")
     assert "chmod g+w" in refused
     assert json.loads(served) == {"hit": ["A."], "kept": False, "writable": False}
-    assert {p.name: p.read_bytes() for p in cache.iterdir()} == before  # the torn line is not sealed
+    assert {p.name: p.read_bytes() for p in cache.iterdir()} == before
 
 
 def test_a_writer_refused_by_the_store_says_what_to_do(tmp_path):
-    (tmp_path / "judgments.jsonl").write_text("")
-    os.chmod(tmp_path / "judgments.jsonl", 0o444)
-    if os.access(tmp_path / "judgments.jsonl", os.W_OK):  # root writes anyway
+    JudgmentStore(tmp_path)
+    os.chmod(tmp_path / "judgments.sqlite", 0o444)
+    if os.access(tmp_path / "judgments.sqlite", os.W_OK):  # root writes anyway
         require_users()
         code = "import sys; from oab_bench.judge.grading.judgment_store import JudgmentStore; JudgmentStore(sys.argv[1])"
         proc = run_as(BOB, [sys.executable, "-c", code, tmp_path], env=dict(os.environ), cwd=REPO, team=False)
@@ -237,9 +241,44 @@ def test_a_writer_refused_by_the_store_says_what_to_do(tmp_path):
     assert "is not writable by this user" in message and "another folder" in message
 
 
+def test_a_file_that_is_not_our_store_is_refused_and_left_as_it_is(tmp_path):
+    text, other = tmp_path / "text" / "answers.sqlite", tmp_path / "other" / "answers.sqlite"
+    text.parent.mkdir()
+    text.write_text('{"key": "a"}\n')
+    other.parent.mkdir()
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+    for path in (text, other):
+        before = path.read_bytes()
+        for access in ("write", "read"):
+            with pytest.raises(StoreError, match=f"^{path}: not an oab-bench store .*: left as it is"):
+                AnswerStore(path.parent, access=access)
+        assert path.read_bytes() == before and sorted(os.listdir(path.parent)) == ["answers.sqlite"]
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # ours, with a table of another shape
+        db.execute(f"PRAGMA application_id = {APP_ID}")
+        db.execute("CREATE TABLE t (name TEXT)")
+    with pytest.raises(StoreError, match=f"^{tmp_path / 's.sqlite'}: table t: "):
+        _store(tmp_path / "s.sqlite")
+
+
+def test_an_unreadable_row_is_skipped_with_a_warning_naming_it(tmp_path, caplog):
+    store = AnswerStore(tmp_path)
+    store.put(StoredAnswer(key="a" * 64, model="m", texts=["A."]))
+    with sqlite3.connect(tmp_path / "answers.sqlite") as db:
+        db.execute("INSERT INTO answers VALUES ('b', ?), ('c', ?)", (b"\xff not utf-8", b'{"key": "c"}'))
+    with caplog.at_level(logging.WARNING, logger="oab_bench.keyed_store"):
+        assert len(AnswerStore(tmp_path)) == 1 and store.get("b") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert any(f"{tmp_path / 'answers.sqlite'}: answers b: unreadable row skipped" in m for m in said), said
+    assert any(
+        "answers c: unreadable row skipped (2 validation errors for StoredAnswer)" in m for m in said
+    ), said
+
+
 def test_the_lock_protocol_does_not_leak_descriptors(tmp_path):
-    store = KeyedStore(Path(tmp_path) / "s.jsonl", _parse)
-    before = len(os.listdir("/proc/self/fd"))
+    store = _store(tmp_path / "s.sqlite")
+    with store.claim("first"):  # opens the lock file's one descriptor, kept for the next claims
+        before = len(os.listdir("/proc/self/fd"))
     for n in range(200):
         with store.claim(f"{n:064x}"):
             pass

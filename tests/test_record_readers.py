@@ -16,6 +16,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.validity.agreement import compare_all
 from oab_bench.judge.validity.sources import load_source
+from oab_bench.keyed_store import KeyedStore
 from oab_bench.scripts.cli import main
 from tests.helpers import AGREEMENT_EXAMS as EXAMS
 from tests.helpers import details_run, exam, made_up_row, source_a
@@ -129,13 +130,15 @@ def test_the_cache_skips_a_wrong_shape_in_the_reports_words(tmp_path, caplog):
         json.dumps({**rec, "cache_key": "k2", "score": "1.0"}),
         good,
     ]
-    (tmp_path / "judgments.jsonl").write_text("\n".join(lines) + "\n")
-    with caplog.at_level(logging.WARNING, logger="judge.store"):
+    KeyedStore(tmp_path / "judgments.sqlite", "judgments", str).write(
+        [(f"k{n}", line) for n, line in enumerate(lines, 1)]
+    )
+    with caplog.at_level(logging.WARNING, logger="oab_bench.keyed_store"):
         store = JudgmentStore(tmp_path)
-    assert [j.cache_key for j in store.judgments()] == ["k0"]
+        assert [j.cache_key for j in store.judgments()] == ["k0"]
     said = [r.getMessage() for r in caplog.records]
-    assert any(":1: unreadable cache line skipped (items[0]: 1 is not an object)" in m for m in said), said
-    assert any(":2: unreadable cache line skipped (score: '1.0' is not a number)" in m for m in said), said
+    assert any("judgments k1: unreadable row skipped (items[0]: 1 is not an object)" in m for m in said), said
+    assert any("judgments k2: unreadable row skipped (score: '1.0' is not a number)" in m for m in said), said
 
 
 # --- human grades: what FGV annulled counts in full, as for the judges ------------------------------

@@ -149,7 +149,7 @@ def test_a_permanent_candidate_error_mid_run_stops_it_in_seconds(stub, built_dat
     assert "AuthenticationError (401)" in line and "Incorrect API key provided: Bearer ***" in line
     assert not judge.requests
     check_no_secret(tmp_path / "run", proc.stdout, proc.stderr)
-    assert not (tmp_path / "ac" / "answers.jsonl").exists()  # a failed call is never an answer
+    assert len(AnswerStore(tmp_path / "ac", access="read")) == 0  # a failed call is never an answer
 
 
 def standin_vllm(tmp_path: Path, marker: str) -> Path:
@@ -193,7 +193,7 @@ def test_no_process_outlives_a_signal(stub, built_dataset, tmp_path, sig, when):
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     if when == "generating":  # a first answer stored: lighteval is mid-generation
-        wait_for(lambda: (tmp_path / "ac" / "answers.jsonl").exists(), 300, "a first answer", proc)
+        wait_for(lambda: len(AnswerStore(tmp_path / "ac", access="read")), 300, "a first answer", proc)
     else:
         wait_for(lambda: "running:" in err.read_text(), 300, "the lighteval child", proc)
     assert processes_mentioning(marker) and processes_mentioning(str(out))

@@ -22,9 +22,9 @@ from tests.users import ALICE, BOB, OUTSIDER, TEAM, home_of, require_users, run_
 
 pytestmark = pytest.mark.e2e
 CACHE_FILES = (
-    "answers/answers.jsonl",
+    "answers/answers.sqlite",
     "answers/answers.lock",
-    "judge/judgments.jsonl",
+    "judge/judgments.sqlite",
     "judge/judgments.lock",
 )
 UNSHARED = ("XDG_CACHE_HOME", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
@@ -112,6 +112,31 @@ def test_two_runs_sharing_their_caches_pay_for_nothing_twice(stub, built_dataset
     assert sum(map(len, whose.values())) == len(server.requests)
 
 
+def test_cache_read_only_writes_no_cache_it_could_write(stub, built_dataset, tmp_path):
+    """--cache-read-only means no write to any cache, whatever the permissions: a run that needs new
+    answers and judgments says so, serves them to itself only, and leaves the caches as they were."""
+    from oab_bench.judge.generation.answer_store import AnswerStore
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+
+    server = stub(policy="max")
+    AnswerStore(tmp_path / "ac"), JudgmentStore(tmp_path / "jc")  # writable caches, empty
+    before = {p: p.read_bytes() for p in [*(tmp_path / "ac").iterdir(), *(tmp_path / "jc").iterdir()]}
+    env = user_env(os.environ.get("HOME", tmp_path), OPENAI_API_KEY=SECRET, OAB_JUDGE_API_KEY=SECRET)
+    cmd = run_args(server, built_dataset, tmp_path / "run", tmp_path / "ac", tmp_path / "jc")
+    proc = subprocess.run(
+        [*cmd, "--max-samples", "2", "--cache-read-only"], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert calls(server.requests)[:2] == (2, 2)
+    said = " ".join(proc.stderr.split())
+    assert "this cache is read-only: 2 answers / 2 judgments would not be kept" in said
+    assert (
+        f"--answer-cache {tmp_path / 'ac'}: --cache-read-only" in said
+        and "going on (--cache-read-only)" in said
+    )
+    assert {p: p.read_bytes() for p in [*(tmp_path / "ac").iterdir(), *(tmp_path / "jc").iterdir()]} == before
+
+
 def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
     stub, built_dataset, built_rows, tmp_path
 ):
@@ -154,9 +179,6 @@ def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
     assert paid == (10, 10, 2)  # the 5 of the first user reused, 10 added
     assert modes(team) == created
 
-    torn = b'{"cache_key": "torn'
-    with (judges / "judgments.jsonl").open("ab") as f:  # a kill mid-write, then archived as it is
-        f.write(torn)
     for path in [answers, judges, *answers.iterdir(), *judges.iterdir()]:
         path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
     archived = {p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]}
@@ -208,7 +230,7 @@ def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
     assert went_on.returncode == 0, went_on.stderr[-3000:]
     assert paid == (3, 3 + 3, 2)  # the panel judged on the same 3 questions, served, kept nowhere
     assert len((bob / "other" / "panel_judgments.jsonl").read_text().splitlines()) == 3
-    assert {p: p.read_bytes() for p in archived} == archived  # nothing kept, the torn line not sealed
+    assert {p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]} == archived  # nothing kept
 
 
 def refused_run(server, dataset, tmp_path, uid, env, *extra, answers=None, judges=None):

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from oab_bench.conventions import ANSWERS_FILE as ANSWERS
-from oab_bench.conventions import BATCH_FILE as BATCHES
-from oab_bench.conventions import JUDGMENTS_FILE as JUDGMENTS
+from oab_bench.conventions import JUDGMENT_CACHE_FILE as JUDGMENTS
 from oab_bench.judge.generation.preflight import PreflightError
 from oab_bench.keyed_store import READ_ONLY_ENV, allowed, unwritable
 
@@ -36,12 +35,7 @@ __all__ = [
 ]
 MAKE_WRITABLE = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
 ANSWER_FILES = (ANSWERS, Path(ANSWERS).with_suffix(".lock").name)
-JUDGE_FILES = (
-    JUDGMENTS,
-    Path(JUDGMENTS).with_suffix(".lock").name,
-    BATCHES,
-    Path(BATCHES).with_suffix(".lock").name,
-)
+JUDGE_FILES = (JUDGMENTS, Path(JUDGMENTS).with_suffix(".lock").name)  # its batches are tables of it
 
 
 class Cache(NamedTuple):

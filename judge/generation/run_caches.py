@@ -137,8 +137,11 @@ def check_caches(args: argparse.Namespace, settings: JudgeSettings, panel=None) 
         ),
         check_cache("judgments", cache_name("--judge-cache", args.judge_cache, "OAB_JUDGE_CACHE"), judges),
     ]
+    caches = [c for c in caches if c is not None]
+    if args.cache_read_only:  # no write to any cache, whatever the permissions
+        caches = [c._replace(read_only=c.read_only or "--cache-read-only") for c in caches]
     return check_read_only(
-        [c for c in caches if c is not None],
+        caches,
         lambda: stored_state(args, settings, panel),
         go_on=args.cache_read_only,
         batch=settings.batch,

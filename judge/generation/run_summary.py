@@ -85,7 +85,7 @@ def summarize(
         from oab_bench.judge.panel.runs import judge_beside
 
         try:
-            access = "either" if getattr(args, "read_only_caches", False) else "write"
+            access = "read" if getattr(args, "read_only_caches", False) else "write"
             panel_records = judge_beside(settings, judge_cache(args), *panel, judgments, out, access=access)
         except BatchPending as e:  # --judge-batch-wait ran out: the batches keep running
             print(f"oab-bench run: the panel: {e}", file=sys.stderr)

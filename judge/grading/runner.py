@@ -14,10 +14,9 @@ from oab_bench.conventions import JUDGE_STOP_GRACE_S
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading import loop
-from oab_bench.judge.grading.batch.prune import prune_kept
+from oab_bench.judge.grading.batch.state import prune_kept
 from oab_bench.judge.grading.batch.submit import direct_from_log, judge_batch
 from oab_bench.judge.grading.grader import _STOPPING, Judge
-from oab_bench.judge.grading.judgment_store import synced
 from oab_bench.judge.records import Judgment
 
 
@@ -28,8 +27,7 @@ async def judge_all(
     (the task cancelled: Ctrl-C), calls already paid for finish and are stored, briefly."""
     if judge.settings.batch:  # through the provider's Batch API (batch/)
         done = await judge_batch(judge, pairs, progress=progress)
-        await synced()
-        prune_kept(judge.store)  # stored and fsynced: the replies kept for them may go
+        prune_kept(judge.store)  # stored and committed: the replies kept for them may go (batch/state.py)
         return done
     batches = isinstance(judge, Judge) and judge.store.path is not None  # a cache that may have batches
     kept = direct_from_log(judge, pairs) if batches else {}
@@ -58,7 +56,6 @@ async def judge_all(
     gc.freeze()  # the run's long-lived objects (litellm's modules, rows): the collector skips them
     try:
         done = list(await asyncio.shield(gathered))
-        await synced()  # every stored judgment fsynced before the run returns
         if batches:
             prune_kept(judge.store)
         return done
@@ -71,7 +68,6 @@ async def judge_all(
             await asyncio.wait(tasks, timeout=JUDGE_STOP_GRACE_S)
         for t in tasks:
             t.cancel()
-        await asyncio.shield(synced())
         raise
     finally:
         gc.unfreeze()

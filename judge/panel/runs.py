@@ -38,9 +38,9 @@ def judge_beside(
     out: Path,
     access="write",
 ) -> list[dict]:
-    """Judge the panel's answers to the questions the `candidate` records judged; write them, marked,
-    to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does. `access`: "either" when
-    the run goes on with a read-only judgment cache (--cache-read-only)."""
+    """Judge the panel's answers to the questions the `candidate` records judged;
+    write them, marked, to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does.
+    `access`: "read" when the run goes on with a read-only judgment cache (--cache-read-only)."""
     asked = {r["question_id"] for r in candidate}
     pairs = [(row, a) for row, a in pairs if row.question_id in asked]
     judge = make_judge(settings, JudgmentStore(cache, access=access))

@@ -159,8 +159,8 @@ def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> di
     log = BatchLog(judge.store.path.parent, access="read")
     if not log.path.exists():
         return {}
-    chunks = log.chunks()
-    kept, open_ = log.kept(chunks), log.open_keys(chunks)
+    chunks = log.chunks()  # the log read once
+    kept, open_ = log.kept(), log.open_keys(chunks)
     first: dict[int, CallResult] = {}
     waiting: dict[str, int] = {}
     for i, (row, answer) in enumerate(pairs):

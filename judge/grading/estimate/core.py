@@ -62,7 +62,7 @@ def _paid_in_batches(judge: Judge) -> set[str]:
         return set()
     log = BatchLog(judge.store.path.parent, access="read")
     chunks = log.chunks()
-    return set(log.kept(chunks)) | set(log.open_keys(chunks))
+    return set(log.kept()) | set(log.open_keys(chunks))
 
 
 def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
