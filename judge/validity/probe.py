@@ -1,8 +1,6 @@
-"""`oab-bench probe`: judge answers of known worth built from the dataset and say whether the judge
-orders them (see probes.py for each probe and probe_report.py for the checks).
-
-The probes go through the normal judge path (cache, retries, statuses, cost); their answers
-and judgments are written to the output folder, readable by `oab-bench judge` and `leaderboard`.
+"""`oab-bench probe`: answers of known worth (probes.py) through the normal judge path (cache,
+retries, statuses, cost), then the checks and the verdict (probe_report.py). Answers, judgments and
+report go to the output folder, readable by `oab-bench judge` and `leaderboard`.
 """
 
 from __future__ import annotations
@@ -16,17 +14,11 @@ from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR, PROBE_MARKER
 from oab_bench.conventions import PROBE_REPORT_FILE as REPORT_FILE
-from oab_bench.folders import Writer, check_folder, claim, json_with_keys
+from oab_bench.folders import Writer, check_folder, claim
 from oab_bench.judge.redact import redact
 from oab_bench.judge.validity.probes import PROBE_KINDS
 
-
-def _an_older_probe(folder: Path) -> bool:
-    """A probe folder from before the marker: its report is a probe's, so a rerun there resumes."""
-    return json_with_keys(folder / REPORT_FILE, {"judge", "probes", "checks", "verdict"})
-
-
-PROBE = Writer("oab-bench probe", PROBE_MARKER, older=_an_older_probe)
+PROBE = Writer("oab-bench probe", PROBE_MARKER)
 
 
 def parse_kinds(text: str) -> list[str]:
@@ -72,17 +64,13 @@ def probe_pairs(rows, probes, folder: Path | None):
 def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int):
     """The probe's figures and verdict for `judge` (a judge, or a jury under its own name)."""
     from oab_bench.judge.judge_label import judge_label
-    from oab_bench.judge.validity.probe_members import with_members
     from oab_bench.judge.validity.probe_report import build_report
 
     name = getattr(judge, "name", judge.settings.judge_model)  # a jury's own name, as in its records
     settings = next((j.settings for j in judgments if j.settings is not None), None)
-    label = judge_label(
-        name, f"{judge.prompt_version}, {judge.mode}", settings
-    )  # as the leaderboard names it
+    label = judge_label(name, f"{judge.prompt_version}, {judge.mode}", settings)  # as the leaderboard says
     variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
-    report = build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
-    return with_members(report, judgments)  # a jury member that graded nothing: incomplete
+    return build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
 
 
 def run_probe_command(args: argparse.Namespace) -> int:

@@ -1,30 +1,29 @@
 """From the judgments of the probes to a verdict: does the judge order answers of known worth?
 
-Per probe: the mean score as % of the maximum over exams (each exam: its judged questions'
-points over their maxima, leaving out the points of rubric items FGV annulled, which every
-candidate gets without judging), a 95% bootstrap interval resampling exams (judge/intervals.py's
-`bootstrap_ci`), the share of exams that pass (mark scaled to 10 >= 6.00, over exams whose
-questions were all judged ok) and the judgment statuses. A failed judgment is never a zero:
-it shows in `statuses` and leaves its question out of the means. The thresholds are fixed
-here and printed with every check.
+Per probe: the mean score as % of the judged maximum over exams (points of items FGV annulled, which
+every candidate gets without judging, left out), its 95% interval resampling exams, the share of
+exams that pass (over exams judged ok throughout) and the statuses. A failed judgment is never a
+zero: it shows in `statuses` and leaves its question out of the means. The thresholds are fixed
+here (chosen, not calibrated on human grades) and printed with every check.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 
+from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
 from oab_bench.judge.intervals import DEFAULT_SEED, bootstrap_ci
 from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES as DEFAULT_RESAMPLES
 from oab_bench.judge.records import Judgment
-from oab_bench.judge.validity.probes import PROBE_KINDS, model_name
+from oab_bench.judge.validity.probes import PROBE_KINDS
 
-Verdict = Literal["discriminates", "does not discriminate", "incomplete"]  # incomplete: probe_members.py
+Verdict = Literal["discriminates", "does not discriminate", "incomplete"]
 
 REFERENCE_MIN_PCT = 90.0  # the official answer earns (nearly) full marks
 REFERENCE_MIN_PASS = 1.0  # ... and passes every exam
@@ -104,15 +103,20 @@ def probe_stats(
     )
 
 
+def failed_members(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
+    """Each jury member that graded nothing, with the count of each of its failure statuses."""
+    seen: dict[str, Counter] = defaultdict(Counter)
+    for j in judgments:
+        for m in j.members or []:  # one judge: none
+            seen[m.judge_model][m.status] += 1
+    return {name: dict(sorted(got.items())) for name, got in sorted(seen.items()) if not got["ok"]}
+
+
+RULES = {">=": lambda v, t: v >= t - 1e-9, "<=": lambda v, t: v <= t + 1e-9, ">": lambda v, t: v > t + 1e-9}
+
+
 def _check(name: str, value: float | None, threshold: float, rule: str, measured: bool = True) -> Check:
-    if value is None or not measured:
-        ok = False
-    elif rule == ">=":
-        ok = value >= threshold - 1e-9
-    elif rule == "<=":
-        ok = value <= threshold + 1e-9
-    else:
-        ok = value > threshold + 1e-9
+    ok = measured and value is not None and RULES[rule](value, threshold)
     return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok, measured=measured)
 
 
@@ -123,33 +127,36 @@ def _diff(a: float | None, b: float | None) -> float | None:
 def build_report(
     judge: str,
     rows: Sequence[QuestionRow],
-    judgments: Iterable[Judgment],
+    judgments: list[Judgment],
     variants: dict[str, str] | None = None,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> ProbeReport:
-    """`variants`: question id -> injection variant, for the per-variant breakdown."""
-    by_kind: dict[str, list[Judgment]] = defaultdict(list)
+    """`variants`: question id -> injection variant, for the per-variant breakdown. A jury one of
+    whose members failed every grading was not probed as the jury it names: `incomplete`, whatever
+    the figures, naming the member (`failed_members`)."""
+    by_model: dict[str, list[Judgment]] = defaultdict(list)
     for j in judgments:
-        by_kind[j.model].append(j)
-    kinds = [k for k in PROBE_KINDS if model_name(k) in by_kind]
+        by_model[j.model].append(j)
+    by_kind = {k: by_model[PROBE_PREFIX + k] for k in PROBE_KINDS if PROBE_PREFIX + k in by_model}
+    kinds = list(by_kind)
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
-    probes = {k: probe_stats(by_kind[model_name(k)], annulled, resamples=resamples, seed=seed) for k in kinds}
+    probes = {k: probe_stats(by_kind[k], annulled, resamples=resamples, seed=seed) for k in kinds}
     pct: dict[str, dict[str, float]] = {k: {} for k in kinds}
     for k in kinds:
-        for j in by_kind[model_name(k)]:
+        for j in by_kind[k]:
             value = _judged_pct(j, annulled.get(j.question_id, 0.0)) if j.status == "ok" else None
             if value is not None:
                 pct[k][j.question_id] = value
 
     ordering = None
-    if {"reference", "partial", "swapped"} <= set(kinds):
-        r, p, s = pct["reference"], pct["partial"], pct["swapped"]
-        ids = [q.question_id for q in rows]
-        ordered = [q in r and q in p and q in s and r[q] > p[q] > s[q] for q in ids]
+    if set(ORDERING_KINDS) <= set(kinds):
+        r, p, s = (pct[k] for k in ORDERING_KINDS)
+        ordered = [
+            q in r and q in p and q in s and r[q] > p[q] > s[q] for q in (row.question_id for row in rows)
+        ]
         ordering = float(np.mean(ordered)) if ordered else None
-
     lift, by_variant = None, {}
     if {"injection", "swapped"} <= set(kinds):
         both = sorted(pct["injection"].keys() & pct["swapped"].keys())
@@ -163,45 +170,54 @@ def build_report(
         }
 
     n_ok = {k: len(pct[k]) for k in kinds}
-    n_all = {k: len(by_kind[model_name(k)]) for k in kinds}
-    measured = {k for k in kinds if n_all[k] and n_ok[k] / n_all[k] >= JUDGED_MIN - 1e-9}
-
-    def check(name: str, value: float | None, threshold: float, rule: str, *needs: str) -> Check:
-        return _check(name, value, threshold, rule, measured=set(needs) <= measured)
-
+    n_all = {k: len(by_kind[k]) for k in kinds}
+    measured = {k for k in kinds if n_ok[k] / n_all[k] >= JUDGED_MIN - 1e-9}
+    mean = {k: probes[k].mean_pct if k in probes else None for k in PROBE_KINDS}
+    swapped = probes.get("swapped")
+    half = (
+        None
+        if swapped is None or None in (swapped.ci_high, swapped.mean_pct)
+        else swapped.ci_high - swapped.mean_pct
+    )
+    wanted = [  # name, value, threshold, rule, the probes it reads (a check is there when they all are)
+        ("reference_mean_pct", mean["reference"], REFERENCE_MIN_PCT, ">=", ("reference",)),
+        (
+            "reference_exam_pass_rate",
+            getattr(probes.get("reference"), "exam_pass_rate", None),
+            REFERENCE_MIN_PASS,
+            ">=",
+            ("reference",),
+        ),
+        (
+            "reference_minus_partial_pct",
+            _diff(mean["reference"], mean["partial"]),
+            0.0,
+            ">",
+            ("reference", "partial"),
+        ),
+        (
+            "partial_minus_swapped_pct",
+            _diff(mean["partial"], mean["swapped"]),
+            0.0,
+            ">",
+            ("partial", "swapped"),
+        ),
+        ("swapped_mean_pct", mean["swapped"], FAILING_MAX_PCT, "<=", ("swapped",)),
+        ("empty_mean_pct", mean["empty"], EMPTY_MAX_PCT, "<=", ("empty",)),
+        ("injection_mean_pct", mean["injection"], FAILING_MAX_PCT, "<=", ("injection",)),
+        ("ordering", ordering, ORDERING_MIN, ">=", ORDERING_KINDS),
+        ("injection_lift", lift, max(LIFT_FLOOR_PCT, half or 0.0), "<=", ("injection", "swapped")),
+    ]
     total = sum(n_all.values())
     checks = [_check("judged_ok", sum(n_ok.values()) / total if total else None, JUDGED_MIN, ">=")]
-    if "reference" in probes:
-        ref = probes["reference"]
-        checks.append(check("reference_mean_pct", ref.mean_pct, REFERENCE_MIN_PCT, ">=", "reference"))
-        checks.append(
-            check("reference_exam_pass_rate", ref.exam_pass_rate, REFERENCE_MIN_PASS, ">=", "reference")
-        )
-    if "partial" in probes and "reference" in probes:
-        gap = _diff(probes["reference"].mean_pct, probes["partial"].mean_pct)
-        checks.append(check("reference_minus_partial_pct", gap, 0.0, ">", "reference", "partial"))
-    if "partial" in probes and "swapped" in probes:
-        gap = _diff(probes["partial"].mean_pct, probes["swapped"].mean_pct)
-        checks.append(check("partial_minus_swapped_pct", gap, 0.0, ">", "partial", "swapped"))
-    if "swapped" in probes:
-        checks.append(check("swapped_mean_pct", probes["swapped"].mean_pct, FAILING_MAX_PCT, "<=", "swapped"))
-    if "empty" in probes:
-        checks.append(check("empty_mean_pct", probes["empty"].mean_pct, EMPTY_MAX_PCT, "<=", "empty"))
-    if "injection" in probes:
-        checks.append(
-            check("injection_mean_pct", probes["injection"].mean_pct, FAILING_MAX_PCT, "<=", "injection")
-        )
-    if set(ORDERING_KINDS) <= set(kinds):
-        checks.append(check("ordering", ordering, ORDERING_MIN, ">=", *ORDERING_KINDS))
-    if "injection" in probes and "swapped" in probes:
-        s = probes["swapped"]
-        half = None if s.ci_high is None or s.mean_pct is None else s.ci_high - s.mean_pct
-        bound = max(LIFT_FLOOR_PCT, half or 0.0)
-        checks.append(check("injection_lift", lift, bound, "<=", "injection", "swapped"))
+    checks += [
+        _check(*spec, measured=set(needs) <= measured) for *spec, needs in wanted if set(needs) <= set(kinds)
+    ]
     missing = _missing(kinds, measured, n_ok, n_all)
     failed = [c for c in checks if c.measured and not c.ok and c.name != "judged_ok"]
     # a measured failure is a finding whatever is missing; a pass needs all the evidence
     verdict: Verdict = "does not discriminate" if failed else "incomplete" if missing else "discriminates"
+    members = failed_members(judgments)
     return ProbeReport(
         judge=judge,
         n_questions=len(rows),
@@ -211,7 +227,8 @@ def build_report(
         injection_lift=lift,
         injection_by_variant=by_variant,
         checks=checks,
-        verdict=verdict,
+        verdict="incomplete" if members else verdict,
+        failed_members=members,
         missing=missing,
     )
 
