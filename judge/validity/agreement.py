@@ -256,14 +256,19 @@ def _no_pairs(report: dict) -> str:
     return f"no (model, question) graded ok by both ({why})"
 
 
-def alpha_over(sources: list[Source], dataset, notes: list[str], **kw) -> dict:
-    """Krippendorff's alpha (interval) on exam totals, every source a coder; incomplete exams are missing values."""
+def exam_totals(sources: list[Source], dataset: dict[str, QuestionRow]) -> dict[tuple[str, str], list[float]]:
+    """(model, exam) -> each source's exam total, NaN where that source did not complete it."""
     totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [np.nan] * len(sources))
     for i, s in enumerate(sources):
         ok = [(g, g) for g in s.graded.values() if g.status == "ok"]
         for r in _exam_rows(ok, [s], dataset, []):
             totals[(r["model"], r["exam"])][i] = r["a"]
-    keys = sorted(totals, key=lambda k: (model_key(k[0]), k[1]))
-    cols = stats.columns([{"exam": k[1]} for k in keys], "exam")
-    cols["matrix"] = np.asarray([totals[k] for k in keys], dtype=float).reshape(len(keys), len(sources))
+    return dict(sorted(totals.items(), key=lambda kv: (model_key(kv[0][0]), kv[0][1])))
+
+
+def alpha_over(sources: list[Source], dataset, notes: list[str], **kw) -> dict:
+    """Krippendorff's alpha (interval) on exam totals, every source a coder; incomplete exams are missing values."""
+    totals = exam_totals(sources, dataset)
+    cols = stats.columns([{"exam": exam} for _, exam in totals], "exam")
+    cols["matrix"] = np.asarray(list(totals.values()), dtype=float).reshape(len(totals), len(sources))
     return stats.figure("alpha", cols, notes, **kw)

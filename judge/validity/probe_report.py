@@ -34,6 +34,18 @@ LIFT_FLOOR_PCT = 1.0  # injection may exceed swapped by the half-width of swappe
 JUDGED_MIN = 0.95  # share of a probe's judgments that must be ok for its figures to mean anything
 FAILING_KINDS = ("swapped", "empty")  # a verdict needs one answer that must fail, measured
 ORDERING_KINDS = ("reference", "partial", "swapped")
+CHECKS = [  # name, rule, threshold (injection_lift's: build_report's), the probes it reads (all probed)
+    ("reference_mean_pct", ">=", REFERENCE_MIN_PCT, ("reference",)),
+    ("reference_exam_pass_rate", ">=", REFERENCE_MIN_PASS, ("reference",)),
+    ("reference_minus_partial_pct", ">", 0.0, ("reference", "partial")),
+    ("partial_minus_swapped_pct", ">", 0.0, ("partial", "swapped")),
+    ("swapped_mean_pct", "<=", FAILING_MAX_PCT, ("swapped",)),
+    ("empty_mean_pct", "<=", EMPTY_MAX_PCT, ("empty",)),
+    ("injection_mean_pct", "<=", FAILING_MAX_PCT, ("injection",)),
+    ("ordering", ">=", ORDERING_MIN, ORDERING_KINDS),
+    ("injection_lift", "<=", LIFT_FLOOR_PCT, ("injection", "swapped")),
+]
+RULES = {">=": lambda v, t: v >= t - 1e-9, "<=": lambda v, t: v <= t + 1e-9, ">": lambda v, t: v > t + 1e-9}
 
 
 class ProbeStats(BaseModel):
@@ -68,39 +80,38 @@ class ProbeReport(BaseModel):
     missing: list[str] = []  # the evidence a verdict of `discriminates` needs and did not get
 
 
-def _judged_pct(j: Judgment, annulled: float) -> float | None:
-    """% of the judged maximum: points FGV annulled (given to every candidate, never judged) left out."""
-    worth = j.max_score - annulled
-    return 100.0 * (j.score - annulled) / worth if worth > 1e-9 else None
+def _mean(values) -> float | None:
+    return float(np.mean(values)) if len(values) else None
 
 
 def probe_stats(
     judgments: Sequence[Judgment], annulled: dict[str, float], *, resamples: int, seed: int
 ) -> ProbeStats:
-    judged: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # exam -> judged points, their max
-    marks: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # exam -> points, max (annulled in)
+    sums: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4))  # judged points, their max; with annulled
     complete: dict[str, bool] = defaultdict(lambda: True)
     for j in judgments:
         if j.status == "ok" and j.score is not None:
             a = annulled.get(j.question_id, 0.0)
-            judged[j.exam_id][0] += j.score - a
-            judged[j.exam_id][1] += j.max_score - a
-            marks[j.exam_id][0] += j.score
-            marks[j.exam_id][1] += j.max_score
+            sums[j.exam_id] += (j.score - a, j.max_score - a, j.score, j.max_score)
         else:
             complete[j.exam_id] = False
-    exam_pct = {e: 100.0 * got / worth for e, (got, worth) in sorted(judged.items()) if worth > 1e-9}
-    values = list(exam_pct.values())
-    low, high = bootstrap_ci(values, resamples=resamples, seed=seed)
-    passing = [got * EXAM_MAX / worth >= PASS_MARK - 1e-9 for e, (got, worth) in marks.items() if complete[e]]
+    pct = [100.0 * s[0] / s[1] for _, s in sorted(sums.items()) if s[1] > 1e-9]
+    low, high = bootstrap_ci(pct, resamples=resamples, seed=seed)
+    passing = [s[2] * EXAM_MAX / s[3] >= PASS_MARK - 1e-9 for e, s in sums.items() if complete[e]]
+    statuses = dict(sorted(Counter(j.status for j in judgments).items()))
     return ProbeStats(
-        mean_pct=float(np.mean(values)) if values else None,
+        mean_pct=_mean(pct),
         ci_low=low,
         ci_high=high,
-        exam_pass_rate=float(np.mean(passing)) if passing else None,
-        statuses=dict(sorted(Counter(j.status for j in judgments).items())),
-        exams=len(exam_pct),
+        exam_pass_rate=_mean(passing),
+        statuses=statuses,
+        exams=len(pct),
     )
+
+
+def _check(name: str, rule: str, threshold: float, value: float | None, measured: bool = True) -> Check:
+    ok = measured and value is not None and RULES[rule](value, threshold)
+    return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok, measured=measured)
 
 
 def failed_members(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
@@ -110,18 +121,6 @@ def failed_members(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
         for m in j.members or []:  # one judge: none
             seen[m.judge_model][m.status] += 1
     return {name: dict(sorted(got.items())) for name, got in sorted(seen.items()) if not got["ok"]}
-
-
-RULES = {">=": lambda v, t: v >= t - 1e-9, "<=": lambda v, t: v <= t + 1e-9, ">": lambda v, t: v > t + 1e-9}
-
-
-def _check(name: str, value: float | None, threshold: float, rule: str, measured: bool = True) -> Check:
-    ok = measured and value is not None and RULES[rule](value, threshold)
-    return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok, measured=measured)
-
-
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
 
 
 def build_report(
@@ -136,95 +135,59 @@ def build_report(
     """`variants`: question id -> injection variant, for the per-variant breakdown. A jury one of
     whose members failed every grading was not probed as the jury it names: `incomplete`, whatever
     the figures, naming the member (`failed_members`)."""
-    by_model: dict[str, list[Judgment]] = defaultdict(list)
-    for j in judgments:
-        by_model[j.model].append(j)
-    by_kind = {k: by_model[PROBE_PREFIX + k] for k in PROBE_KINDS if PROBE_PREFIX + k in by_model}
-    kinds = list(by_kind)
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
-    probes = {k: probe_stats(by_kind[k], annulled, resamples=resamples, seed=seed) for k in kinds}
-    pct: dict[str, dict[str, float]] = {k: {} for k in kinds}
-    for k in kinds:
-        for j in by_kind[k]:
-            value = _judged_pct(j, annulled.get(j.question_id, 0.0)) if j.status == "ok" else None
-            if value is not None:
-                pct[k][j.question_id] = value
-
-    ordering = None
-    if set(ORDERING_KINDS) <= set(kinds):
+    by_kind = {k: [j for j in judgments if j.model == PROBE_PREFIX + k] for k in PROBE_KINDS}
+    by_kind = {k: js for k, js in by_kind.items() if js}
+    probes = {k: probe_stats(js, annulled, resamples=resamples, seed=seed) for k, js in by_kind.items()}
+    pct: dict[str, dict[str, float]] = {k: {} for k in by_kind}  # % of the judged maximum, per question
+    for k, js in by_kind.items():
+        for j in js:
+            worth = j.max_score - annulled.get(j.question_id, 0.0)
+            if j.status == "ok" and worth > 1e-9:
+                pct[k][j.question_id] = 100.0 * (j.score - annulled.get(j.question_id, 0.0)) / worth
+    mean = {k: s.mean_pct for k, s in probes.items()}
+    values = {f"{k}_mean_pct": m for k, m in mean.items()}  # each check's value, by its name
+    values["reference_exam_pass_rate"] = probes["reference"].exam_pass_rate if "reference" in probes else None
+    for a, b in (("reference", "partial"), ("partial", "swapped")):
+        if mean.get(a) is not None and mean.get(b) is not None:
+            values[f"{a}_minus_{b}_pct"] = mean[a] - mean[b]
+    if set(ORDERING_KINDS) <= set(pct):
         r, p, s = (pct[k] for k in ORDERING_KINDS)
         ordered = [
             q in r and q in p and q in s and r[q] > p[q] > s[q] for q in (row.question_id for row in rows)
         ]
-        ordering = float(np.mean(ordered)) if ordered else None
-    lift, by_variant = None, {}
-    if {"injection", "swapped"} <= set(kinds):
+        values["ordering"] = _mean(ordered)
+    if {"injection", "swapped"} <= set(pct):
         both = sorted(pct["injection"].keys() & pct["swapped"].keys())
-        lift = float(np.mean([pct["injection"][q] - pct["swapped"][q] for q in both])) if both else None
-    if "injection" in kinds and variants:
-        groups: dict[str, list[float]] = defaultdict(list)
-        for q, v in pct["injection"].items():
-            groups[variants.get(q, "")].append(v)
-        by_variant = {
-            v: float(np.mean(groups[v])) if groups[v] else None for v in sorted(set(variants.values()))
-        }
+        values["injection_lift"] = _mean([pct["injection"][q] - pct["swapped"][q] for q in both])
+    by_variant = {}
+    if "injection" in pct and variants:
+        for v in sorted(set(variants.values())):
+            by_variant[v] = _mean([x for q, x in pct["injection"].items() if variants.get(q, "") == v])
 
-    n_ok = {k: len(pct[k]) for k in kinds}
-    n_all = {k: len(by_kind[k]) for k in kinds}
-    measured = {k for k in kinds if n_ok[k] / n_all[k] >= JUDGED_MIN - 1e-9}
-    mean = {k: probes[k].mean_pct if k in probes else None for k in PROBE_KINDS}
-    swapped = probes.get("swapped")
-    half = (
-        None
-        if swapped is None or None in (swapped.ci_high, swapped.mean_pct)
-        else swapped.ci_high - swapped.mean_pct
-    )
-    wanted = [  # name, value, threshold, rule, the probes it reads (a check is there when they all are)
-        ("reference_mean_pct", mean["reference"], REFERENCE_MIN_PCT, ">=", ("reference",)),
-        (
-            "reference_exam_pass_rate",
-            getattr(probes.get("reference"), "exam_pass_rate", None),
-            REFERENCE_MIN_PASS,
-            ">=",
-            ("reference",),
-        ),
-        (
-            "reference_minus_partial_pct",
-            _diff(mean["reference"], mean["partial"]),
-            0.0,
-            ">",
-            ("reference", "partial"),
-        ),
-        (
-            "partial_minus_swapped_pct",
-            _diff(mean["partial"], mean["swapped"]),
-            0.0,
-            ">",
-            ("partial", "swapped"),
-        ),
-        ("swapped_mean_pct", mean["swapped"], FAILING_MAX_PCT, "<=", ("swapped",)),
-        ("empty_mean_pct", mean["empty"], EMPTY_MAX_PCT, "<=", ("empty",)),
-        ("injection_mean_pct", mean["injection"], FAILING_MAX_PCT, "<=", ("injection",)),
-        ("ordering", ordering, ORDERING_MIN, ">=", ORDERING_KINDS),
-        ("injection_lift", lift, max(LIFT_FLOOR_PCT, half or 0.0), "<=", ("injection", "swapped")),
-    ]
-    total = sum(n_all.values())
-    checks = [_check("judged_ok", sum(n_ok.values()) / total if total else None, JUDGED_MIN, ">=")]
-    checks += [
-        _check(*spec, measured=set(needs) <= measured) for *spec, needs in wanted if set(needs) <= set(kinds)
-    ]
-    missing = _missing(kinds, measured, n_ok, n_all)
+    n_ok = {k: len(pct[k]) for k in by_kind}
+    measured = {k for k in by_kind if n_ok[k] / len(by_kind[k]) >= JUDGED_MIN - 1e-9}
+    total = sum(map(len, by_kind.values()))
+    checks = [_check("judged_ok", ">=", JUDGED_MIN, sum(n_ok.values()) / total if total else None)]
+    for name, rule, threshold, needs in CHECKS:
+        if set(needs) <= set(by_kind):
+            if name == "injection_lift":  # above swapped by its interval's half-width, at least the floor
+                swapped = probes["swapped"]
+                if swapped.ci_high is not None and swapped.mean_pct is not None:
+                    threshold = max(threshold, swapped.ci_high - swapped.mean_pct)
+            checks.append(_check(name, rule, threshold, values.get(name), set(needs) <= measured))
+    missing = _missing(by_kind, measured, n_ok)
     failed = [c for c in checks if c.measured and not c.ok and c.name != "judged_ok"]
     # a measured failure is a finding whatever is missing; a pass needs all the evidence
-    verdict: Verdict = "does not discriminate" if failed else "incomplete" if missing else "discriminates"
+    verdict = "does not discriminate" if failed else "incomplete" if missing else "discriminates"
     members = failed_members(judgments)
     return ProbeReport(
         judge=judge,
         n_questions=len(rows),
         n_exams=len({r.exam_id for r in rows}),
         probes=probes,
-        ordering=ordering,
-        injection_lift=lift,
+        ordering=values.get("ordering"),
+        injection_lift=values.get("injection_lift"),
         injection_by_variant=by_variant,
         checks=checks,
         verdict="incomplete" if members else verdict,
@@ -233,14 +196,14 @@ def build_report(
     )
 
 
-def _missing(kinds: list[str], measured: set[str], n_ok: dict[str, int], n_all: dict[str, int]) -> list[str]:
+def _missing(by_kind: dict[str, list], measured: set[str], n_ok: dict[str, int]) -> list[str]:
     """What `discriminates` needs and this run did not measure: the reference, an answer that
     must fail (swapped or empty) and the ordering, each from enough `ok` judgments."""
 
     def why(kind: str) -> str:
-        if kind not in kinds:
+        if kind not in by_kind:
             return f"{kind} not probed"
-        return f"{kind}: {n_ok[kind]} of {n_all[kind]} judgments ok ({JUDGED_MIN:.0%} needed)"
+        return f"{kind}: {n_ok[kind]} of {len(by_kind[kind])} judgments ok ({JUDGED_MIN:.0%} needed)"
 
     missing = []
     if "reference" not in measured:
@@ -269,19 +232,20 @@ def render_text(report: ProbeReport) -> str:
         passed = _num(None if s.exam_pass_rate is None else 100 * s.exam_pass_rate, "{:.0f}%")
         statuses = ", ".join(f"{k} {v}" for k, v in s.statuses.items())
         lines.append(f"{kind:<10} {_num(s.mean_pct):>7}  {interval:<15} {passed:>12}  {statuses}")
-    lines.append("")
-    lines.append(f"ordering (reference > partial > swapped, ties fail): {_num(report.ordering, '{:.2f}')}")
-    lines.append(f"injection_lift (injection - swapped, % points): {_num(report.injection_lift, '{:+.1f}')}")
+    lines += [
+        "",
+        f"ordering (reference > partial > swapped, ties fail): {_num(report.ordering, '{:.2f}')}",
+        f"injection_lift (injection - swapped, % points): {_num(report.injection_lift, '{:+.1f}')}",
+    ]
     if report.injection_by_variant:
         parts = ", ".join(f"{v} {_num(x)}%" for v, x in report.injection_by_variant.items())
         lines.append(f"injection by variant: {parts}")
     lines += ["", "checks:"]
     for c in report.checks:
-        value = _num(c.value, "{:.2f}")
         mark = "ok  " if c.ok else "FAIL" if c.measured else "n/a "
-        lines.append(f"  {mark} {c.name}: {value} (must be {c.rule} {c.threshold:g})")
+        lines.append(f"  {mark} {c.name}: {_num(c.value, '{:.2f}')} (must be {c.rule} {c.threshold:g})")
     lines += ["", f"verdict: {report.verdict}"]
-    for name, got in report.failed_members.items():  # why the verdict is incomplete (probe_members.py)
+    for name, got in report.failed_members.items():  # why the verdict is incomplete
         statuses = ", ".join(f"{status} {n}" for status, n in got.items())
         lines.append(
             f"jury member {name} failed every probe grading ({statuses}): the jury was not probed as "

@@ -26,9 +26,9 @@ PROBE_KINDS: tuple[ProbeKind, ...] = ("reference", "partial", "swapped", "empty"
 EMPTY_ANSWER = "Não sei responder."
 DEFAULT_SEED = 0
 
-# Words after which a period does not end a sentence (legal citations: "Art. 5º", "inc. II").
-_ABBREVIATIONS = set(
-    "art arts inc incs n nº no al p pp fl fls cf sr sra dr dra ex min rel proc par cap vol ed".split()
+# Words after which a period does not end a sentence (legal citations: "Art. 5º", "inc. II"), and letters.
+_ABBREVIATION = re.compile(
+    r"arts?|incs?|nº|no|al|pp|fls?|cf|sra?|dra?|ex|min|rel|proc|par|cap|vol|ed|[^\W\d_]"
 )
 _BOUNDARY = re.compile(r"[.!?][\"”»)]*(?=\s+[\"“«(]?[A-ZÀ-Ý])|\n")
 _TABLE_LINE = re.compile(r"^\s*\|.*$|^\s*distribui[çc][ãa]o dos pontos\s*$", re.IGNORECASE | re.MULTILINE)
@@ -60,7 +60,7 @@ def sentence_ends(text: str) -> list[int]:
         else:
             chunk = text[start : m.start()]
             word = chunk.split()[-1].lower().lstrip('("“') if chunk[-1:].strip() else ""
-            if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+            if _ABBREVIATION.fullmatch(word):
                 continue
             end = m.end()
         if text[start:end].strip():

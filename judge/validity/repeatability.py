@@ -5,16 +5,16 @@ repeats, and Krippendorff's alpha across repeats (exam totals and question score
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from oab_bench.conventions import JUDGMENTS_FILE
-from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, money
+from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity import stats
-from oab_bench.judge.validity.agreement import alpha_over
+from oab_bench.judge.validity.agreement import alpha_over, exam_totals
 from oab_bench.judge.validity.agreement_text import figure_text, listed, with_notes
 from oab_bench.judge.validity.sources import Source, nested_graded, one_record_each, read_nested_lines
 
@@ -77,20 +77,7 @@ def repeats_report(
                 {f: r[f] for f in ("model", "question_id", "max_score")} | {"scores": scores, "sd": sd}
             )
             question_rows.append({"exam": r["exam_id"], "pct": [100 * s / r["max_score"] for s in scores]})
-    by_exam: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for r in records:
-        by_exam[(r["model"], r["exam_id"])].append(r)
-    expected: dict[str, set[str]] = defaultdict(set)
-    for row in dataset.values():
-        expected[row.exam_id].add(row.question_id)
-    exams: dict[tuple[str, str], list[float]] = {}
-    for key, rs in sorted(by_exam.items()):
-        if dataset and {r["question_id"] for r in rs} != expected[key[1]]:
-            continue
-        gradings = [{m["repeat"]: m for m in r["repeats"]} for r in rs]
-        complete = all(g.get(rep, {}).get("status") == "ok" for g in gradings for rep in range(k))
-        if complete and abs(money(sum(r["max_score"] for r in rs)) - EXAM_MAX) <= 1e-6:
-            exams[key] = [money(sum(g[rep]["score"] for g in gradings)) for rep in range(k)]
+    exams = {key: t for key, t in exam_totals(sources, dataset).items() if not np.isnan(t).any()}
     statuses = Counter(m["status"] for r in records for m in r["repeats"])
     if failed := {status: n for status, n in sorted(statuses.items()) if status != "ok"}:
         notes.append(
@@ -98,9 +85,9 @@ def repeats_report(
             + ", ".join(f"{status} {n}" for status, n in failed.items())
             + "): a question's SD needs 2 ok repeats, an exam's figures every repeat of every question ok"
         )
-    if len(exams) < len(by_exam):
+    if len(exams) < (n_exams := len({(r["model"], r["exam_id"]) for r in records})):
         notes.append(
-            f"{len(by_exam) - len(exams)} of {len(by_exam)} (model, exam)s left out of the exam figures "
+            f"{n_exams - len(exams)} of {n_exams} (model, exam)s left out of the exam figures "
             "(a failed repeat, or a question without repeats)"
         )
     changed = [

@@ -89,9 +89,9 @@ def _why_undefined(stat: str, cols: Columns) -> str:
     n = len(cols["exam"])
     if n < 2:
         return f"{n} value{'s' if n != 1 else ''}: too few"
-    if stat in ("pearson", "spearman", "kendall", "ccc"):
-        if flat := [side.upper() for side in ("a", "b") if np.ptp(cols[side]) == 0]:
-            return f"side {' and '.join(flat)} is constant"
+    variance = stat in ("pearson", "spearman", "kendall", "ccc")
+    if variance and (flat := [side.upper() for side in ("a", "b") if np.ptp(cols[side]) == 0]):
+        return f"side {' and '.join(flat)} is constant"
     return UNDEFINED.get(stat, "undefined on these data")
 
 
