@@ -19,9 +19,6 @@ from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.sources import Graded, Key, Source
 
 TOP_DISAGREEMENTS = 10
-ITEM_STATS = ("exact", "mae", "qwk")
-QUESTION_STATS = ("mae", "bias", "pearson", "spearman", "kendall", "ccc")
-EXAM_STATS = ("mae", "bias", "pearson", "spearman", "ccc", "kappa_pass")
 
 
 def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
@@ -132,64 +129,55 @@ def _models(rows: list[dict]) -> list[dict]:
     return sorted(out, key=lambda m: -m["mean_a"])
 
 
-def compare_two(
-    a: Source,
-    b: Source,
-    dataset: dict[str, QuestionRow] | None = None,
-    *,
-    resamples: int = stats.DEFAULT_RESAMPLES,
-    seed: int = stats.DEFAULT_SEED,
-) -> dict:
-    """Every figure of A against B (B - A for differences)."""
+def compare_two(a: Source, b: Source, dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
+    """Every figure of A against B (B - A for differences); `boot`: stats.figure's resamples and seed."""
     dataset = dataset or {}
     notes: list[str] = []
     pairs, why = _match(a, b)
 
-    def figures(level: str, names: tuple[str, ...], rows: list[dict], cols) -> dict:
-        got = {n: stats.figure(f"{level}.{n}", cols, notes, resamples=resamples, seed=seed) for n in names}
-        return {"n": len(rows), **got}
+    def figures(level: str, names: str, rows: list[dict], *columns: str, **more) -> dict:
+        cols = stats.columns(rows, "exam", "a", "b", *columns) | more
+        return {"n": len(rows)} | {
+            n: stats.figure(f"{level}.{n}", cols, notes, **boot) for n in names.split()
+        }
 
     items, labels = _item_rows(pairs, dataset, notes)
     if not items:
         notes.append(
             "item: no item scores on both sides (upstream files and question-level grades have none)"
         )
-    questions = [
-        {"exam": ga.exam_id, "model": ga.model, "question_id": ga.question_id, "max_score": ga.max_score}
-        | {"a": 100 * ga.score / ga.max_score, "b": 100 * gb.score / gb.max_score}
-        | {"a_points": ga.score, "b_points": gb.score}
-        for ga, gb in pairs
+    shares = [
+        (100 * ga.score / ga.max_score, 100 * gb.score / gb.max_score) for ga, gb in pairs
+    ]  # % of value
+    pct = [
+        {"exam": ga.exam_id, "a": x, "b": y, "pair": (ga, gb)}
+        for (ga, gb), (x, y) in zip(pairs, shares, strict=True)
     ]
     exams = _exam_rows(pairs, [a, b], dataset, notes)
-    ec = stats.columns(exams, "exam", "model", "a", "b")
-    item = figures(
-        "item", ITEM_STATS, items, stats.columns(items, "exam", "a", "b", "ga", "gb") | {"labels": labels}
-    )
-    question = figures("question", QUESTION_STATS, questions, stats.columns(questions, "exam", "a", "b"))
-    exam = figures("exam", EXAM_STATS, exams, ec)
+    item = figures("item", "exact mae qwk", items, "ga", "gb", labels=labels)
+    question = figures("question", "mae bias pearson spearman kendall ccc", pct)
+    exam = figures("exam", "mae bias pearson spearman ccc kappa_pass", exams, "model")
     models = _models(exams)
     if len(models) >= stats.MIN_RANKED:
-        ranking = stats.figure("ranking_tau", ec, notes, resamples=resamples, seed=seed)
+        ranking = stats.figure("ranking_tau", stats.columns(exams, "exam", "model", "a", "b"), notes, **boot)
     else:
+        ranking = stats.NULL.model_dump()
         notes.append(
             f"ranking_tau: null: {len(models)} model(s) with complete exams: a ranking of fewer than "
             f"{stats.MIN_RANKED} is no evidence (two models agree or disagree by a coin's chance)"
         )
-        ranking = stats.NULL.model_dump()
     verdicts = Counter("_".join("pass" if r[s] >= PASS_MARK else "fail" for s in "ab") for r in exams)
-    flipped = [
-        {"model": r["model"], "exam_id": r["exam"], "a": r["a"], "b": r["b"]}
-        for r in exams
-        if (r["a"] >= PASS_MARK) != (r["b"] >= PASS_MARK)
-    ]
-    exam |= {
-        "confusion": {k: verdicts[k] for k in ("pass_pass", "pass_fail", "fail_pass", "fail_fail")},
-        "flips": len(flipped),
-        "flipped": flipped,
-    }
+    exam["confusion"] = {k: verdicts[k] for k in ("pass_pass", "pass_fail", "fail_pass", "fail_fail")}
+    flipped = [r for r in exams if (r["a"] >= PASS_MARK) != (r["b"] >= PASS_MARK)]
+    flipped = [dict(model=r["model"], exam_id=r["exam"], a=r["a"], b=r["b"]) for r in flipped]
+    exam |= {"flips": len(flipped), "flipped": flipped}
     biggest = sorted(
-        questions, key=lambda q: (-abs(q["b"] - q["a"]), model_key(q["model"]), q["question_id"])
+        pct, key=lambda q: (-abs(q["b"] - q["a"]), model_key(q["pair"][0].model), q["pair"][0].question_id)
     )
+    disagreements = [
+        dict(model=ga.model, question_id=ga.question_id, a=ga.score, b=gb.score, max_score=ga.max_score)
+        for ga, gb in (q["pair"] for q in biggest[:TOP_DISAGREEMENTS] if abs(q["b"] - q["a"]) > 1e-9)
+    ]
     if why:
         left_out = "; ".join(f"{k} {v}" for k, v in sorted(why.items()))
         notes.insert(0, f"{sum(why.values())} (model, question)s left out: {left_out}")
@@ -205,30 +193,17 @@ def compare_two(
         "exam": exam,
         "models": models,
         "ranking_tau": ranking,
-        "disagreements": [
-            {"model": q["model"], "question_id": q["question_id"], "a": q["a_points"], "b": q["b_points"]}
-            | {"max_score": q["max_score"]}
-            for q in biggest[:TOP_DISAGREEMENTS]
-            if abs(q["b"] - q["a"]) > 1e-9
-        ],
+        "disagreements": disagreements,
         "notes": notes,
     }
 
 
-def compare_all(
-    sources: list[Source],
-    dataset: dict[str, QuestionRow] | None = None,
-    *,
-    resamples: int = stats.DEFAULT_RESAMPLES,
-    seed: int = stats.DEFAULT_SEED,
-) -> dict:
+def compare_all(sources: list[Source], dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
     """A against B in full; with 3+ sources, the pairwise exam CCC and MAE and Krippendorff's alpha.
     A and B sharing no (model, question) graded ok is an error (every figure would be n/a, in a
     report that reads like one); a further pair sharing nothing (a jury member that failed
     everywhere) gets a note."""
-    dataset = dataset or {}
-    kw = {"resamples": resamples, "seed": seed}
-    report = compare_two(sources[0], sources[1], dataset, **kw)
+    report = compare_two(sources[0], sources[1], dataset, **boot)
     if not report["n_pairs"]:
         raise ValueError(f"{sources[0].label} and {sources[1].label}: {_no_pairs(report)}")
     report["sources"] = [{"name": s.name, "path": s.path, "judge": s.judge} for s in sources]
@@ -236,17 +211,17 @@ def compare_all(
     if len(sources) >= 3:
         report["pairwise"] = []
         for x, y in itertools.combinations(sources, 2):
-            r = compare_two(x, y, dataset, **kw)
+            r = compare_two(x, y, dataset, **boot)
             if not r["n_pairs"]:
                 report["notes"].append(f"{x.name} vs {y.name}: {_no_pairs(r)}")
             row = {"a": x.name, "b": y.name, "n_exam_results": r["exam"]["n"]}
             report["pairwise"].append(row | {"mae": r["exam"]["mae"], "ccc": r["exam"]["ccc"]})
-        report["alpha"] = alpha_over(sources, dataset, report["notes"], **kw)
+        report["alpha"] = alpha_over(sources, dataset or {}, report["notes"], **boot)
     baseline = [
         {k: r[k] for k in ("sources", "n_pairs", "item", "question", "exam", "notes")}
         for s in sources
         for x, y in itertools.combinations(s.graders.values(), 2)
-        for r in [compare_two(x, y, dataset, **kw)]
+        for r in [compare_two(x, y, dataset, **boot)]
     ]
     return report | ({"human_baseline": baseline} if baseline else {})
 
