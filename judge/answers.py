@@ -46,13 +46,9 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
             raise SourceError(
                 f"second answer to {a.question_id!r}", file=str(path), line=n, field="question_id"
             )
+        at = {"source": str(path), "line": n, "usage": a.usage}
         out[a.question_id] = Answer(
-            model=a.model_id or path.stem,
-            question_id=a.question_id,
-            turns=a.turns,
-            source=str(path),
-            line=n,
-            usage=a.usage,
+            model=a.model_id or path.stem, question_id=a.question_id, turns=a.turns, **at
         )
     return list(out.values())
 
@@ -62,16 +58,9 @@ def load_answers(path: Path) -> list[Answer]:
     FastChat JSONL file."""
     shared = open_shared(path)
     if shared is not None:
+        fields = {"model", "question_id", "turns", "usage"}
         return [
-            Answer(
-                model=r.model,
-                question_id=r.question_id,
-                turns=r.turns,
-                source=label,
-                line=n,
-                usage=r.usage and r.usage.model_dump(),
-            )
-            for label, n, r in shared.answers()
+            Answer(**r.model_dump(include=fields), source=label, line=n) for label, n, r in shared.answers()
         ]
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
@@ -144,18 +133,6 @@ class DetailsRow(BaseModel):
     model_response: _Response
 
 
-def details_files(path: Path) -> list[Path]:
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("details_*.parquet") if "oab_bench" in p.name)
-    if not files:
-        raise SourceError(
-            "no oab_bench details parquet found (run lighteval with --save-details)", file=str(path)
-        )
-    return files
-
-
 def model_of(file: Path) -> str:
     """lighteval writes details under details/<model name, may contain '/'>/<timestamp>/."""
     return "/".join(file.parts[len(run_folder_of(file).parts) + 1 : -2]) or file.parent.parent.name
@@ -170,9 +147,16 @@ def run_folder_of(file: Path) -> Path:
 
 
 def one_run(path: Path) -> list[Path]:
-    """The details files of the one run under `path`. A folder holding several runs is refused: read as
+    """The oab_bench details files of the one run under `path` (a file, or a folder). A folder holding several runs is refused: read as
     one, two runs of a model (at two temperatures, say) would collapse into whichever sorts last."""
-    files = details_files(path)
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("details_*.parquet") if "oab_bench" in p.name)
+    if not files:
+        raise SourceError(
+            "no oab_bench details parquet found (run lighteval with --save-details)", file=str(path)
+        )
     runs = sorted({run_folder_of(f) for f in files})
     if len(runs) > 1:
         names = ", ".join(str(r.relative_to(path)) if r.is_relative_to(path) else str(r) for r in runs[:4])
