@@ -29,7 +29,7 @@ from oab_bench.judge.results_source import judgment_objects, open_shared
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
-RECORD_FIELDS = {"model", "question_id", "exam_id", "status", "score", "max_score"}
+RECORD_FIELDS = {"model", "question_id", "exam_id", "status", "score", "max_score"}  # Graded's, of a record
 Key = tuple[str | None, str]  # (model, question id); model None: a human grade naming no model
 
 
@@ -173,17 +173,18 @@ def _check_header(fields: list[str], path: Path) -> None:
     )
 
 
-def _read_csv(path: Path, dataset: dict[str, QuestionRow]) -> tuple[dict, dict[str, str]]:
-    """grader -> (model, question) -> {"items": {id: score}, "score": a question grade or None,
-    "line": its last line}; and each question's exam."""
-    grades: dict = defaultdict(lambda: defaultdict(lambda: {"items": {}, "score": None}))
+def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
+    """Item grades add up to the question's score; several graders are averaged, per item and per
+    question (unrounded: cents would bias every figure). With the dataset, item ids and values are
+    checked and what FGV annulled counts in full, as for the judges (trust.py, scoring.py): an
+    annulled item graded below full is raised to it, with a note, and one not graded is added."""
+    grades: dict = defaultdict(dict)  # grader -> (model, question) -> {items, score, line}
     exams: dict[str, str] = {}
     reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
     _check_header(reader.fieldnames or [], path)
     for raw in reader:
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}  # None: cells beyond the header
         at = {"file": str(path), "line": reader.line_num}  # a blank line is skipped, not out of the count
-
         qid, item, grader = raw["question_id"], raw["item_id"], raw["grader"]
         try:
             exams[qid] = parse_question_id(qid).exam_id
@@ -199,20 +200,15 @@ def _read_csv(path: Path, dataset: dict[str, QuestionRow]) -> tuple[dict, dict[s
             raise SourceError(f"{raw['score']!r} is not a score (a number >= 0)", **at, field="score")
         if not grader:
             raise SourceError("empty grader", **at, field="grader")
-        slot = grades[grader][(raw.get("model") or None, qid)]
-        slot["line"] = at["line"]
-        if item and qid in dataset:
-            rubric = {r.item_id: r for r in dataset[qid].rubric}
-            if item not in rubric:
-                raise SourceError(
-                    f"{qid} has no item {item!r} (items {sorted(rubric)})", **at, field="item_id"
-                )
-            if score > rubric[item].max_score + 1e-6:
-                raise SourceError(
-                    f"{score} is above the item's {rubric[item].max_score}", **at, field="item_id"
-                )
+        rubric = {r.item_id: r.max_score for r in dataset[qid].rubric} if qid in dataset else {}
+        if item and rubric and item not in rubric:
+            raise SourceError(f"{qid} has no item {item!r} (items {sorted(rubric)})", **at, field="item_id")
+        if item and rubric and score > rubric[item] + 1e-6:
+            raise SourceError(f"{score} is above the item's {rubric[item]}", **at, field="item_id")
+        slot = grades[grader].setdefault((raw.get("model") or None, qid), {"items": {}, "score": None})
         if slot["score"] is not None or (item in slot["items"] if item else slot["items"]):
             raise SourceError(f"{grader} graded {qid} {item}".rstrip() + " twice", **at, field="item_id")
+        slot["line"] = at["line"]
         if item:
             slot["items"][item] = score
         else:
@@ -221,15 +217,6 @@ def _read_csv(path: Path, dataset: dict[str, QuestionRow]) -> tuple[dict, dict[s
             raise SourceError(f"{score} is above the question's {_max_of(qid, dataset)}", **at, field="score")
     if not grades:
         raise SourceError("no grades in it", file=str(path))
-    return grades, exams
-
-
-def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
-    """Item grades add up to the question's score; several graders are averaged, per item and per
-    question (unrounded: cents would bias every figure). With the dataset, what FGV annulled counts
-    in full, as for the judges (trust.py, scoring.py): an annulled item graded below full is raised
-    to it, with a note, and one not graded is added."""
-    grades, exams = _read_csv(path, dataset)
 
     def graded(key: Key, score: float, items: dict[str, float] | None) -> Graded:
         of_key = {"model": key[0], "question_id": key[1], "exam_id": exams[key[1]], "status": "ok"}
@@ -249,12 +236,9 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
                 items |= full
             score = math.fsum(items.values()) if items else slot["score"]
             if score > _max_of(key[1], dataset) + 1e-6:
+                why = f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's"
                 raise SourceError(
-                    f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's "
-                    f"{_max_of(key[1], dataset)}",
-                    file=str(path),
-                    line=slot["line"],
-                    field="score",
+                    f"{why} {_max_of(key[1], dataset)}", file=str(path), line=slot["line"], field="score"
                 )
             per_grader[grader][key] = graded(key, score, items)
     mean = {}
