@@ -1,10 +1,6 @@
-"""Agreement between two or more judgment sources, as one JSON-able report.
-
-A and B are compared in full on the (model, question)s both graded `ok`: items, questions, exams,
-per model and the ranking. With three or more sources, every pair gets its exam-level CCC and MAE
-and all of them Krippendorff's alpha; several human graders in one CSV are compared with each
-other (`human_baseline`: the agreement a judge should reach).
-"""
+"""Agreement between judgment sources as one JSON-able report: A and B in full (items, questions,
+exams, models, ranking) on what both graded `ok`; with three or more, every pair's exam CCC and MAE
+and Krippendorff's alpha; human graders of one CSV against each other (`human_baseline`)."""
 
 from __future__ import annotations
 

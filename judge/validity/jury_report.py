@@ -1,9 +1,5 @@
-"""A jury's members seen apart: their costs, their agreement with each other, their own records.
-
-Works on judgment records (dicts with `members`), so `judge`, `run`, `agreement` and the leaderboard
-share it. Members are named with their own settings (judge_label.member_spec: one model at two
-efforts is two members, never merged), sorted: a jury's canonical order, whatever a record's.
-"""
+"""A jury's members seen apart (costs, agreement, their own leaderboard records), from the jury's
+records; each member named with its own settings (judge_label.member_spec), in sorted order."""
 
 from __future__ import annotations
 

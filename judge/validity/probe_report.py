@@ -1,11 +1,6 @@
-"""From the judgments of the probes to a verdict: does the judge order answers of known worth?
-
-Per probe: the mean score as % of the judged maximum over exams (points of items FGV annulled, which
-every candidate gets without judging, left out), its 95% interval resampling exams, the share of
-exams that pass (over exams judged ok throughout) and the statuses. A failed judgment is never a
-zero: it shows in `statuses` and leaves its question out of the means. The thresholds are fixed
-here (chosen, not calibrated on human grades) and printed with every check.
-"""
+"""The probes' judgments -> figures, checks, verdict. Means are % of the judged maximum (annulled items'
+points left out) over exams, with intervals resampling exams; a failed judgment is never a zero (it
+shows in `statuses`). The thresholds are chosen here, not calibrated on human grades."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Answers whose right grade is known, built from the dataset itself (docs/judge-validity.md's table).
-
-Each probe is a deterministic function of a question row (and, for `swapped`/`injection`, of the
-whole dataset and a seed), so a rerun builds the same texts and hits the judge cache. Imported by
-the CLI's start-up (its flags): nothing heavy here.
-"""
+"""Answers whose right grade is known, built from the dataset (docs/judge-validity.md's table):
+deterministic for a dataset and seed, so a rerun is served from the judge cache. Imported by the CLI's
+start-up (its flags): nothing heavy here."""
 
 from __future__ import annotations
 

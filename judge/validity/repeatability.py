@@ -1,7 +1,5 @@
-"""Run-to-run noise of a judge (`agreement --repeats RUN`): a run made with `--repeats K`, each answer
-graded K times. Per-question standard deviation, the share of exams whose verdict changes between
-repeats, and Krippendorff's alpha across repeats (exam totals and question scores).
-"""
+"""Run-to-run noise of a judge (`agreement --repeats RUN`, a run judged with `--repeats K`): per-question
+SD, exams whose verdict changes between repeats, Krippendorff's alpha across repeats."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Judgment sources to compare: anything the leaderboard reads, records carrying nested gradings (a
-jury's `members`, a repeated run's `repeats`), and human grading CSVs.
-
-A source is one judge's (or one group of graders') scores per (model, question), with item scores
-where it has them. Machine sources are read by judge.leaderboard.inputs (the same checks and
-statuses), nested records by the one judgment reader (judge/grading/judgment_reader.py). A human CSV
-(`exam_id,question_id,item_id,score,grader`, optional `model`) gives item grades (summed into the
-question's score) or question grades (`item_id` empty); several graders are averaged into the
-source, and each is also kept apart for the human-human baseline.
-"""
+"""Judgment sources to compare (a judge's, or graders', score per (model, question), with item scores
+where known): anything the leaderboard reads, records carrying a jury's `members` or a run's
+`repeats`, and human grading CSVs (`exam_id,question_id,item_id,score,grader[,model]`)."""
 
 from __future__ import annotations
 
@@ -64,17 +57,12 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:
-        raise SourceError(
-            f"holds {len(judges)} judges ({', '.join(judges[:3])}): compare one judge per source",
-            file=str(path),
-        )
+        why = f"holds {len(judges)} judges ({', '.join(judges[:3])}): compare one judge per source"
+        raise SourceError(why, file=str(path))
     chosen, notes = one_each(records)
+    records = [r for by_question in chosen[judges[0]].values() for r in by_question.values()]
     graded = {
-        (model, qid): Graded(
-            **r.model_dump(include=RECORD_FIELDS), items=r.items if r.status == "ok" else None
-        )
-        for model, by_question in chosen[judges[0]].items()
-        for qid, r in by_question.items()
+        (r.model, r.question_id): Graded(**r.model_dump(include=RECORD_FIELDS | {"items"})) for r in records
     }
     return Source(name=name, path=str(path), judge=judges[0], graded=graded, notes=notes)
 
@@ -104,11 +92,8 @@ def one_record_each(lines: list[tuple[int, dict]], path: Path) -> list[dict]:
         slot = (str(record["model"]), str(record["question_id"]))
         before, seen = found.setdefault(slot, (lineno, record))
         if seen != record:
-            raise SourceError(
-                f"{slot[0]} on {slot[1]} is graded here and differently on line {before}: keep one of them",
-                file=str(path),
-                line=lineno,
-            )
+            why = f"{slot[0]} on {slot[1]} is graded here and differently on line {before}: keep one of them"
+            raise SourceError(why, file=str(path), line=lineno)
     return [found[k][1] for k in sorted(found)]
 
 
@@ -117,13 +102,13 @@ def nested_graded(records: list[dict], key: str, name) -> dict:
     graded: dict = defaultdict(dict)
     for r in records:
         for m in r.get(key) or []:
-            ok = m["status"] == "ok"
-            of_record = {k: r[k] for k in RECORD_FIELDS - {"status", "score"}}
+            score = m["score"] if m["status"] == "ok" else None
+            fields = {k: r[k] for k in RECORD_FIELDS - {"status", "score"}} | {
+                "status": m["status"],
+                "score": score,
+            }
             graded[name(r, m)][(r["model"], r["question_id"])] = Graded(
-                **of_record,
-                status=m["status"],
-                score=m["score"] if ok else None,
-                items=m.get("items") or None,
+                **fields, items=m.get("items") or None
             )
     return dict(sorted(graded.items()))
 

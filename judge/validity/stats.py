@@ -1,10 +1,5 @@
-"""Agreement figures with 95% intervals that resample whole exams.
-
-Each statistic reads paired columns (`a`, `b`: one row per item, question or exam result) and is a
-library's (numpy, scipy, scikit-learn, krippendorff) but Lin's CCC (the textbook formula). The
-interval is judge/intervals.py's cluster bootstrap over exams: units of one exam never count as
-independent. A figure that cannot be computed is null, with a note saying why.
-"""
+"""Agreement statistics of paired columns (`a`, `b`), each a library's but Lin's CCC, with the 95%
+interval of judge/intervals.py (whole exams resampled); null, with a note saying why, where undefined."""
 
 from __future__ import annotations
 
