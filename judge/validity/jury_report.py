@@ -22,13 +22,12 @@ from oab_bench.judge.validity.sources import (
 )
 
 
-def member_sources(records: list[dict]) -> list[Source]:
+def member_sources(records: list[dict], path: str = "jury member") -> list[Source]:
     """One source per member, from the jury's records (the members' scores they carry)."""
     graded = nested_graded(records, "members", lambda r, m: member_spec(r, m["judge_model"]))
     names = source_names(len(graded))
     return [
-        Source(name=x, path="jury member", judge=n, graded=g)
-        for x, (n, g) in zip(names, graded.items(), strict=True)
+        Source(name=x, path=path, judge=n, graded=g) for x, (n, g) in zip(names, graded.items(), strict=True)
     ]
 
 
@@ -77,18 +76,10 @@ def member_records(records: list[tuple[int, dict]], source: str) -> list[Record]
             except ValueError as e:
                 field, _, why = str(e).partition(": ")
                 raise SourceError(why, file=source, line=line, field=field) from None
-            out.append(
-                Record(
-                    **{k: r[k] for k in ("model", "question_id", "exam_id", "max_score")},
-                    judge=f"{judge} (jury member)",
-                    area=q.area,
-                    edition=q.edition,
-                    status=m["status"],
-                    score=m["score"] if m["status"] == "ok" else None,
-                    source=source,
-                    line=line,
-                )
-            )
+            fields = {k: r[k] for k in ("model", "question_id", "exam_id", "max_score")} | {"line": line}
+            fields |= {"area": q.area, "edition": q.edition, "status": m["status"], "source": source}
+            score = m["score"] if m["status"] == "ok" else None
+            out.append(Record(**fields, judge=f"{judge} (jury member)", score=score))
     return out
 
 
@@ -105,7 +96,7 @@ def jury_file_sources(path: Path) -> list[Source]:
     ours = Path(path).is_file() or open_shared(path) is not None
     lines = read_nested_lines(Path(path), "members") if ours else []
     member_records(lines, str(path))  # a member's settings of a wrong shape: its file, line and field
-    sources = member_sources(one_record_each(lines, Path(path)))
+    sources = member_sources(one_record_each(lines, Path(path)), f"{path} (jury member)")
     if len(sources) < 2:
         raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")
-    return [s.model_copy(update={"path": f"{path} (jury member)"}) for s in sources]
+    return sources

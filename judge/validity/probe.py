@@ -78,18 +78,15 @@ def run_probe_command(args: argparse.Namespace) -> int:
         check_folder(out, PROBE, "--output")  # it replaces files there: never in someone else's folder
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
-    pairs, _ = probe_pairs(
-        rows, probes, None
-    )  # every question has its probes; the files are written once judged
+    pairs, _ = probe_pairs(rows, probes, None)  # each question has every probe; the files: once judged
 
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
     cached = sum(m.store.get(m.key(row, a.text)) is not None for m, row, a in wanted)
+    to = f"{len(wanted) - cached} calls to {redact(settings.judge_model)}"  # an api_base may carry a credential
     print(
-        f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, "
-        f"{cached} of {len(wanted)} member gradings already in the cache: {len(wanted) - cached} calls to "
-        f"{redact(settings.judge_model)} "  # a member's api_base may carry a credential
-        "(more if replies need retries)",
+        f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, {cached} of "
+        f"{len(wanted)} member gradings already in the cache: {to} (more if replies need retries)",
         file=sys.stderr,
     )
     if args.estimate:

@@ -90,25 +90,18 @@ def _why_undefined(stat: str, cols: Columns) -> str:
     return UNDEFINED.get(stat, "undefined on these data")
 
 
-def figure(
-    name: str,
-    cols: Columns,
-    notes: list[str],
-    *,
-    stat: str = "",
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> dict:
+def figure(name: str, cols: Columns, notes: list[str], stat: str = "", **boot) -> dict:
     """The figure `name` (of the statistic `stat`, else the one its name ends with: "exam.ccc") on
-    `cols` with its interval, as Figure's keys; null, and a note saying why, where it cannot be
-    computed. One pair is enough for exact, mae and bias; the others need two."""
+    `cols` with its interval (`boot`: its resamples and seed), as Figure's keys; null, and a note
+    saying why, where it cannot be computed. One pair is enough for exact, mae and bias, not others."""
     stat = stat or name.rpartition(".")[2]
     n = len(cols["exam"])
     value = quiet(STATS[stat], cols) if n >= (1 if stat in ("exact", "mae", "bias") else 2) else math.nan
     if not math.isfinite(value):
         notes.append(f"{name}: null: {_why_undefined(stat, cols)}")
         return NULL.model_dump()
-    low, high, why = bootstrap_interval(STATS[stat], cols, resamples=resamples, seed=seed)
+    boot = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED} | boot
+    low, high, why = bootstrap_interval(STATS[stat], cols, **boot)
     if why:
         notes.append(f"{name}: {why}")
     return {"value": value, "ci_low": low, "ci_high": high}
