@@ -39,12 +39,10 @@ def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> 
     return records
 
 
-def repeats_report(
-    records: list[dict], *, resamples: int, seed: int, dataset: dict[str, QuestionRow] | None = None
-) -> dict:
+def repeats_report(records: list[dict], *, dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
     """With the dataset: only records of its questions that agree with it on exam and value count,
     and an exam is complete when every one of its questions is there; without, an exam is complete
-    when its questions add up to the exam's 10 points."""
+    when its questions add up to the exam's 10 points. `boot`: the intervals' resamples and seed."""
     notes: list[str] = []
     dataset = dataset or {}
     if dataset:
@@ -94,6 +92,7 @@ def repeats_report(
         if len({x >= PASS_MARK for x in t}) > 1
     ]
     sds = [q["sd"] for q in per_question]
+    exam_sds = [np.std(t, ddof=1) for t in exams.values()] if k > 1 else []
     question_cols = stats.columns(question_rows, "exam")
     padded = [q["pct"] + [np.nan] * (k - len(q["pct"])) for q in question_rows]
     question_cols["matrix"] = np.asarray(padded, dtype=float).reshape(len(padded), k)
@@ -107,18 +106,14 @@ def repeats_report(
             "max": float(np.max(sds)) if sds else None,
             "noisiest": sorted(per_question, key=lambda q: (-q["sd"], q["model"], q["question_id"]))[:10],
         },
-        "exam_sd_mean": float(np.mean([np.std(t, ddof=1) for t in exams.values()]))
-        if exams and k > 1
-        else None,
+        "exam_sd_mean": float(np.mean(exam_sds)) if exam_sds else None,
         "verdict_changes": {
             "share": len(changed) / len(exams) if exams else None,
             "count": len(changed),
             "exams": changed,
         },
-        "alpha": alpha_over(sources, dataset, notes, resamples=resamples, seed=seed),
-        "alpha_question": stats.figure(
-            "alpha_question", question_cols, notes, stat="alpha", resamples=resamples, seed=seed
-        ),
+        "alpha": alpha_over(sources, dataset, notes, **boot),
+        "alpha_question": stats.figure("alpha_question", question_cols, notes, "alpha", **boot),
         "notes": notes,
     }
 
