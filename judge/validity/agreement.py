@@ -238,7 +238,7 @@ def exam_totals(sources: list[Source], dataset: dict[str, QuestionRow]) -> dict[
 
 
 def alpha_over(sources: list[Source], dataset, notes: list[str], **kw) -> dict:
-    """Krippendorff's alpha (interval) on exam totals, every source a coder; incomplete exams are missing values."""
+    """Krippendorff's alpha (interval) on exam totals, every source a coder, incomplete exams missing."""
     totals = exam_totals(sources, dataset)
     cols = stats.columns([{"exam": exam} for _, exam in totals], "exam")
     cols["matrix"] = np.asarray(list(totals.values()), dtype=float).reshape(len(totals), len(sources))

@@ -83,7 +83,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
     cached = sum(m.store.get(m.key(row, a.text)) is not None for m, row, a in wanted)
-    to = f"{len(wanted) - cached} calls to {redact(settings.judge_model)}"  # an api_base may carry a credential
+    to = f"{len(wanted) - cached} calls to {redact(settings.judge_model)}"  # its api_base may hold a key
     print(
         f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, {cached} of "
         f"{len(wanted)} member gradings already in the cache: {to} (more if replies need retries)",
