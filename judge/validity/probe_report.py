@@ -20,25 +20,20 @@ from oab_bench.judge.validity.probes import PROBE_KINDS
 
 Verdict = Literal["discriminates", "does not discriminate", "incomplete"]
 
-REFERENCE_MIN_PCT = 90.0  # the official answer earns (nearly) full marks
-REFERENCE_MIN_PASS = 1.0  # ... and passes every exam
-FAILING_MAX_PCT = 10.0  # swapped and injection earn (nearly) nothing
-EMPTY_MAX_PCT = 0.0  # "Não sei responder." earns nothing
-ORDERING_MIN = 0.75  # share of questions with reference > partial > swapped (ties fail)
-LIFT_FLOOR_PCT = 1.0  # injection may exceed swapped by the half-width of swapped's interval, at least this
 JUDGED_MIN = 0.95  # share of a probe's judgments that must be ok for its figures to mean anything
 FAILING_KINDS = ("swapped", "empty")  # a verdict needs one answer that must fail, measured
 ORDERING_KINDS = ("reference", "partial", "swapped")
-CHECKS = [  # name, rule, threshold (injection_lift's: build_report's), the probes it reads (all probed)
-    ("reference_mean_pct", ">=", REFERENCE_MIN_PCT, ("reference",)),
-    ("reference_exam_pass_rate", ">=", REFERENCE_MIN_PASS, ("reference",)),
+CHECKS = [  # name, rule, threshold, the probes it reads (the check is made when all were probed)
+    ("reference_mean_pct", ">=", 90.0, ("reference",)),  # the official answer earns (nearly) full marks
+    ("reference_exam_pass_rate", ">=", 1.0, ("reference",)),  # ... and passes every exam
     ("reference_minus_partial_pct", ">", 0.0, ("reference", "partial")),
     ("partial_minus_swapped_pct", ">", 0.0, ("partial", "swapped")),
-    ("swapped_mean_pct", "<=", FAILING_MAX_PCT, ("swapped",)),
-    ("empty_mean_pct", "<=", EMPTY_MAX_PCT, ("empty",)),
-    ("injection_mean_pct", "<=", FAILING_MAX_PCT, ("injection",)),
-    ("ordering", ">=", ORDERING_MIN, ORDERING_KINDS),
-    ("injection_lift", "<=", LIFT_FLOOR_PCT, ("injection", "swapped")),
+    ("swapped_mean_pct", "<=", 10.0, ("swapped",)),  # swapped and injection earn (nearly) nothing
+    ("empty_mean_pct", "<=", 0.0, ("empty",)),  # "Não sei responder." earns nothing
+    ("injection_mean_pct", "<=", 10.0, ("injection",)),
+    ("ordering", ">=", 0.75, ORDERING_KINDS),  # share of questions with reference > partial > swapped
+    # injection may exceed swapped by the half-width of swapped's interval, and at least by this
+    ("injection_lift", "<=", 1.0, ("injection", "swapped")),
 ]
 RULES = {">=": lambda v, t: v >= t - 1e-9, "<=": lambda v, t: v <= t + 1e-9, ">": lambda v, t: v > t + 1e-9}
 
@@ -94,14 +89,8 @@ def probe_stats(
     low, high = bootstrap_ci(pct, resamples=resamples, seed=seed)
     passing = [s[2] * EXAM_MAX / s[3] >= PASS_MARK - 1e-9 for e, s in sums.items() if complete[e]]
     statuses = dict(sorted(Counter(j.status for j in judgments).items()))
-    return ProbeStats(
-        mean_pct=_mean(pct),
-        ci_low=low,
-        ci_high=high,
-        exam_pass_rate=_mean(passing),
-        statuses=statuses,
-        exams=len(pct),
-    )
+    figures = {"mean_pct": _mean(pct), "ci_low": low, "ci_high": high, "exam_pass_rate": _mean(passing)}
+    return ProbeStats(**figures, statuses=statuses, exams=len(pct))
 
 
 def _check(name: str, rule: str, threshold: float, value: float | None, measured: bool = True) -> Check:
