@@ -1,4 +1,5 @@
-"""Candidate answers: one text per question, whatever file they came from."""
+"""Candidate answers, one text per question, from FastChat answer files, lighteval details or a shared
+results dataset; bad input is one line naming file, line (or details row) and field."""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
 from oab_bench.judge.records import NonEmpty
 from oab_bench.judge.results_source import open_shared
-
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 
 
 class Answer(BaseModel):
@@ -34,55 +31,36 @@ class Answer(BaseModel):
 
 
 def strip_reasoning(text: str) -> str:
-    """Drop `<think>...</think>` blocks; an unclosed block (a truncated reasoning) leaves nothing after it."""
-    text = _THINK_BLOCK.sub("", text)
-    close = list(_THINK_CLOSE.finditer(text))
-    if close:  # the opening tag was in the prompt (some chat templates add it)
-        text = text[close[-1].end() :]
-    opened = _THINK_OPEN.search(text)
-    if opened:
-        text = text[: opened.start()]
-    return text.strip()
+    """Drop `<think>...</think>` blocks; a closing tag alone (the opening one was in the prompt, as some
+    chat templates do) drops what precedes it; an unclosed block (a truncated reasoning) what follows."""
+    text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL | re.IGNORECASE)
+    text = re.split(r"</think>", text, flags=re.IGNORECASE)[-1]
+    return re.split(r"<think>", text, flags=re.IGNORECASE)[0].strip()
 
 
 def load_fastchat_answers(path: Path) -> list[Answer]:
     """An upstream `model_answer/<model>.jsonl` file; the model is `model_id`, else the file name."""
-    out = []
-    seen: set[str] = set()
-    for lineno, a in read_jsonl(path, SourceAnswer):
-        if a.question_id in seen:
+    out: dict[str, Answer] = {}
+    for n, a in read_jsonl(path, SourceAnswer):
+        if a.question_id in out:
             raise SourceError(
-                f"second answer to {a.question_id!r}", file=str(path), line=lineno, field="question_id"
+                f"second answer to {a.question_id!r}", file=str(path), line=n, field="question_id"
             )
-        seen.add(a.question_id)
-        out.append(
-            Answer(
-                model=a.model_id or path.stem,
-                question_id=a.question_id,
-                turns=a.turns,
-                source=str(path),
-                line=lineno,
-                usage=a.usage,
-            )
+        at = {"source": str(path), "line": n, "usage": a.usage}
+        out[a.question_id] = Answer(
+            model=a.model_id or path.stem, question_id=a.question_id, turns=a.turns, **at
         )
-    return out
+    return list(out.values())
 
 
 def load_answers(path: Path) -> list[Answer]:
-    """Detect the format: a shared results dataset (results_source.py), a lighteval details
-    parquet/folder, or a FastChat JSONL file."""
+    """A shared results dataset (results_source.py), a lighteval details parquet or folder, or a
+    FastChat JSONL file."""
     shared = open_shared(path)
     if shared is not None:
+        fields = {"model", "question_id", "turns", "usage"}
         return [
-            Answer(
-                model=r.model,
-                question_id=r.question_id,
-                turns=r.turns,
-                source=label,
-                line=n,
-                usage=r.usage and r.usage.model_dump(),
-            )
-            for label, n, r in shared.answers()
+            Answer(**r.model_dump(include=fields), source=label, line=n) for label, n, r in shared.answers()
         ]
     path = Path(path)
     if path.is_dir() or path.suffix == ".parquet":
@@ -94,17 +72,15 @@ def read_answer_files(paths: list[str]) -> list[Answer]:
     """Every answer of the files (or folders) `paths` in order; one with no answer is an error naming it."""
     answers = []
     for path in paths:
-        got = load_answers(Path(path))
-        if not got:
+        if not (got := load_answers(Path(path))):
             raise ValueError(f"{path}: no answers in it (empty file?)")
         answers += got
     return answers
 
 
 def answer_files_in(path: Path) -> list[Path]:
-    """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its
-    details), a folder of FastChat answer files (upstream's `model_answer/`), or a shared results
-    dataset (itself)."""
+    """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its details), a
+    folder of FastChat answer files (upstream's `model_answer/`), or a shared results dataset (itself)."""
     if open_shared(path) is not None:
         return [path]
     if not path.exists():
@@ -156,13 +132,24 @@ class DetailsRow(BaseModel):
     doc: _Doc
     model_response: _Response
 
-    @property
-    def text(self) -> str:
-        texts = self.model_response.text_post_processed or self.model_response.text or []
-        return texts[0] if texts else ""
+
+def model_of(file: Path) -> str:
+    """lighteval writes details under details/<model name, may contain '/'>/<timestamp>/."""
+    return "/".join(file.parts[len(run_folder_of(file).parts) + 1 : -2]) or file.parent.parent.name
 
 
-def details_files(path: Path) -> list[Path]:
+def run_folder_of(file: Path) -> Path:
+    """The run (lighteval output folder) a details file belongs to: the folder holding its `details/`."""
+    parts = file.parts
+    return (
+        Path(*parts[: len(parts) - 1 - parts[::-1].index("details")]) if "details" in parts else file.parent
+    )
+
+
+def one_run(path: Path) -> list[Path]:
+    """The oab_bench details files of the one run under `path` (a file, or a folder). A folder of
+    several runs is refused: read as one, two runs of a model (at two temperatures, say) would collapse
+    into whichever sorts last."""
     path = Path(path)
     if path.is_file():
         return [path]
@@ -171,40 +158,13 @@ def details_files(path: Path) -> list[Path]:
         raise SourceError(
             "no oab_bench details parquet found (run lighteval with --save-details)", file=str(path)
         )
-    return files
-
-
-def model_of(file: Path) -> str:
-    """lighteval writes details under details/<model name, may contain '/'>/<timestamp>/."""
-    parts = file.parts
-    if "details" in parts:
-        i = len(parts) - 1 - parts[::-1].index("details")
-        name = "/".join(parts[i + 1 : -2])
-        if name:
-            return name
-    return file.parent.parent.name
-
-
-def run_folder_of(file: Path) -> Path:
-    """The run (lighteval output folder) a details file belongs to: the folder holding its `details/`."""
-    parts = file.parts
-    if "details" in parts:
-        return Path(*parts[: len(parts) - 1 - parts[::-1].index("details")])
-    return file.parent
-
-
-def one_run(path: Path) -> list[Path]:
-    """The details files of the one run under `path`. A folder holding several runs is refused:
-    read as one, two runs of a model (at two temperatures, say) would collapse into whichever
-    sorts last; each run is its own input."""
-    files = details_files(path)
     runs = sorted({run_folder_of(f) for f in files})
     if len(runs) > 1:
         names = ", ".join(str(r.relative_to(path)) if r.is_relative_to(path) else str(r) for r in runs[:4])
         more = f" and {len(runs) - 4} more" if len(runs) > 4 else ""
         raise SourceError(
-            f"holds {len(runs)} runs ({names}{more}): name one run folder, or give each as its own "
-            f"input ({Path(path) / '*'}/)",
+            f"holds {len(runs)} runs ({names}{more}): name one run folder, or give each as its own input "
+            f"({Path(path) / '*'}/)",
             file=str(path),
         )
     return files
@@ -219,20 +179,21 @@ def details_judgments(file: Path) -> dict[int, dict]:
 
 
 def load_lighteval_answers(path: Path) -> list[Answer]:
-    """Every answer in the folder's details files, each with its file and row. Two runs of one
-    model in one folder are both returned: one_per_question keeps identical copies as one and
-    stops on two different answers, naming both, so no run wins by being later."""
+    """Every answer in the run's details files, each with its file and row (one_per_question settles
+    copies)."""
     import pandas as pd
 
     out: list[Answer] = []
     for file in one_run(path):
         df = pd.read_parquet(file, columns=["doc", "model_response"])
-        model = model_of(file)
         for n, (doc, response) in enumerate(zip(df["doc"], df["model_response"], strict=True), start=1):
             try:
                 row = DetailsRow.model_validate({"doc": plain(doc), "model_response": plain(response)})
             except ValidationError as e:
                 raise shape_error(e).at(file=str(file), line=n) from None
+            texts = row.model_response.text_post_processed or row.model_response.text or [""]
             qid = row.doc.specific.question_id
-            out.append(Answer(model=model, question_id=qid, turns=[row.text], source=str(file), line=n))
+            out.append(
+                Answer(model=model_of(file), question_id=qid, turns=texts[:1], source=str(file), line=n)
+            )
     return out

@@ -13,53 +13,41 @@ HELP = "is the judge right? agreement between judges, repeats, humans"
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.validity.agreement import compare_all
-    from oab_bench.judge.validity.agreement_text import render_json, render_text
+    from oab_bench.judge.validity import agreement_text
     from oab_bench.judge.validity.sources import load_source, shared_judges, source_names
 
     if args.repeats and args.sources:
         raise ValueError("--repeats takes one run and no other sources")
-    dataset = _dataset(args)
+    dataset = {}  # the dataset's rows by question id (`--dataset`), or none
+    if args.dataset:
+        from oab_bench.judge.dataset import load_rows
+
+        dataset = {r.question_id: r for r in load_rows(args.dataset)}
     if args.repeats:
-        return _repeats(args, dataset)
-    shared = shared_judges(args.sources)
-    if shared:  # one shared results dataset of several judges: its judges compared with each other
-        names = source_names(len(shared))
-        sources = [load_source(n, p, dataset) for n, p in zip(names, shared, strict=True)]
-    elif len(args.sources) == 1:  # one jury's file: its members compared with each other
-        from oab_bench.judge.validity.jury_report import jury_file_sources
+        from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 
-        sources = jury_file_sources(Path(args.sources[0]))
-    elif len(args.sources) < 2:
-        raise ValueError("give two sources or more (the same file may be given twice), or one jury's file")
+        records = read_repeated(Path(args.repeats), dataset)
+        report = repeats_report(records, resamples=args.resamples, seed=args.seed, dataset=dataset)
+        render = render_repeats
     else:
-        names = source_names(len(args.sources))
-        sources = [load_source(n, p, dataset) for n, p in zip(names, args.sources, strict=True)]
-    report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
-    _write(args, render_json(report) if args.format == "json" else render_text(report))
-    return 0
+        from oab_bench.judge.validity.agreement import compare_all
 
+        paths = shared_judges(args.sources) or args.sources  # a shared dataset of several judges: each
+        if len(paths) == 1:  # one jury's file: its members compared with each other
+            from oab_bench.judge.validity.jury_report import jury_file_sources
 
-def _dataset(args: argparse.Namespace) -> dict:
-    """The dataset's rows by question id (`--dataset`), or none."""
-    if not args.dataset:
-        return {}
-    from oab_bench.judge.dataset import load_rows
-
-    return {r.question_id: r for r in load_rows(args.dataset)}
-
-
-def _repeats(args: argparse.Namespace, dataset: dict) -> int:
-    from oab_bench.judge.validity.agreement_text import render_json
-    from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
-
-    records = read_repeated(Path(args.repeats), dataset)
-    report = repeats_report(records, resamples=args.resamples, seed=args.seed, dataset=dataset)
-    _write(args, render_json(report) if args.format == "json" else render_repeats(report))
-    return 0
-
-
-def _write(args: argparse.Namespace, text: str) -> None:
+            sources = jury_file_sources(Path(paths[0]))
+        elif not paths:
+            raise ValueError(
+                "give two sources or more (the same file may be given twice), or one jury's file"
+            )
+        else:
+            sources = [
+                load_source(n, p, dataset) for n, p in zip(source_names(len(paths)), paths, strict=True)
+            ]
+        report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
+        render = agreement_text.render_text
+    text = agreement_text.render_json(report) if args.format == "json" else render(report)
     if args.output:
         from oab_bench.judge.output import write_atomic
 
@@ -67,6 +55,7 @@ def _write(args: argparse.Namespace, text: str) -> None:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

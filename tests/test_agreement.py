@@ -11,7 +11,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.validity.agreement import compare_all
 from oab_bench.judge.validity.agreement_text import render_json, render_text
 from oab_bench.judge.validity.sources import load_human, load_source
-from oab_bench.judge.validity.stats import ccc, columns, figure, kappa_pass, mae, pearson
+from oab_bench.judge.validity.stats import columns, figure
 from tests.conftest import oab
 from tests.helpers import AGREEMENT_EXAMS as EXAMS
 from tests.helpers import PECAS, QUESTAO, exam, source_a
@@ -436,10 +436,10 @@ def test_graders_mean_is_not_rounded_to_cents(tmp_path):
 def test_one_value_or_a_constant_side_gives_null_not_zero():
     notes: list[str] = []
     one = columns([{"exam": "e1", "a": 9.0, "b": 4.0}], "exam", "a", "b")
-    assert figure("exam.ccc", ccc, one, notes).value is None
-    assert figure("exam.kappa_pass", kappa_pass, one, notes).value is None
-    assert figure("exam.mae", mae, one, notes).value == 5.0  # one pair is enough for an error
+    assert figure("exam.ccc", one, notes)["value"] is None
+    assert figure("exam.kappa_pass", one, notes)["value"] is None
+    assert figure("exam.mae", one, notes)["value"] == 5.0  # one pair is enough for an error
     flat = columns([{"exam": f"e{i}", "a": 5.0, "b": float(i)} for i in range(4)], "exam", "a", "b")
-    assert figure("question.ccc", ccc, flat, notes).value is None
-    assert figure("question.pearson", pearson, flat, notes).value is None
+    assert figure("question.ccc", flat, notes)["value"] is None
+    assert figure("question.pearson", flat, notes)["value"] is None
     assert any("too few" in n for n in notes) and any("constant" in n for n in notes)

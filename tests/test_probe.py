@@ -16,11 +16,16 @@ from oab_bench.judge.validity.probes import (
     build_probes,
     candidate_text,
     first_half,
-    sentences,
+    sentence_ends,
     write_answer_files,
 )
 from oab_bench.scripts.cli import main
 from tests.probe_rows import ROWS, _text, probe, probe_judgment
+
+
+def sentences(text):
+    ends = sentence_ends(text)
+    return [text[start:end].strip() for start, end in zip([0, *ends], ends, strict=False)]
 
 
 def by(probes, kind):

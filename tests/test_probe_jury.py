@@ -9,7 +9,7 @@ import pytest
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import write_dataset
 from oab_bench.judge.records import MemberScore
-from oab_bench.judge.validity.probe_members import failed_members
+from oab_bench.judge.validity.probe_report import failed_members
 from oab_bench.scripts.cli import main
 from tests import synthetic as syn
 from tests.helpers import made_up_judgment

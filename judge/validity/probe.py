@@ -1,8 +1,6 @@
-"""`oab-bench probe`: judge answers of known worth built from the dataset and say whether the judge
-orders them (see probes.py for each probe and probe_report.py for the checks).
-
-The probes go through the normal judge path (cache, retries, statuses, cost); their answers
-and judgments are written to the output folder, readable by `oab-bench judge` and `leaderboard`.
+"""`oab-bench probe`: answers of known worth (probes.py) through the normal judge path (cache,
+retries, statuses, cost), then the checks and the verdict (probe_report.py). Answers, judgments and
+report go to the output folder, readable by `oab-bench judge` and `leaderboard`.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 from oab_bench.conventions import JUDGMENTS_FILE, PROBE_ANSWERS_DIR, PROBE_MARKER
@@ -31,56 +28,35 @@ def parse_kinds(text: str) -> list[str]:
     return [k for k in PROBE_KINDS if k in kinds]
 
 
-def stop_if_refused(judgments) -> None:
-    """A judge whose calls were refused for good (key, model name, URL) measured nothing: an error
-    with the provider's message, not a verdict about the judge; nothing is written."""
-    from oab_bench.judge.grading.client import refused_for_good
-
-    refused = [j for j in judgments if j.status == "api_error" and refused_for_good(j.error)]
-    if refused:
-        raise ValueError(
-            f"the judge refused {len(refused)} of {len(judgments)} calls, so nothing was written: "
-            f"{refused[0].error}; the judgments made are cached: fix it and run the same command again"
-        )
-
-
-def default_output(judge_model: str) -> Path:
-    return Path("runs") / ("probe_" + re.sub(r"[^A-Za-z0-9._-]+", "_", judge_model))
-
-
 def probe_pairs(rows, probes, folder: Path | None):
-    """(pairs to judge, (row, model)s with no probe answer): the probes written as answer files in
-    `folder` (a scratch folder when None) and read back, so what is judged is what the files hold."""
-    from oab_bench.judge.answers import load_answers
+    """(pairs to judge, (row, model)s with no probe answer); the answer files written in `folder` if given."""
+    from oab_bench.judge.answers import Answer
     from oab_bench.judge.grading.judge_answers import pair_answers
     from oab_bench.judge.validity.probes import write_answer_files
 
-    answers = []
-    with tempfile.TemporaryDirectory(prefix="oab-bench-probe-") as scratch:
-        for path in write_answer_files(probes, folder or Path(scratch)):
-            answers += load_answers(path)
-    pairs, missing, _ = pair_answers(rows, answers)
+    if folder is not None:
+        write_answer_files(probes, folder)
+    pairs, missing, _ = pair_answers(
+        rows, [Answer(model=p.model, question_id=p.question_id, turns=p.turns) for p in probes]
+    )
     return pairs, missing
 
 
 def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int):
     """The probe's figures and verdict for `judge` (a judge, or a jury under its own name)."""
     from oab_bench.judge.judge_label import judge_label
-    from oab_bench.judge.validity.probe_members import with_members
     from oab_bench.judge.validity.probe_report import build_report
 
     name = getattr(judge, "name", judge.settings.judge_model)  # a jury's own name, as in its records
     settings = next((j.settings for j in judgments if j.settings is not None), None)
-    label = judge_label(
-        name, f"{judge.prompt_version}, {judge.mode}", settings
-    )  # as the leaderboard names it
+    label = judge_label(name, f"{judge.prompt_version}, {judge.mode}", settings)  # as the leaderboard says
     variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
-    report = build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
-    return with_members(report, judgments)  # a jury member that graded nothing: incomplete
+    return build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
 
 
 def run_probe_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.dataset import load_rows, select_rows
+    from oab_bench.judge.grading.client import refused_for_good
     from oab_bench.judge.grading.judge_answers import command_judge, print_outcome
     from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
     from oab_bench.judge.output import check_output, write_atomic
@@ -97,21 +73,20 @@ def run_probe_command(args: argparse.Namespace) -> int:
         raise ValueError(f"no questions in {args.dataset} match {args.questions}")
     probes = build_probes(rows, pool, kinds, seed=args.seed)
     judge = command_judge(args, settings)  # bad judge settings fail before anything is written
-    out = Path(args.output) if args.output else default_output(settings.judge_model)
+    out = Path(args.output or "runs/probe_" + re.sub(r"[^A-Za-z0-9._-]+", "_", settings.judge_model))
     if not args.estimate:  # a folder in the way fails now, not after paying for the judgments
         check_folder(out, PROBE, "--output")  # it replaces files there: never in someone else's folder
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
-    pairs, missing = probe_pairs(rows, probes, None)  # the answer files are written once judged
+    pairs, _ = probe_pairs(rows, probes, None)  # each question has every probe; the files: once judged
 
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
     cached = sum(m.store.get(m.key(row, a.text)) is not None for m, row, a in wanted)
+    to = f"{len(wanted) - cached} calls to {redact(settings.judge_model)}"  # its api_base may hold a key
     print(
-        f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, "
-        f"{cached} of {len(wanted)} member gradings already in the cache: {len(wanted) - cached} calls to "
-        f"{redact(settings.judge_model)} "  # a member's api_base may carry a credential
-        "(more if replies need retries)",
+        f"oab-bench probe: {len(kinds)} probes x {len(rows)} questions = {len(pairs)} judgments, {cached} of "
+        f"{len(wanted)} member gradings already in the cache: {to} (more if replies need retries)",
         file=sys.stderr,
     )
     if args.estimate:
@@ -124,10 +99,15 @@ def run_probe_command(args: argparse.Namespace) -> int:
 
         check_judges(member_settings(settings))
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
-    stop_if_refused(judgments)
+    # a judge whose calls were refused for good (key, model name, URL) measured nothing: an error
+    # with the provider's message, not a verdict about the judge; nothing is written
+    if refused := [j for j in judgments if j.status == "api_error" and refused_for_good(j.error)]:
+        raise ValueError(
+            f"the judge refused {len(refused)} of {len(judgments)} calls, so nothing was written: "
+            f"{refused[0].error}; the judgments made are cached: fix it and run the same command again"
+        )
     claim(out, PROBE)  # now, not before: a refused judge leaves no folder
     write_answer_files(probes, out / PROBE_ANSWERS_DIR)
-    judgments += [judge.unanswered(row, model, "no probe answer") for row, model in missing]
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
     print_outcome(judgments, jury_lines)
 

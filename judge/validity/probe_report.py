@@ -1,40 +1,41 @@
-"""From the judgments of the probes to a verdict: does the judge order answers of known worth?
-
-Per probe: the mean score as % of the maximum over exams (each exam: its judged questions'
-points over their maxima, leaving out the points of rubric items FGV annulled, which every
-candidate gets without judging), a 95% bootstrap interval resampling exams (judge/intervals.py's
-`bootstrap_ci`), the share of exams that pass (mark scaled to 10 >= 6.00, over exams whose
-questions were all judged ok) and the judgment statuses. A failed judgment is never a zero:
-it shows in `statuses` and leaves its question out of the means. The thresholds are fixed
-here and printed with every check.
-"""
+"""The probes' judgments -> figures, checks, verdict. Means are % of the judged maximum (annulled items'
+points left out) over exams, with intervals resampling exams; a failed judgment is never a zero (it
+shows in `statuses`). The thresholds are chosen here, not calibrated on human grades."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 
+from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
 from oab_bench.judge.intervals import DEFAULT_SEED, bootstrap_ci
 from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES as DEFAULT_RESAMPLES
 from oab_bench.judge.records import Judgment
-from oab_bench.judge.validity.probes import PROBE_KINDS, model_name
+from oab_bench.judge.validity.probes import PROBE_KINDS
 
-Verdict = Literal["discriminates", "does not discriminate", "incomplete"]  # incomplete: probe_members.py
+Verdict = Literal["discriminates", "does not discriminate", "incomplete"]
 
-REFERENCE_MIN_PCT = 90.0  # the official answer earns (nearly) full marks
-REFERENCE_MIN_PASS = 1.0  # ... and passes every exam
-FAILING_MAX_PCT = 10.0  # swapped and injection earn (nearly) nothing
-EMPTY_MAX_PCT = 0.0  # "Não sei responder." earns nothing
-ORDERING_MIN = 0.75  # share of questions with reference > partial > swapped (ties fail)
-LIFT_FLOOR_PCT = 1.0  # injection may exceed swapped by the half-width of swapped's interval, at least this
 JUDGED_MIN = 0.95  # share of a probe's judgments that must be ok for its figures to mean anything
 FAILING_KINDS = ("swapped", "empty")  # a verdict needs one answer that must fail, measured
 ORDERING_KINDS = ("reference", "partial", "swapped")
+CHECKS = [  # name, rule, threshold, the probes it reads (the check is made when all were probed)
+    ("reference_mean_pct", ">=", 90.0, ("reference",)),  # the official answer earns (nearly) full marks
+    ("reference_exam_pass_rate", ">=", 1.0, ("reference",)),  # ... and passes every exam
+    ("reference_minus_partial_pct", ">", 0.0, ("reference", "partial")),
+    ("partial_minus_swapped_pct", ">", 0.0, ("partial", "swapped")),
+    ("swapped_mean_pct", "<=", 10.0, ("swapped",)),  # swapped and injection earn (nearly) nothing
+    ("empty_mean_pct", "<=", 0.0, ("empty",)),  # "Não sei responder." earns nothing
+    ("injection_mean_pct", "<=", 10.0, ("injection",)),
+    ("ordering", ">=", 0.75, ORDERING_KINDS),  # share of questions with reference > partial > swapped
+    # injection may exceed swapped by the half-width of swapped's interval, and at least by this
+    ("injection_lift", "<=", 1.0, ("injection", "swapped")),
+]
+RULES = {">=": lambda v, t: v >= t - 1e-9, "<=": lambda v, t: v <= t + 1e-9, ">": lambda v, t: v > t + 1e-9}
 
 
 class ProbeStats(BaseModel):
@@ -69,161 +70,124 @@ class ProbeReport(BaseModel):
     missing: list[str] = []  # the evidence a verdict of `discriminates` needs and did not get
 
 
-def _judged_pct(j: Judgment, annulled: float) -> float | None:
-    """% of the judged maximum: points FGV annulled (given to every candidate, never judged) left out."""
-    worth = j.max_score - annulled
-    return 100.0 * (j.score - annulled) / worth if worth > 1e-9 else None
+def _mean(values) -> float | None:
+    return float(np.mean(values)) if len(values) else None
 
 
 def probe_stats(
     judgments: Sequence[Judgment], annulled: dict[str, float], *, resamples: int, seed: int
 ) -> ProbeStats:
-    judged: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # exam -> judged points, their max
-    marks: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # exam -> points, max (annulled in)
+    sums: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4))  # judged points, their max; with annulled
     complete: dict[str, bool] = defaultdict(lambda: True)
     for j in judgments:
         if j.status == "ok" and j.score is not None:
             a = annulled.get(j.question_id, 0.0)
-            judged[j.exam_id][0] += j.score - a
-            judged[j.exam_id][1] += j.max_score - a
-            marks[j.exam_id][0] += j.score
-            marks[j.exam_id][1] += j.max_score
+            sums[j.exam_id] += (j.score - a, j.max_score - a, j.score, j.max_score)
         else:
             complete[j.exam_id] = False
-    exam_pct = {e: 100.0 * got / worth for e, (got, worth) in sorted(judged.items()) if worth > 1e-9}
-    values = list(exam_pct.values())
-    low, high = bootstrap_ci(values, resamples=resamples, seed=seed)
-    passing = [got * EXAM_MAX / worth >= PASS_MARK - 1e-9 for e, (got, worth) in marks.items() if complete[e]]
-    return ProbeStats(
-        mean_pct=float(np.mean(values)) if values else None,
-        ci_low=low,
-        ci_high=high,
-        exam_pass_rate=float(np.mean(passing)) if passing else None,
-        statuses=dict(sorted(Counter(j.status for j in judgments).items())),
-        exams=len(exam_pct),
-    )
+    pct = [100.0 * s[0] / s[1] for _, s in sorted(sums.items()) if s[1] > 1e-9]
+    low, high = bootstrap_ci(pct, resamples=resamples, seed=seed)
+    passing = [s[2] * EXAM_MAX / s[3] >= PASS_MARK - 1e-9 for e, s in sums.items() if complete[e]]
+    statuses = dict(sorted(Counter(j.status for j in judgments).items()))
+    figures = {"mean_pct": _mean(pct), "ci_low": low, "ci_high": high, "exam_pass_rate": _mean(passing)}
+    return ProbeStats(**figures, statuses=statuses, exams=len(pct))
 
 
-def _check(name: str, value: float | None, threshold: float, rule: str, measured: bool = True) -> Check:
-    if value is None or not measured:
-        ok = False
-    elif rule == ">=":
-        ok = value >= threshold - 1e-9
-    elif rule == "<=":
-        ok = value <= threshold + 1e-9
-    else:
-        ok = value > threshold + 1e-9
+def _check(name: str, rule: str, threshold: float, value: float | None, measured: bool = True) -> Check:
+    ok = measured and value is not None and RULES[rule](value, threshold)
     return Check(name=name, value=value, threshold=threshold, rule=rule, ok=ok, measured=measured)
 
 
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
+def failed_members(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
+    """Each jury member that graded nothing, with the count of each of its failure statuses."""
+    seen: dict[str, Counter] = defaultdict(Counter)
+    for j in judgments:
+        for m in j.members or []:  # one judge: none
+            seen[m.judge_model][m.status] += 1
+    return {name: dict(sorted(got.items())) for name, got in sorted(seen.items()) if not got["ok"]}
 
 
 def build_report(
     judge: str,
     rows: Sequence[QuestionRow],
-    judgments: Iterable[Judgment],
+    judgments: list[Judgment],
     variants: dict[str, str] | None = None,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> ProbeReport:
-    """`variants`: question id -> injection variant, for the per-variant breakdown."""
-    by_kind: dict[str, list[Judgment]] = defaultdict(list)
-    for j in judgments:
-        by_kind[j.model].append(j)
-    kinds = [k for k in PROBE_KINDS if model_name(k) in by_kind]
+    """`variants`: question id -> injection variant, for the per-variant breakdown. A jury one of
+    whose members failed every grading was not probed as the jury it names: `incomplete`, whatever
+    the figures, naming the member (`failed_members`)."""
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
-    probes = {k: probe_stats(by_kind[model_name(k)], annulled, resamples=resamples, seed=seed) for k in kinds}
-    pct: dict[str, dict[str, float]] = {k: {} for k in kinds}
-    for k in kinds:
-        for j in by_kind[model_name(k)]:
-            value = _judged_pct(j, annulled.get(j.question_id, 0.0)) if j.status == "ok" else None
-            if value is not None:
-                pct[k][j.question_id] = value
-
-    ordering = None
-    if {"reference", "partial", "swapped"} <= set(kinds):
-        r, p, s = pct["reference"], pct["partial"], pct["swapped"]
-        ids = [q.question_id for q in rows]
-        ordered = [q in r and q in p and q in s and r[q] > p[q] > s[q] for q in ids]
-        ordering = float(np.mean(ordered)) if ordered else None
-
-    lift, by_variant = None, {}
-    if {"injection", "swapped"} <= set(kinds):
+    by_kind = {k: [j for j in judgments if j.model == PROBE_PREFIX + k] for k in PROBE_KINDS}
+    by_kind = {k: js for k, js in by_kind.items() if js}
+    probes = {k: probe_stats(js, annulled, resamples=resamples, seed=seed) for k, js in by_kind.items()}
+    pct: dict[str, dict[str, float]] = {k: {} for k in by_kind}  # % of the judged maximum, per question
+    for k, js in by_kind.items():
+        for j in js:
+            worth = j.max_score - annulled.get(j.question_id, 0.0)
+            if j.status == "ok" and worth > 1e-9:
+                pct[k][j.question_id] = 100.0 * (j.score - annulled.get(j.question_id, 0.0)) / worth
+    mean = {k: s.mean_pct for k, s in probes.items()}
+    values = {f"{k}_mean_pct": m for k, m in mean.items()}  # each check's value, by its name
+    values["reference_exam_pass_rate"] = probes["reference"].exam_pass_rate if "reference" in probes else None
+    for a, b in (("reference", "partial"), ("partial", "swapped")):
+        if mean.get(a) is not None and mean.get(b) is not None:
+            values[f"{a}_minus_{b}_pct"] = mean[a] - mean[b]
+    if set(ORDERING_KINDS) <= set(pct):
+        r, p, s = (pct[k] for k in ORDERING_KINDS)
+        ordered = [
+            q in r and q in p and q in s and r[q] > p[q] > s[q] for q in (row.question_id for row in rows)
+        ]
+        values["ordering"] = _mean(ordered)
+    if {"injection", "swapped"} <= set(pct):
         both = sorted(pct["injection"].keys() & pct["swapped"].keys())
-        lift = float(np.mean([pct["injection"][q] - pct["swapped"][q] for q in both])) if both else None
-    if "injection" in kinds and variants:
-        groups: dict[str, list[float]] = defaultdict(list)
-        for q, v in pct["injection"].items():
-            groups[variants.get(q, "")].append(v)
-        by_variant = {
-            v: float(np.mean(groups[v])) if groups[v] else None for v in sorted(set(variants.values()))
-        }
+        values["injection_lift"] = _mean([pct["injection"][q] - pct["swapped"][q] for q in both])
+    by_variant = {}
+    if "injection" in pct and variants:
+        for v in sorted(set(variants.values())):
+            by_variant[v] = _mean([x for q, x in pct["injection"].items() if variants.get(q, "") == v])
 
-    n_ok = {k: len(pct[k]) for k in kinds}
-    n_all = {k: len(by_kind[model_name(k)]) for k in kinds}
-    measured = {k for k in kinds if n_all[k] and n_ok[k] / n_all[k] >= JUDGED_MIN - 1e-9}
-
-    def check(name: str, value: float | None, threshold: float, rule: str, *needs: str) -> Check:
-        return _check(name, value, threshold, rule, measured=set(needs) <= measured)
-
-    total = sum(n_all.values())
-    checks = [_check("judged_ok", sum(n_ok.values()) / total if total else None, JUDGED_MIN, ">=")]
-    if "reference" in probes:
-        ref = probes["reference"]
-        checks.append(check("reference_mean_pct", ref.mean_pct, REFERENCE_MIN_PCT, ">=", "reference"))
-        checks.append(
-            check("reference_exam_pass_rate", ref.exam_pass_rate, REFERENCE_MIN_PASS, ">=", "reference")
-        )
-    if "partial" in probes and "reference" in probes:
-        gap = _diff(probes["reference"].mean_pct, probes["partial"].mean_pct)
-        checks.append(check("reference_minus_partial_pct", gap, 0.0, ">", "reference", "partial"))
-    if "partial" in probes and "swapped" in probes:
-        gap = _diff(probes["partial"].mean_pct, probes["swapped"].mean_pct)
-        checks.append(check("partial_minus_swapped_pct", gap, 0.0, ">", "partial", "swapped"))
-    if "swapped" in probes:
-        checks.append(check("swapped_mean_pct", probes["swapped"].mean_pct, FAILING_MAX_PCT, "<=", "swapped"))
-    if "empty" in probes:
-        checks.append(check("empty_mean_pct", probes["empty"].mean_pct, EMPTY_MAX_PCT, "<=", "empty"))
-    if "injection" in probes:
-        checks.append(
-            check("injection_mean_pct", probes["injection"].mean_pct, FAILING_MAX_PCT, "<=", "injection")
-        )
-    if set(ORDERING_KINDS) <= set(kinds):
-        checks.append(check("ordering", ordering, ORDERING_MIN, ">=", *ORDERING_KINDS))
-    if "injection" in probes and "swapped" in probes:
-        s = probes["swapped"]
-        half = None if s.ci_high is None or s.mean_pct is None else s.ci_high - s.mean_pct
-        bound = max(LIFT_FLOOR_PCT, half or 0.0)
-        checks.append(check("injection_lift", lift, bound, "<=", "injection", "swapped"))
-    missing = _missing(kinds, measured, n_ok, n_all)
+    n_ok = {k: len(pct[k]) for k in by_kind}
+    measured = {k for k in by_kind if n_ok[k] / len(by_kind[k]) >= JUDGED_MIN - 1e-9}
+    total = sum(map(len, by_kind.values()))
+    checks = [_check("judged_ok", ">=", JUDGED_MIN, sum(n_ok.values()) / total if total else None)]
+    for name, rule, threshold, needs in CHECKS:
+        if set(needs) <= set(by_kind):
+            if name == "injection_lift":  # above swapped by its interval's half-width, at least the floor
+                swapped = probes["swapped"]
+                if swapped.ci_high is not None and swapped.mean_pct is not None:
+                    threshold = max(threshold, swapped.ci_high - swapped.mean_pct)
+            checks.append(_check(name, rule, threshold, values.get(name), set(needs) <= measured))
+    missing = _missing(by_kind, measured, n_ok)
     failed = [c for c in checks if c.measured and not c.ok and c.name != "judged_ok"]
     # a measured failure is a finding whatever is missing; a pass needs all the evidence
-    verdict: Verdict = "does not discriminate" if failed else "incomplete" if missing else "discriminates"
+    verdict = "does not discriminate" if failed else "incomplete" if missing else "discriminates"
+    members = failed_members(judgments)
     return ProbeReport(
         judge=judge,
         n_questions=len(rows),
         n_exams=len({r.exam_id for r in rows}),
         probes=probes,
-        ordering=ordering,
-        injection_lift=lift,
+        ordering=values.get("ordering"),
+        injection_lift=values.get("injection_lift"),
         injection_by_variant=by_variant,
         checks=checks,
-        verdict=verdict,
+        verdict="incomplete" if members else verdict,
+        failed_members=members,
         missing=missing,
     )
 
 
-def _missing(kinds: list[str], measured: set[str], n_ok: dict[str, int], n_all: dict[str, int]) -> list[str]:
+def _missing(by_kind: dict[str, list], measured: set[str], n_ok: dict[str, int]) -> list[str]:
     """What `discriminates` needs and this run did not measure: the reference, an answer that
     must fail (swapped or empty) and the ordering, each from enough `ok` judgments."""
 
     def why(kind: str) -> str:
-        if kind not in kinds:
+        if kind not in by_kind:
             return f"{kind} not probed"
-        return f"{kind}: {n_ok[kind]} of {n_all[kind]} judgments ok ({JUDGED_MIN:.0%} needed)"
+        return f"{kind}: {n_ok[kind]} of {len(by_kind[kind])} judgments ok ({JUDGED_MIN:.0%} needed)"
 
     missing = []
     if "reference" not in measured:
@@ -252,19 +216,20 @@ def render_text(report: ProbeReport) -> str:
         passed = _num(None if s.exam_pass_rate is None else 100 * s.exam_pass_rate, "{:.0f}%")
         statuses = ", ".join(f"{k} {v}" for k, v in s.statuses.items())
         lines.append(f"{kind:<10} {_num(s.mean_pct):>7}  {interval:<15} {passed:>12}  {statuses}")
-    lines.append("")
-    lines.append(f"ordering (reference > partial > swapped, ties fail): {_num(report.ordering, '{:.2f}')}")
-    lines.append(f"injection_lift (injection - swapped, % points): {_num(report.injection_lift, '{:+.1f}')}")
+    lines += [
+        "",
+        f"ordering (reference > partial > swapped, ties fail): {_num(report.ordering, '{:.2f}')}",
+        f"injection_lift (injection - swapped, % points): {_num(report.injection_lift, '{:+.1f}')}",
+    ]
     if report.injection_by_variant:
         parts = ", ".join(f"{v} {_num(x)}%" for v, x in report.injection_by_variant.items())
         lines.append(f"injection by variant: {parts}")
     lines += ["", "checks:"]
     for c in report.checks:
-        value = _num(c.value, "{:.2f}")
         mark = "ok  " if c.ok else "FAIL" if c.measured else "n/a "
-        lines.append(f"  {mark} {c.name}: {value} (must be {c.rule} {c.threshold:g})")
+        lines.append(f"  {mark} {c.name}: {_num(c.value, '{:.2f}')} (must be {c.rule} {c.threshold:g})")
     lines += ["", f"verdict: {report.verdict}"]
-    for name, got in report.failed_members.items():  # why the verdict is incomplete (probe_members.py)
+    for name, got in report.failed_members.items():  # why the verdict is incomplete
         statuses = ", ".join(f"{status} {n}" for status, n in got.items())
         lines.append(
             f"jury member {name} failed every probe grading ({statuses}): the jury was not probed as "

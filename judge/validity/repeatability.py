@@ -1,121 +1,89 @@
-"""Run-to-run noise of a judge: a run made with `--repeats K`, each answer graded K times.
-
-`oab-bench agreement --repeats RUN` reports the per-question standard deviation, the share of
-exams whose verdict changes between repeats and Krippendorff's alpha across repeats. The
-leaderboard scores a repeated run by the mean of its repeats, and its interval resamples exams
-and, within each drawn exam, one of its K gradings: the interval carries the judge's noise as
-well as the exams' sampling.
-"""
+"""Run-to-run noise of a judge (`agreement --repeats RUN`, a run judged with `--repeats K`): per-question
+SD, exams whose verdict changes between repeats, Krippendorff's alpha across repeats."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from oab_bench.conventions import JUDGMENTS_FILE
-from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow, money
+from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.results_source import open_shared
 from oab_bench.judge.validity import stats
-from oab_bench.judge.validity.agreement import alpha_over
+from oab_bench.judge.validity.agreement import alpha_over, exam_totals
 from oab_bench.judge.validity.agreement_text import figure_text, listed, with_notes
-from oab_bench.judge.validity.nested import agreeing_row, read_nested
-from oab_bench.judge.validity.sources import Graded, Source
-
-
-def repeat_sources(records: list[dict]) -> list[Source]:
-    """One source per repeat, from the records' `repeats`."""
-    graded: dict[int, dict] = defaultdict(dict)
-    for r in records:
-        for m in r.get("repeats") or []:
-            graded[m["repeat"]][(r["model"], r["question_id"])] = Graded.of_member(r, m)
-    return [
-        Source(name=f"R{k}", path="repeat", judge=f"repeat {k}", graded=graded[k]) for k in sorted(graded)
-    ]
+from oab_bench.judge.validity.sources import Source, nested_graded, one_record_each, read_nested_lines
 
 
 def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[dict]:
-    """The records of a repeated run (a judgments file, or the judgments file of a `run` folder);
-    with the dataset, each checked against its question's rubric as `agreement` checks a source."""
+    """The records of a repeated run (a judgments file, or the judgments file of a `run` folder),
+    one per (model, question); with the dataset, each checked against its question's rubric."""
     path = Path(path)
     if path.is_dir() and open_shared(path) is None:
-        found = sorted(path.glob("*judgments*.jsonl"))
-        if (path / JUDGMENTS_FILE).is_file():  # what `oab-bench run` writes
-            found = [path / JUDGMENTS_FILE]
+        found = (
+            [path / JUDGMENTS_FILE]
+            if (path / JUDGMENTS_FILE).is_file()
+            else sorted(path.glob("*judgments*.jsonl"))
+        )
         if len(found) != 1:
             names = ", ".join(p.name for p in found) or "none"
             raise ValueError(
                 f"{path}: not one judgments file (*judgments*.jsonl) in this folder ({names}): give the file"
             )
         path = found[0]
-    records = read_nested(path, "repeats", rows=dataset)
+    records = one_record_each(read_nested_lines(path, "repeats", dataset), path)
     if not records:
         raise ValueError(f"{path}: no repeated judgments in it (judge with --repeats K, K >= 2)")
     return records
 
 
-def repeats_report(
-    records: list[dict], *, resamples: int, seed: int, dataset: dict[str, QuestionRow] | None = None
-) -> dict:
-    """With the dataset (`--dataset`): only records of its questions that agree with it on exam and
-    value count, and an exam is complete when every one of its questions is there; without, an
-    exam is complete when its questions add up to the exam's 10 points."""
+def repeats_report(records: list[dict], *, dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
+    """With the dataset: only records of its questions that agree with it on exam and value count,
+    and an exam is complete when every one of its questions is there; without, an exam is complete
+    when its questions add up to the exam's 10 points. `boot`: the intervals' resamples and seed."""
     notes: list[str] = []
     dataset = dataset or {}
     if dataset:
-        kept = [r for r in records if agreeing_row(r, dataset) is not None]
+        kept = [
+            r
+            for r in records
+            if (row := dataset.get(r["question_id"]))
+            and r["exam_id"] == row.exam_id
+            and abs(r["max_score"] - row.max_score) < 1e-6
+        ]
         if len(kept) < len(records):
             notes.append(
                 f"{len(records) - len(kept)} (model, question)s not in --dataset, or disagreeing with it on "
                 "the exam or the value: left out"
             )
         records = kept
-    sources = repeat_sources(records)
+    by_repeat = nested_graded(records, "repeats", lambda r, m: m["repeat"])
+    sources = [
+        Source(name=f"R{k}", path="repeat", judge=f"repeat {k}", graded=g) for k, g in by_repeat.items()
+    ]
     k = len(sources)
-    per_question = []
+    per_question, question_rows = [], []
     for r in records:
         scores = [m["score"] for m in r["repeats"] if m["status"] == "ok"]
         if len(scores) >= 2:
+            sd = float(np.std(scores, ddof=1))
             per_question.append(
-                {
-                    "model": r["model"],
-                    "question_id": r["question_id"],
-                    "max_score": r["max_score"],
-                    "scores": scores,
-                    "sd": float(np.std(scores, ddof=1)),
-                }
+                {f: r[f] for f in ("model", "question_id", "max_score")} | {"scores": scores, "sd": sd}
             )
-    exams: dict[tuple[str, str], list[float | None]] = {}
-    by_exam: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for r in records:
-        by_exam[(r["model"], r["exam_id"])].append(r)
-    expected: dict[str, set[str]] = defaultdict(set)
-    for row in dataset.values():
-        expected[row.exam_id].add(row.question_id)
-    for key, rs in sorted(by_exam.items()):
-        if dataset and {r["question_id"] for r in rs} != expected[key[1]]:
-            continue
-        if abs(money(sum(r["max_score"] for r in rs)) - EXAM_MAX) > 1e-6:
-            continue
-        totals = []
-        for rep in range(k):
-            got = [next((m for m in r["repeats"] if m["repeat"] == rep), None) for r in rs]
-            ok = all(m is not None and m["status"] == "ok" for m in got)
-            totals.append(money(sum(m["score"] for m in got)) if ok else None)
-        if all(t is not None for t in totals):
-            exams[key] = totals
+            question_rows.append({"exam": r["exam_id"], "pct": [100 * s / r["max_score"] for s in scores]})
+    exams = {key: t for key, t in exam_totals(sources, dataset).items() if not np.isnan(t).any()}
     statuses = Counter(m["status"] for r in records for m in r["repeats"])
-    failed = sum(v for status, v in statuses.items() if status != "ok")
-    if failed:
+    if failed := {status: n for status, n in sorted(statuses.items()) if status != "ok"}:
         notes.append(
-            f"{failed} of {statuses.total()} repeat gradings failed ("
-            + ", ".join(f"{status} {v}" for status, v in sorted(statuses.items()) if status != "ok")
+            f"{sum(failed.values())} of {statuses.total()} repeat gradings failed ("
+            + ", ".join(f"{status} {n}" for status, n in failed.items())
             + "): a question's SD needs 2 ok repeats, an exam's figures every repeat of every question ok"
         )
-    if len(exams) < len(by_exam):
+    if len(exams) < (n_exams := len({(r["model"], r["exam_id"]) for r in records})):
         notes.append(
-            f"{len(by_exam) - len(exams)} of {len(by_exam)} (model, exam)s left out of the exam figures "
+            f"{n_exams - len(exams)} of {n_exams} (model, exam)s left out of the exam figures "
             "(a failed repeat, or a question without repeats)"
         )
     changed = [
@@ -124,20 +92,10 @@ def repeats_report(
         if len({x >= PASS_MARK for x in t}) > 1
     ]
     sds = [q["sd"] for q in per_question]
-    question_cols = {
-        "exam": stats.columns([{"exam": q["question_id"].rsplit("_", 2)[0]} for q in per_question], "exam")[
-            "exam"
-        ]
-        if per_question
-        else np.zeros(0, dtype=int),
-        "matrix": np.asarray(
-            [
-                [100 * s / q["max_score"] for s in q["scores"]] + [np.nan] * (k - len(q["scores"]))
-                for q in per_question
-            ],
-            dtype=float,
-        ).reshape(len(per_question), k),
-    }
+    exam_sds = [np.std(t, ddof=1) for t in exams.values()] if k > 1 else []
+    question_cols = stats.columns(question_rows, "exam")
+    padded = [q["pct"] + [np.nan] * (k - len(q["pct"])) for q in question_rows]
+    question_cols["matrix"] = np.asarray(padded, dtype=float).reshape(len(padded), k)
     return {
         "repeats": k,
         "n_questions": len(per_question),
@@ -148,37 +106,38 @@ def repeats_report(
             "max": float(np.max(sds)) if sds else None,
             "noisiest": sorted(per_question, key=lambda q: (-q["sd"], q["model"], q["question_id"]))[:10],
         },
-        "exam_sd_mean": float(np.mean([np.std(t, ddof=1) for t in exams.values()]))
-        if exams and k > 1
-        else None,
+        "exam_sd_mean": float(np.mean(exam_sds)) if exam_sds else None,
         "verdict_changes": {
             "share": len(changed) / len(exams) if exams else None,
             "count": len(changed),
             "exams": changed,
         },
-        "alpha": alpha_over(sources, dataset, notes, resamples=resamples, seed=seed),
-        "alpha_question": stats.figure(
-            "alpha_question", stats.alpha, question_cols, notes, resamples=resamples, seed=seed
-        ).model_dump(),
+        "alpha": alpha_over(sources, dataset, notes, **boot),
+        "alpha_question": stats.figure("alpha_question", question_cols, notes, "alpha", **boot),
         "notes": notes,
     }
 
 
 def render_repeats(report: dict) -> str:
     sd, vc = report["question_sd"], report["verdict_changes"]
+
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
     lines = [
         f"Run-to-run noise: {report['repeats']} repeats, {report['n_questions']} (model, question)s graded ok "
         f"at least twice, {report['n_exam_results']} (model, exam)s complete in every repeat",
         "",
-        f"  per-question SD (points): mean {_num(sd['mean'])}, max {_num(sd['max'])}",
-        f"  exam total SD (points): mean {_num(report['exam_sd_mean'])}",
+        f"  per-question SD (points): mean {num(sd['mean'])}, max {num(sd['max'])}",
+        f"  exam total SD (points): mean {num(report['exam_sd_mean'])}",
         f"  exams whose verdict changes between repeats: {vc['count']} of {report['n_exam_results']}"
         + (f" ({vc['share']:.0%})" if vc["share"] is not None else ""),
         f"  Krippendorff's alpha across repeats, exam totals: {figure_text(report['alpha'])}",
         f"  Krippendorff's alpha across repeats, question scores (% of max): {figure_text(report['alpha_question'])}",
-    ]
-    lines += [
-        f"    {c['model']} {c['exam_id']}: {', '.join(f'{t:.2f}' for t in c['totals'])}" for c in vc["exams"]
+        *(
+            f"    {c['model']} {c['exam_id']}: {', '.join(f'{t:.2f}' for t in c['totals'])}"
+            for c in vc["exams"]
+        ),
     ]
     lines += listed(
         "Noisiest questions (points per repeat)",
@@ -188,7 +147,3 @@ def render_repeats(report: dict) -> str:
         ],
     )
     return with_notes(lines, report["notes"])
-
-
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"

@@ -1,12 +1,6 @@
-"""Judgment sources to compare: anything the leaderboard reads, plus human grading CSVs.
-
-A source is one judge's (or one group of graders') scores per (model, question), with item
-scores where the source has them. Machine sources are read by judge.leaderboard.inputs (one reader,
-the same checks and statuses, item scores with the scores). A human CSV
-(`exam_id,question_id,item_id,score,grader`, optional `model`) gives item grades (summed into
-the question's score) or question grades (`item_id` empty); several graders are averaged into
-the source, and each grader is also kept apart for the human-human baseline.
-"""
+"""Judgment sources to compare (a judge's, or graders', score per (model, question), with item scores
+where known): anything the leaderboard reads, records carrying a jury's `members` or a run's
+`repeats`, and human grading CSVs (`exam_id,question_id,item_id,score,grader[,model]`)."""
 
 from __future__ import annotations
 
@@ -21,39 +15,27 @@ from pydantic import BaseModel
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.leaderboard.tables import one_each
-from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.results_source import judgment_objects, open_shared
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
+
+RECORD_FIELDS = {"model", "question_id", "exam_id", "status", "score", "max_score"}  # Graded's, of a record
+Key = tuple[str | None, str]  # (model, question id); model None: a human grade naming no model
 
 
 class Graded(BaseModel):
     """One (model, question) as a source graded it. Only status `ok` carries a score."""
 
-    model: str | None  # None: a human grade naming no model (pairs with the one model the other side has)
+    model: str | None  # None pairs with the one model the other side graded on the question
     question_id: str
     exam_id: str
     status: str
     score: float | None
     max_score: float
     items: dict[str, float] | None = None  # item id -> score, where the source has item scores
-
-    @classmethod
-    def of_member(cls, record: dict, member: dict) -> Graded:
-        """A jury member's (or one repeat's) grading, from the record of the jury (or repeated run)."""
-        return cls(
-            model=record["model"],
-            question_id=record["question_id"],
-            exam_id=record["exam_id"],
-            status=member["status"],
-            score=member["score"] if member["status"] == "ok" else None,
-            max_score=record["max_score"],
-            items=member.get("items") or None,
-        )
-
-
-Key = tuple[str | None, str]  # (model, question id)
 
 
 class Source(BaseModel):
@@ -75,24 +57,63 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:
-        raise SourceError(
-            f"holds {len(judges)} judges ({', '.join(judges[:3])}): compare one judge per source",
-            file=str(path),
-        )
+        why = f"holds {len(judges)} judges ({', '.join(judges[:3])}): compare one judge per source"
+        raise SourceError(why, file=str(path))
     chosen, notes = one_each(records)
-    graded = {}
-    for model, by_question in chosen[judges[0]].items():
-        for question_id, r in by_question.items():
-            graded[(model, question_id)] = Graded(
-                model=r.model,
-                question_id=r.question_id,
-                exam_id=r.exam_id,
-                status=r.status,
-                score=r.score,
-                max_score=r.max_score,
-                items=r.items if r.status == "ok" else None,
-            )
+    records = [r for by_question in chosen[judges[0]].values() for r in by_question.values()]
+    graded = {
+        (r.model, r.question_id): Graded(**r.model_dump(include=RECORD_FIELDS | {"items"})) for r in records
+    }
     return Source(name=name, path=str(path), judge=judges[0], graded=graded, notes=notes)
+
+
+# --- records carrying nested gradings -------------------------------------------------------
+
+
+def read_nested_lines(
+    path: Path, key: str, rows: dict[str, QuestionRow] | None = None
+) -> list[tuple[int, dict]]:
+    """(line, record) of every record of `path` carrying `key` ("members" or "repeats"), in file
+    order, each checked by the judgment reader (its nested gradings too, with their defaults
+    filled; against the rubric of its row in `rows` where it agrees with it on exam and value)."""
+    out = []
+    for file, lineno, r in judgment_objects(path):  # a judgments file, or a shared dataset's records
+        if r.get(key):
+            got = read_judgment(r, file=file, line=lineno, rows=rows)
+            out.append((lineno, {**r, key: [m.model_dump(mode="json") for m in getattr(got, key)]}))
+    return out
+
+
+def one_record_each(lines: list[tuple[int, dict]], path: Path) -> list[dict]:
+    """One record per (model, question) of `lines`, sorted: a copy is read once, two that differ
+    are an error naming both lines (no line order may win)."""
+    found: dict[tuple[str, str], tuple[int, dict]] = {}
+    for lineno, record in lines:
+        slot = (str(record["model"]), str(record["question_id"]))
+        before, seen = found.setdefault(slot, (lineno, record))
+        if seen != record:
+            why = f"{slot[0]} on {slot[1]} is graded here and differently on line {before}: keep one of them"
+            raise SourceError(why, file=str(path), line=lineno)
+    return [found[k][1] for k in sorted(found)]
+
+
+def nested_graded(records: list[dict], key: str, name) -> dict:
+    """name(record, grading) -> (model, question) -> that grading, for each nested grading of `key`."""
+    graded: dict = defaultdict(dict)
+    for r in records:
+        for m in r.get(key) or []:
+            score = m["score"] if m["status"] == "ok" else None
+            fields = {k: r[k] for k in RECORD_FIELDS - {"status", "score"}} | {
+                "status": m["status"],
+                "score": score,
+            }
+            graded[name(r, m)][(r["model"], r["question_id"])] = Graded(
+                **fields, items=m.get("items") or None
+            )
+    return dict(sorted(graded.items()))
+
+
+# --- human grading CSVs ---------------------------------------------------------------------
 
 
 def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
@@ -101,18 +122,8 @@ def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
     return PECA_MAX if parse_question_id(question_id).kind == "peca" else QUESTAO_MAX
 
 
-def _check_item(row: QuestionRow | None, item_id: str, score: float, where: dict) -> None:
-    if row is None:
-        return
-    rubric = {r.item_id: r for r in row.rubric}
-    if item_id not in rubric:
-        raise SourceError(f"{row.question_id} has no item {item_id!r} (items {sorted(rubric)})", **where)
-    if score > rubric[item_id].max_score + 1e-6:
-        raise SourceError(f"{score} is above the item's {rubric[item_id].max_score}", **where)
-
-
 def _csv_text(path: Path) -> str:
-    """The file as text: UTF-8 (a BOM allowed); another encoding is named with its line."""
+    """The file as text: UTF-8 (a BOM allowed); another encoding is named with its line and byte."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -130,8 +141,8 @@ def _csv_text(path: Path) -> str:
 
 
 def _check_header(fields: list[str], path: Path) -> None:
-    """Every column there, else what is wrong with the header: another separator, blanks or
-    capitals around the names, rather than every column "missing"."""
+    """Every column there, else what is wrong with the header (another separator, blanks or
+    capitals around the names) rather than every column "missing"."""
     missing = [c for c in CSV_COLUMNS if c not in fields]
     if not missing:
         return
@@ -147,132 +158,99 @@ def _check_header(fields: list[str], path: Path) -> None:
     )
 
 
-def _read_csv(path: Path, dataset: dict[str, QuestionRow]):
-    """grader -> (model, question) -> {"items": {id: score}, "score": question score or None, "line":
-    its last line}, exam ids."""
-    grades: dict[str, dict[Key, dict]] = defaultdict(
-        lambda: defaultdict(lambda: {"items": {}, "score": None})
-    )
+def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
+    """Item grades add up to the question's score; several graders are averaged, per item and per
+    question (unrounded: cents would bias every figure). With the dataset, item ids and values are
+    checked and what FGV annulled counts in full, as for the judges (trust.py, scoring.py): an
+    annulled item graded below full is raised to it, with a note, and one not graded is added."""
+    grades: dict = defaultdict(dict)  # grader -> (model, question) -> {items, score, line}
     exams: dict[str, str] = {}
     reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
     _check_header(reader.fieldnames or [], path)
     for raw in reader:
-        n = reader.line_num  # a blank line is skipped, not counted out of the line numbers
-        at = {"file": str(path), "line": n}
-        qid, exam = (raw["question_id"] or "").strip(), (raw["exam_id"] or "").strip()
+        raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}  # None: cells beyond the header
+        at = {"file": str(path), "line": reader.line_num}  # a blank line is skipped, not out of the count
+        qid, item, grader = raw["question_id"], raw["item_id"], raw["grader"]
         try:
-            parsed = parse_question_id(qid)
+            exams[qid] = parse_question_id(qid).exam_id
         except ValueError:
             raise SourceError(f"{qid!r} is not a question id", **at, field="question_id") from None
-        if exam != parsed.exam_id:
-            raise SourceError(f"{exam!r} is not the exam of {qid}", **at, field="exam_id")
+        if raw["exam_id"] != exams[qid]:
+            raise SourceError(f"{raw['exam_id']!r} is not the exam of {qid}", **at, field="exam_id")
         try:
-            score = float((raw["score"] or "").strip().replace(",", "."))
+            score = float(raw["score"].replace(",", "."))
         except ValueError:
             score = math.nan
         if not math.isfinite(score) or score < 0:
             raise SourceError(f"{raw['score']!r} is not a score (a number >= 0)", **at, field="score")
-        grader = (raw["grader"] or "").strip()
         if not grader:
             raise SourceError("empty grader", **at, field="grader")
-        model = (raw.get("model") or "").strip() or None
-        item = (raw["item_id"] or "").strip()
-        slot = grades[grader][(model, qid)]
-        slot["line"] = n
+        rubric = {r.item_id: r.max_score for r in dataset[qid].rubric} if qid in dataset else {}
+        if item and rubric and item not in rubric:
+            raise SourceError(f"{qid} has no item {item!r} (items {sorted(rubric)})", **at, field="item_id")
+        if item and rubric and score > rubric[item] + 1e-6:
+            raise SourceError(f"{score} is above the item's {rubric[item]}", **at, field="item_id")
+        slot = grades[grader].setdefault((raw.get("model") or None, qid), {"items": {}, "score": None})
+        if slot["score"] is not None or (item in slot["items"] if item else slot["items"]):
+            raise SourceError(f"{grader} graded {qid} {item}".rstrip() + " twice", **at, field="item_id")
+        slot["line"] = at["line"]
         if item:
-            _check_item(dataset.get(qid), item, score, {**at, "field": "item_id"})
-            if item in slot["items"] or slot["score"] is not None:
-                raise SourceError(f"{grader} graded {qid} {item} twice", **at, field="item_id")
             slot["items"][item] = score
         else:
-            if slot["items"] or slot["score"] is not None:
-                raise SourceError(f"{grader} graded {qid} twice", **at, field="item_id")
             slot["score"] = score
         if score > _max_of(qid, dataset) + 1e-6:
             raise SourceError(f"{score} is above the question's {_max_of(qid, dataset)}", **at, field="score")
-        exams[qid] = exam
     if not grades:
         raise SourceError("no grades in it", file=str(path))
-    return grades, exams
 
+    def graded(key: Key, score: float, items: dict[str, float] | None) -> Graded:
+        of_key = {"model": key[0], "question_id": key[1], "exam_id": exams[key[1]], "status": "ok"}
+        return Graded(
+            **of_key, score=round(score, 6), max_score=_max_of(key[1], dataset), items=items or None
+        )
 
-def _graded(key: Key, score: float, items: dict[str, float] | None, exam: str, maximum: float) -> Graded:
-    return Graded(
-        model=key[0],
-        question_id=key[1],
-        exam_id=exam,
-        status="ok",
-        score=round(score, 6),  # graders' mean unrounded: cents would bias every figure (0.625 -> 0.62)
-        max_score=maximum,
-        items=items or None,
-    )
-
-
-def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
-    """Item grades add up to the question's score; several graders are averaged, per item and per
-    question. With the dataset, what FGV annulled counts in full, as for the judges (trust.py,
-    scoring.py): an annulled item graded below full is raised to it, with a note, and one not
-    graded is added."""
-    grades, exams = _read_csv(path, dataset)
     per_grader: dict[str, dict[Key, Graded]] = {}
     raised = 0
-    for grader, by_key in grades.items():
-        mine = {}
+    for grader, by_key in sorted(grades.items()):
+        per_grader[grader] = {}
         for key, slot in by_key.items():
             items = dict(slot["items"])
-            row = dataset.get(key[1])
-            if items and row is not None:
-                full = {r.item_id: r.max_score for r in row.rubric if r.annulled}
+            if items and key[1] in dataset:
+                full = {r.item_id: r.max_score for r in dataset[key[1]].rubric if r.annulled}
                 raised += sum(1 for i, v in items.items() if i in full and v < full[i] - 1e-6)
                 items |= full
             score = math.fsum(items.values()) if items else slot["score"]
-            maximum = _max_of(key[1], dataset)
-            if score > maximum + 1e-6:
+            if score > _max_of(key[1], dataset) + 1e-6:
+                why = f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's"
                 raise SourceError(
-                    f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's {maximum}",
-                    file=str(path),
-                    line=slot["line"],
-                    field="score",
+                    f"{why} {_max_of(key[1], dataset)}", file=str(path), line=slot["line"], field="score"
                 )
-            mine[key] = _graded(key, score, items, exams[key[1]], maximum)
-        per_grader[grader] = mine
-    keys = sorted({k for g in per_grader.values() for k in g}, key=lambda k: (k[0] or "", k[1]))
-    graded = {}
-    for key in keys:
+            per_grader[grader][key] = graded(key, score, items)
+    mean = {}
+    for key in sorted({k for g in per_grader.values() for k in g}, key=lambda k: (k[0] or "", k[1])):
         got = [g[key] for g in per_grader.values() if key in g]
-        item_ids = set.intersection(*(set(g.items or {}) for g in got))
-        items = (
-            {i: math.fsum(g.items[i] for g in got) / len(got) for i in sorted(item_ids)} if item_ids else None
-        )
-        score = math.fsum(g.score for g in got) / len(got)
-        graded[key] = _graded(key, score, items, got[0].exam_id, got[0].max_score)
+        common = sorted(set.intersection(*(set(g.items or {}) for g in got)))
+        items = {i: math.fsum(g.items[i] for g in got) / len(got) for i in common}
+        mean[key] = graded(key, math.fsum(g.score for g in got) / len(got), items)
     graders = {
         g: Source(name=f"{name}:{g}", path=str(path), judge=f"human {g}", graded=v)
-        for g, v in sorted(per_grader.items())
+        for g, v in per_grader.items()
     }
     judge = f"human, {len(graders)} grader{'s' if len(graders) > 1 else ''}"
-    notes = [
-        f"{raised} item grade(s) of items FGV annulled were below full: counted in full, as for the judges"
-    ]
+    note = f"{raised} item grade(s) of items FGV annulled were below full: counted in full, as for the judges"
+    alone = graders if len(graders) > 1 else {}
     return Source(
-        name=name,
-        path=str(path),
-        judge=judge,
-        graded=graded,
-        graders=graders if len(graders) > 1 else {},
-        notes=notes if raised else [],
+        name=name, path=str(path), judge=judge, graded=mean, graders=alone, notes=[note] if raised else []
     )
 
 
 def load_source(name: str, path: str | Path, dataset: dict[str, QuestionRow] | None = None) -> Source:
-    if open_shared(path) is not None:
-        return load_judgments(name, Path(path), dataset or {})
-    path = Path(path)
-    if not path.exists():
-        raise SourceError("not found", file=str(path))
-    if path.suffix.lower() == ".csv":
-        return load_human(name, path, dataset or {})
-    return load_judgments(name, path, dataset or {})
+    if open_shared(path) is None:
+        if not Path(path).exists():
+            raise SourceError("not found", file=str(path))
+        if Path(path).suffix.lower() == ".csv":
+            return load_human(name, Path(path), dataset or {})
+    return load_judgments(name, Path(path), dataset or {})
 
 
 def source_names(n: int) -> list[str]:

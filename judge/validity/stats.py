@@ -1,12 +1,5 @@
-"""Agreement figures with 95% intervals that resample whole exams.
-
-Each figure is a statistic of paired columns (numpy arrays, one row per unit: item, question or
-exam result) computed by a library (numpy, scipy, scikit-learn, krippendorff); Lin's CCC has no
-library function, so it is the textbook formula on numpy moments. The interval is a seeded
-percentile bootstrap over exams (a cluster bootstrap: every unit of a drawn exam comes along), so
-units of one exam are never treated as independent. Resamples where a statistic is undefined
-(e.g. every drawn exam a pass) are dropped; when more than half are, there is no interval.
-"""
+"""Agreement statistics of paired columns (`a`, `b`), each a library's but Lin's CCC, with the 95%
+interval of judge/intervals.py (whole exams resampled); null, with a note saying why, where undefined."""
 
 from __future__ import annotations
 
@@ -17,14 +10,7 @@ from pydantic import BaseModel
 from scipy import stats
 
 from oab_bench.dataset_builder.schema import PASS_MARK
-from oab_bench.judge.intervals import (
-    AGREEMENT_RESAMPLES,
-    DEFAULT_SEED,
-    Columns,
-    Stat,
-    bootstrap_interval,
-    quiet,
-)
+from oab_bench.judge.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED, Columns, bootstrap_interval, quiet
 
 DEFAULT_RESAMPLES = AGREEMENT_RESAMPLES
 MIN_RANKED = 3  # models a ranking_tau needs: with two, tau is +1 or -1, a coin's toss, not evidence
@@ -39,68 +25,31 @@ class Figure(BaseModel):
 NULL = Figure(value=None, ci_low=None, ci_high=None)
 
 
-# --- statistics of paired columns a, b ------------------------------------------------------
+def _kappa(a, b, **kw) -> float:
+    from sklearn.metrics import cohen_kappa_score
+
+    return cohen_kappa_score(a, b, **kw)
 
 
-def exact(c: Columns) -> float:
-    return float(np.mean(np.isclose(c["a"], c["b"], atol=1e-6)))
-
-
-def mae(c: Columns) -> float:
-    return float(np.mean(np.abs(c["b"] - c["a"])))
-
-
-def bias(c: Columns) -> float:
-    return float(np.mean(c["b"] - c["a"]))
-
-
-def pearson(c: Columns) -> float:
-    return stats.pearsonr(c["a"], c["b"]).statistic
-
-
-def spearman(c: Columns) -> float:
-    return stats.spearmanr(c["a"], c["b"]).statistic
-
-
-def kendall(c: Columns) -> float:
-    return stats.kendalltau(c["a"], c["b"]).statistic
-
-
-def ccc(c: Columns) -> float:
+def _ccc(c: Columns) -> float:
     """Lin's concordance: agreement with the identity line (a shift or a scale lowers it, unlike Pearson)."""
     a, b = c["a"], c["b"]
     if np.ptp(a) == 0 or np.ptp(b) == 0:  # a constant side: no concordance to speak of (null, as Pearson)
         return math.nan
-    denominator = a.var() + b.var() + (a.mean() - b.mean()) ** 2
-    return 2 * np.mean((a - a.mean()) * (b - b.mean())) / denominator
+    return 2 * np.mean((a - a.mean()) * (b - b.mean())) / (a.var() + b.var() + (a.mean() - b.mean()) ** 2)
 
 
-def qwk(c: Columns) -> float:
-    """Quadratic-weighted kappa; categories: the grid positions (`ga`, `gb`) of the item scores."""
-    from sklearn.metrics import cohen_kappa_score
-
-    return cohen_kappa_score(c["ga"], c["gb"], labels=c["labels"], weights="quadratic")
-
-
-def kappa_pass(c: Columns) -> float:
-    from sklearn.metrics import cohen_kappa_score
-
-    return cohen_kappa_score(c["a"] >= PASS_MARK, c["b"] >= PASS_MARK, labels=[False, True])
-
-
-def ranking_tau(c: Columns) -> float:
+def _ranking_tau(c: Columns) -> float:
     """Kendall tau between the models' mean exam scores under A and under B."""
-    models = c["model"]
-    present = np.unique(models)
+    present = np.unique(c["model"])
     if present.size < MIN_RANKED:
         return math.nan
-    count = np.bincount(models)[present]
-    mean_a = np.bincount(models, weights=c["a"])[present] / count
-    mean_b = np.bincount(models, weights=c["b"])[present] / count
-    return stats.kendalltau(mean_a, mean_b).statistic
+    count = np.bincount(c["model"])[present]
+    means = [np.bincount(c["model"], weights=c[side])[present] / count for side in ("a", "b")]
+    return stats.kendalltau(*means).statistic
 
 
-def alpha(c: Columns) -> float:
+def _alpha(c: Columns) -> float:
     """Krippendorff's alpha (interval) over the units' rows; NaN marks a source that lacks a unit."""
     import krippendorff
 
@@ -110,49 +59,52 @@ def alpha(c: Columns) -> float:
     return krippendorff.alpha(reliability_data=m.T, level_of_measurement="interval")
 
 
-NEEDS_VARIANCE = {pearson, spearman, kendall}
-ONE_IS_ENOUGH = {exact, mae, bias}  # the others compare two values or more (n = 1 is never 0 or 1)
+STATS = {  # name -> statistic of the columns; a figure's name ends with its statistic's ("exam.ccc")
+    "exact": lambda c: np.mean(np.isclose(c["a"], c["b"], atol=1e-6)),
+    "mae": lambda c: np.mean(np.abs(c["b"] - c["a"])),
+    "bias": lambda c: np.mean(c["b"] - c["a"]),
+    "pearson": lambda c: stats.pearsonr(c["a"], c["b"]).statistic,
+    "spearman": lambda c: stats.spearmanr(c["a"], c["b"]).statistic,
+    "kendall": lambda c: stats.kendalltau(c["a"], c["b"]).statistic,
+    "ccc": _ccc,
+    # quadratic-weighted kappa; its categories are the item scores' grid positions (`ga`, `gb`)
+    "qwk": lambda c: _kappa(c["ga"], c["gb"], labels=c["labels"], weights="quadratic"),
+    "kappa_pass": lambda c: _kappa(c["a"] >= PASS_MARK, c["b"] >= PASS_MARK, labels=[False, True]),
+    "ranking_tau": _ranking_tau,
+    "alpha": _alpha,
+}
+UNDEFINED = {  # why a statistic is null, beyond too few values or a constant side
+    "kappa_pass": "every exam has the same verdict on both sides (kappa is 0/0)",
+    "ranking_tau": "the models' mean exam scores tie on one side",
+    "qwk": "every item score is the same category on both sides (kappa is 0/0)",
+}
 
 
-# --- the figure: value, interval, and why not ------------------------------------------------
-
-
-def _why_undefined(stat: Stat, cols: Columns) -> str:
+def _why_undefined(stat: str, cols: Columns) -> str:
     n = len(cols["exam"])
     if n < 2:
         return f"{n} value{'s' if n != 1 else ''}: too few"
-    if stat in NEEDS_VARIANCE or stat is ccc:
-        flat = [side for side in ("a", "b") if np.ptp(cols[side]) == 0]
-        if flat:
-            return f"side {' and '.join(s.upper() for s in flat)} is constant"
-    if stat is kappa_pass:
-        return "every exam has the same verdict on both sides (kappa is 0/0)"
-    if stat is ranking_tau:
-        return "the models' mean exam scores tie on one side"
-    if stat is qwk:
-        return "every item score is the same category on both sides (kappa is 0/0)"
-    return "undefined on these data"
+    variance = stat in ("pearson", "spearman", "kendall", "ccc")
+    if variance and (flat := [side.upper() for side in ("a", "b") if np.ptp(cols[side]) == 0]):
+        return f"side {' and '.join(flat)} is constant"
+    return UNDEFINED.get(stat, "undefined on these data")
 
 
-def figure(
-    name: str,
-    stat: Stat,
-    cols: Columns,
-    notes: list[str],
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> Figure:
-    """`stat` on `cols` with its interval; null (and a note saying why) where it cannot be computed."""
+def figure(name: str, cols: Columns, notes: list[str], stat: str = "", **boot) -> dict:
+    """The figure `name` (of the statistic `stat`, else the one its name ends with: "exam.ccc") on
+    `cols` with its interval (`boot`: its resamples and seed), as Figure's keys; null, and a note
+    saying why, where it cannot be computed. One pair is enough for exact, mae and bias, not others."""
+    stat = stat or name.rpartition(".")[2]
     n = len(cols["exam"])
-    value = quiet(stat, cols) if n >= (1 if stat in ONE_IS_ENOUGH else 2) else math.nan
+    value = quiet(STATS[stat], cols) if n >= (1 if stat in ("exact", "mae", "bias") else 2) else math.nan
     if not math.isfinite(value):
         notes.append(f"{name}: null: {_why_undefined(stat, cols)}")
-        return NULL
-    low, high, why = bootstrap_interval(stat, cols, resamples=resamples, seed=seed)
+        return NULL.model_dump()
+    boot = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED} | boot
+    low, high, why = bootstrap_interval(STATS[stat], cols, **boot)
     if why:
         notes.append(f"{name}: {why}")
-    return Figure(value=value, ci_low=low, ci_high=high)
+    return {"value": value, "ci_low": low, "ci_high": high}
 
 
 def columns(rows: list[dict], *names: str) -> Columns:
@@ -161,7 +113,7 @@ def columns(rows: list[dict], *names: str) -> Columns:
     for name in names:
         values = [r[name] for r in rows]
         if name in ("exam", "model"):
-            _, codes = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+            codes = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)[1]
             out[name] = codes.astype(int)
         else:
             out[name] = np.asarray(values, dtype=float)
