@@ -26,71 +26,74 @@ Usage:
     OAB_JUDGE_MODEL=openai/gpt-5.2 \\
     lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
 
-lighteval names a task in its printed table `oab_bench:0` (and in the results JSON
-`oab_bench|0`): the `0` is the number of few-shot examples, not a version or a subset.
-
-Tasks: `oab_bench` (all questions), `oab_bench:<area>` (penal, civil, ...), and
-`oab_bench:<edition>` (39 ... 44). The judge is configured by OAB_JUDGE_MODEL,
-OAB_JUDGE_API_BASE, OAB_JUDGE_API_KEY (else the provider's usual variable),
-OAB_JUDGE_MODE (structured|legacy), OAB_JUDGE_CONCURRENCY, OAB_JUDGE_CACHE.
-
-Prompt: the exam's rules are the system message; one user message holds the
-statement and every item, labelled with its value, and asks for all answers in one
-reply, like the exam's answer sheet. Upstream instead asks item B in a second turn of
-the same conversation, after the model has answered A.
+Tasks: `oab_bench` (all questions), `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>`
+(39 ... 44). The judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`),
+OAB_JUDGE_API_KEY (else the provider's usual variable), OAB_JUDGE_CACHE. The exam's rules are the
+system message; one user message holds the statement and every item with its value.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 
-os.environ.setdefault(
-    "LITELLM_LOCAL_MODEL_COST_MAP", "True"
-)  # before lighteval imports litellm (oab_bench/__init__.py)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before lighteval imports litellm
 
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
 from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
 from oab_bench.dataset_builder.resolve import resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
-from oab_bench.judge.generation import lighteval_compat
-from oab_bench.judge.generation.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
-from oab_bench.judge.grading.lighteval_judge import check_store_from_env, judge_responses, settings_from_env
-
-logger = logging.getLogger(__name__)
+from oab_bench.judge.dataset import DATASET_ENV, advised
+from oab_bench.judge.generation import lighteval_compat, task_run
+from oab_bench.judge.generation.task_prompt import candidate_prompt
+from oab_bench.judge.grading import lighteval_judge
+from oab_bench.keyed_store import StoreError
 
 TASK = "oab_bench"
 DEFAULT_DATASET = UPSTREAM_DATASET
 SYSTEM_KEY = "oab_system_prompt"
+REFUSED = "the candidate's server refused the request, so the run stopped: "
 
 
 def dataset_given() -> tuple[str, str]:
     """(the dataset asked for, where it came from): OAB_BENCH_DATASET, else upstream's Hub id."""
-    given = os.environ.get("OAB_BENCH_DATASET")
-    return (given, "OAB_BENCH_DATASET") if given else (DEFAULT_DATASET, "the task's default dataset")
+    given = os.environ.get(DATASET_ENV, "").strip()
+    return (given, DATASET_ENV) if given else (DEFAULT_DATASET, "the task's default dataset")
 
 
 @functools.cache
 def dataset_path() -> str:
-    """What lighteval loads: always a folder on disk (lighteval takes a relative path for a Hub id):
-    our built layout as given, the cached build of upstream's raw layout, or a Hub dataset resolved
-    (`oab-bench run` passes the folder it resolved). Resolved when lighteval builds a task to run."""
-    return resolve_dataset(*dataset_given())
+    """What lighteval loads: always a folder on disk (it takes a relative path for a Hub id), resolved
+    when lighteval builds a task to run; a dataset that cannot be had is one line naming the variable."""
+    try:
+        return resolve_dataset(*dataset_given())
+    except SourceError as e:
+        raise SystemExit(f"oab_bench: error: {advised(e, 'lighteval')}") from None
+
+
+def prepare(task) -> None:
+    """Our task, as lighteval builds it to run: `oab-bench run`'s dataset and answer budget, or the
+    plain CLI's (OAB_BENCH_DATASET; 8192 tokens)."""
+    run = task_run.RUN
+    task.dataset_path = run.dataset if run else dataset_path()
+    task.generation_size = run.max_new_tokens if run else 8192
 
 
 def check_judge_configured() -> None:
-    """The judge's settings and cache, checked when lighteval prepares an evaluation of our documents:
-    after browsing (`lighteval tasks inspect`, `tasks dump`: no judge needed), before any answer is
-    generated (and paid for) only to stay unjudged."""
-    settings_from_env()
-    check_store_from_env()
+    """When lighteval prepares an evaluation of our documents (never while they are browsed): the
+    plain CLI's judge is usable, one line and a non-zero exit if not (the run checked its own)."""
+    if task_run.RUN is None:
+        try:
+            lighteval_judge.check_env()
+        except (lighteval_judge.JudgeNotConfigured, StoreError, ValueError) as e:
+            raise SystemExit(f"oab_bench: error: {e}") from None
 
 
 def oab_prompt(line: dict, task_name: str = "") -> Doc:
@@ -106,7 +109,7 @@ def oab_prompt(line: dict, task_name: str = "") -> Doc:
 
 
 lighteval_compat.install(
-    task=TASK, system_key=SYSTEM_KEY, before_evaluating=check_judge_configured, dataset=dataset_path
+    task=TASK, system_key=SYSTEM_KEY, prepare=prepare, before_evaluating=check_judge_configured
 )
 
 
@@ -114,9 +117,17 @@ class OabJudge(SampleLevelComputation):
     """Grade a task's answers in one batch with our judge (never lighteval's JudgeLLM)."""
 
     def compute(self, responses, docs, **kwargs) -> list[dict]:
+        if task_run.REFUSED and task_run.RUN is None:  # the plain CLI: one line, nothing judged
+            raise SystemExit(f"oab_bench: error: {REFUSED}{task_run.REFUSED[0]}")
         rows = [QuestionRow.model_validate(doc.specific["row"]) for doc in docs]
-        answers = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
-        return judge_responses(rows, answers)
+        texts = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
+        run = task_run.RUN
+        judge = run.judge if run else lighteval_judge.judge_from_env()
+        candidate = run.candidate if run else "candidate"
+        judgments = lighteval_judge.judge_answers(judge, rows, texts, candidate, task_run.STOPPING)
+        if run:
+            run.judged.extend(judgments)
+        return [j.sample() for j in judgments]
 
 
 def corpus_figures(values: list[dict]) -> dict[str, float]:
@@ -139,9 +150,8 @@ def _keep(field: str, value, line: dict) -> bool:
 
 
 class _TaskConfig(LightevalTaskConfig):
-    """`hf_repo` is the dataset as given: importing or listing the tasks (`lighteval tasks dump`), or
-    `oab-bench run` reading their filters, resolves, fetches and builds nothing. The folder lighteval
-    loads, `dataset_path()`, is resolved when it builds one of these tasks to run (lighteval_compat)."""
+    """`hf_repo` is the dataset as given: importing or listing the tasks (`lighteval tasks dump`)
+    resolves, fetches and builds nothing (lighteval_compat sets the folder when a task is built)."""
 
     @property
     def hf_repo(self) -> str:
@@ -156,14 +166,14 @@ def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
     return _TaskConfig(
         name=name,
         prompt_function=oab_prompt,
-        hf_repo=DEFAULT_DATASET,  # read as the given dataset (dataset_given)
+        hf_repo=DEFAULT_DATASET,
         hf_subset="default",
         hf_filter=hf_filter,
         hf_avail_splits=["test"],
         evaluation_splits=["test"],
         few_shots_split=None,
         few_shots_select=None,
-        generation_size=int(os.environ.get("OAB_BENCH_GENERATION_SIZE", "8192")),
+        generation_size=8192,
         stop_sequence=[],
         metrics=[oab_judge],
         version=1,

@@ -1,4 +1,9 @@
-"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly)."""
+"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly).
+
+Each entry point names its own knob when no dataset can be had: `oab-bench`'s `--dataset`, the
+plain lighteval CLI's `OAB_BENCH_DATASET`, `make run`'s `DATA=` (`OAB_BENCH_ENTRY=make`); another
+entry point adds its line to ADVICE.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,19 @@ import argparse
 import fnmatch
 import os
 
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
-from oab_bench.dataset_builder.resolve import resolve_dataset
+from oab_bench.dataset_builder.resolve import INSTEAD, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 
 DATASET_ENV = "OAB_BENCH_DATASET"
+ENTRY_ENV = "OAB_BENCH_ENTRY"  # set by the Makefile's `run` target: advice names make's variables
+UPSTREAM_FILES = "upstream's files (question.jsonl and reference_answer/, e.g. a clone of github.com/maritaca-ai/oab-bench)"
+ADVICE = {
+    "oab-bench": INSTEAD,
+    "make": f"pass DATA=FOLDER to make run: {UPSTREAM_FILES}",
+    "lighteval": f"set {DATASET_ENV}=FOLDER: a folder made by `oab-bench build`, or {UPSTREAM_FILES}",
+}
 
 
 def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
@@ -21,6 +34,12 @@ def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
     if os.environ.get(DATASET_ENV, "").strip():
         return os.environ[DATASET_ENV].strip(), DATASET_ENV
     return UPSTREAM_DATASET, "--dataset (default)"
+
+
+def advised(error: SourceError, entry: str) -> str:
+    """The error's line with the advice of the entry point the user typed (`oab-bench` unless
+    OAB_BENCH_ENTRY names another)."""
+    return str(error).replace(INSTEAD, ADVICE[os.environ.get(ENTRY_ENV) or entry])
 
 
 def load_rows(

@@ -1,15 +1,16 @@
-"""`oab-bench run`: generate with lighteval's litellm backend, judge, score (judge/generation/run.py)."""
+"""`oab-bench run`: generate with lighteval's litellm backend, judge, score (judge/generation/run.py).
+Its arguments become one RunSettings here, once; every step of the run takes that object."""
 
 from __future__ import annotations
 
 import argparse
 import os
 
-from oab_bench.judge.generation.defaults import (
+from oab_bench.judge.generation.run_settings import (
     API_CONCURRENCY,
     DEFAULT_MAX_MODEL_LENGTH,
     LOCAL_CONCURRENCY,
-    VALUE_FLAGS,
+    RunSettings,
 )
 from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
 from oab_bench.judge.panel.option import add_panel_argument
@@ -22,20 +23,15 @@ HELP = "generate with lighteval (litellm backend), judge, score"
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.generation.run import run
 
-    return run(args)
+    return run(RunSettings.from_args(args))
 
 
 def join_flag_values(argv: list[str]) -> list[str]:
     """`--vllm-args "--enforce-eager"`: argparse takes a value that starts with "--" and has no
     space for another flag; joined as `--vllm-args=--enforce-eager` it is a value."""
-    out, i = [], 0
-    while i < len(argv):
-        if argv[i] in VALUE_FLAGS and i + 1 < len(argv):
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-        else:
-            out.append(argv[i])
-            i += 1
+    out: list[str] = []
+    for arg in argv:
+        out.append(f"{out.pop()}={arg}" if out and out[-1] in ("--vllm-args", "--judge-vllm-args") else arg)
     return out
 
 

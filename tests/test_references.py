@@ -177,8 +177,7 @@ def test_an_edition_the_dataset_lacks_fails_listing_those_it_has(stub, tmp_path,
 
 
 def test_an_area_the_dataset_lacks_fails_listing_those_it_has():
-    from oab_bench.judge.generation.preflight import PreflightError
-    from oab_bench.judge.generation.references import check_task_rows
+    from oab_bench.judge.generation.run_checks import PreflightError, check_task_rows
     from tests.probe_rows import made_up
 
     rows = [made_up(90, "civil", n) for n in range(5)]

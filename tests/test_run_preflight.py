@@ -7,7 +7,7 @@ import time
 import pytest
 
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.generation.preflight import check_tasks, task_names
+from oab_bench.judge.generation.run_settings import check_tasks, task_names
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.scripts.cli import build_parser, main
