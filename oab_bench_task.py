@@ -3,15 +3,13 @@ name:
 OAB-Bench
 
 dataset:
-$OAB_BENCH_DATASET (default: upstream's maritaca-ai/oab-bench): a Hub id or a folder, either
-in upstream's raw layout (built here on the fly with the checked-in errata and cached under the
-Hugging Face cache, one log line says so) or made by `oab-bench build`
+$OAB_BENCH_DATASET (default: upstream's maritaca-ai/oab-bench): a Hub id or a folder, in upstream's
+raw layout (built here on the fly, cached under the Hugging Face cache) or made by `oab-bench build`
 
 abstract:
-Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça
-prático-profissional, 5.00 points) and four discursive questions of two items each
-(1.25 points per question). An LLM judge grades each answer item by item against the
-official score table; code adds the scores; an exam passes at 6.00 of 10.00.
+Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça prático-profissional,
+5.00 points) and four discursive questions of two items (1.25 points each). An LLM judge grades each
+answer item by item against the official score table; code adds the scores; 6.00 of 10.00 passes.
 
 languages:
 portuguese
@@ -22,14 +20,11 @@ legal, generation, llm-as-a-judge, rubric
 paper:
 https://arxiv.org/abs/2504.21202
 
-Usage:
-    OAB_JUDGE_MODEL=openai/gpt-5.2 \\
-    lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
-
-Tasks: `oab_bench` (all questions), `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>`
-(39 ... 44). The judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`),
-OAB_JUDGE_API_KEY (else the provider's usual variable), OAB_JUDGE_CACHE. The exam's rules are the
-system message; one user message holds the statement and every item with its value.
+Usage: OAB_JUDGE_MODEL=openai/gpt-5.2 lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
+Tasks: `oab_bench`, `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>` (39 ... 44). The
+judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`), OAB_JUDGE_API_KEY (else the
+provider's variable), OAB_JUDGE_CACHE. The exam's rules are the system message; one user message
+holds the statement and every item with its value.
 """
 
 from __future__ import annotations
@@ -79,11 +74,9 @@ def dataset_path() -> str:
 
 
 def prepare(task) -> None:
-    """Our task, as lighteval builds it to run: `oab-bench run`'s dataset and answer budget, or the
-    plain CLI's (OAB_BENCH_DATASET; 8192 tokens)."""
-    run = task_run.RUN
-    task.dataset_path = run.dataset if run else dataset_path()
-    task.generation_size = run.max_new_tokens if run else 8192
+    """Our task, as lighteval builds it to run: the folder of `oab-bench run`'s dataset, or of the
+    plain CLI's (OAB_BENCH_DATASET)."""
+    task.dataset_path = task_run.RUN.dataset if task_run.RUN else dataset_path()
 
 
 def check_judge_configured() -> None:
@@ -150,38 +143,31 @@ def _keep(field: str, value, line: dict) -> bool:
 
 
 class _TaskConfig(LightevalTaskConfig):
-    """`hf_repo` is the dataset as given: importing or listing the tasks (`lighteval tasks dump`)
-    resolves, fetches and builds nothing (lighteval_compat sets the folder when a task is built)."""
+    """The dataset and the answer budget are `oab-bench run`'s, else the plain CLI's: `hf_repo` is the
+    dataset as given, so importing or listing the tasks (`lighteval tasks dump`) resolves, fetches
+    and builds nothing (`prepare` sets the folder when lighteval builds a task to run)."""
 
-    @property
-    def hf_repo(self) -> str:
-        return dataset_given()[0]
-
-    @hf_repo.setter
-    def hf_repo(self, value: str) -> None:
-        pass  # always the given dataset
-
-
-def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
-    return _TaskConfig(
-        name=name,
-        prompt_function=oab_prompt,
-        hf_repo=DEFAULT_DATASET,
-        hf_subset="default",
-        hf_filter=hf_filter,
-        hf_avail_splits=["test"],
-        evaluation_splits=["test"],
-        few_shots_split=None,
-        few_shots_select=None,
-        generation_size=8192,
-        stop_sequence=[],
-        metrics=[oab_judge],
-        version=1,
+    hf_repo = property(
+        lambda self: task_run.RUN.dataset if task_run.RUN else dataset_given()[0], lambda *_: None
+    )
+    generation_size = property(
+        lambda self: task_run.RUN.max_new_tokens if task_run.RUN else 8192, lambda *_: None
     )
 
 
+COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
+COMMON |= dict(
+    hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None, few_shots_select=None
+)
+COMMON |= dict(generation_size=8192, stop_sequence=[], metrics=[oab_judge])
 TASKS_TABLE = [
-    _task(TASK),
-    *(_task(f"{TASK}:{area}", functools.partial(_keep, "area", area)) for area in AREAS),
-    *(_task(f"{TASK}:{edition}", functools.partial(_keep, "edition", edition)) for edition in EDITIONS),
+    _TaskConfig(name=TASK, **COMMON),
+    *(
+        _TaskConfig(name=f"{TASK}:{a}", hf_filter=functools.partial(_keep, "area", a), **COMMON)
+        for a in AREAS
+    ),
+    *(
+        _TaskConfig(name=f"{TASK}:{e}", hf_filter=functools.partial(_keep, "edition", e), **COMMON)
+        for e in EDITIONS
+    ),
 ]

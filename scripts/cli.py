@@ -13,18 +13,7 @@ import sys
 from pathlib import Path
 
 COMMANDS = (
-    "build",
-    "push",
-    "run",
-    "judge",
-    "probe",
-    "leaderboard",
-    "compare",
-    "report",
-    "agreement",
-    "judge-sweep",
-    "export",
-    "push-results",
+    "build push run judge probe leaderboard compare report agreement judge-sweep export push-results".split()
 )
 INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
 OUTPUT_ARGS = ("output", "plot")  # what a command writes
@@ -119,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     from oab_bench.judge.redact import redact
 
     args = build_parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else [str(a) for a in argv]  # as typed: `run`'s resume line
     try:
         with signals_as_ctrl_c():
             check_output_is_not_an_input(args)

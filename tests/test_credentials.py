@@ -162,10 +162,10 @@ def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
     """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
     candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
     judge's own key was trimmed, the provider variables the candidate uses were not."""
-    from oab_bench.judge.generation import lighteval_run
+    from oab_bench.judge.generation import run as run_module
 
     server = stub()
-    monkeypatch.setattr(lighteval_run, "evaluate", lambda *a, **k: [])  # stop where lighteval would start
+    monkeypatch.setattr(run_module, "evaluate", lambda *a: ([], {}))  # stop where lighteval would start
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]

@@ -213,11 +213,11 @@ def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_data
     """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
     before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
     from oab_bench.conventions import RUN_MARKER, SUMMARY_FILE
-    from oab_bench.judge.generation import lighteval_run
+    from oab_bench.judge.generation import run as run_module
 
     server = stub()
     started = []
-    monkeypatch.setattr(lighteval_run, "evaluate", lambda *a, **k: started.append(1) or [])
+    monkeypatch.setattr(run_module, "evaluate", lambda *a: started.append(1) or ([], {}))
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac"), "--no-check-call"]

@@ -71,7 +71,8 @@ def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
         doc = task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
         assert doc.specific[task_module.SYSTEM_KEY] == rows[0].system_prompt
         with pytest.raises(  # one line under lighteval's CLI, no traceback (SystemExit's message)
-            SystemExit, match=r"^oab_bench: error: OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge"
+            SystemExit,
+            match=r"^oab_bench: error: OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge",
         ):
             evaluation_docs("oab_bench:39")
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")

@@ -1,29 +1,30 @@
 """Every workaround for lighteval 0.13 in one place, each naming the defect it works around
-(docs/lighteval-and-vllm.md lists them); the only module that reaches into lighteval's and
-litellm's internals. `install` warns when the installed lighteval is not the version they were
-written for, and limits every patch to our task; `install` runs once per process.
+(docs/lighteval-and-vllm.md lists them): the only module that reaches into lighteval's and litellm's
+internals. `install` runs once per process, warns when lighteval is not the version the patches were
+written for, and limits each to our task:
 
 - no per-document system message: the exam's rules become one (`PromptManager`);
 - a task name that is also a prefix (`oab_bench`) expands to every `oab_bench:*` task too;
-- no hook for "an evaluation of this task starts": the task's own check runs when the pipeline
-  prepares our documents (`LightevalTask.get_docs`), never while they are browsed;
-- a task's dataset and answer budget are fixed when its module is imported: ours are set when
-  lighteval builds the task to run it (`LightevalTask.__init__`);
+- no hook for "an evaluation starts": the task's check runs when the pipeline prepares our documents
+  (`LightevalTask.get_docs`), never while they are browsed;
+- a task's dataset is fixed when its module is imported: ours is set when lighteval builds the task;
 - warnings no user can act on: few-shot examples from evaluation data for a zero-shot task, the
   dataset splits its own litellm client asks for;
 - a litellm response cache whose hits crash inside litellm (the run then returns empty answers);
-- candidate requests carrying both `max_tokens` and `max_completion_tokens`, and `stop: []`;
-- every failed call retried 8 times, backing off to a minute: a permanent error (401, 403, 404, a
-  hopeless 400) stops the run instead, and once stopping no new call starts;
+- candidate requests with both `max_tokens` and `max_completion_tokens`, and `stop: []`;
+- every failed call retried 8 times, backing off to a minute, and its error dropped: a permanent one
+  (401, 403, 404, a hopeless 400) stops the run, once stopping no call starts, and the last error of
+  each question is kept (task_run.ERRORS);
 - one call per document (`__call_api`): the answer store serves what it holds, keeps what is new;
-- with custom tasks, the registry still imports ~660 built-in tasks (a download of nltk's punkt,
-  a deprecated Hub call): `oab-bench run` loads only ours (`load_only_custom_tasks`).
+- with custom tasks, the registry still imports ~660 built-in tasks (a download of nltk's punkt, a
+  deprecated Hub call): `oab-bench run` loads only ours (`load_only_custom_tasks`).
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.metadata
+import importlib.util
 import logging
 import threading
 import warnings
@@ -41,12 +42,9 @@ _INSTALLED: list[str] = []
 def ensure_offline_safe() -> Path | None:
     """lighteval's registry imports its built-in tasks on every plain CLI run, and tiny_benchmarks
     downloads a pickle at import when its file is missing (a crash offline): an empty one stops it."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("lighteval")
-    if spec is None or not spec.submodule_search_locations:
+    if (spec := importlib.util.find_spec("lighteval")) is None:
         return None
-    pkl = Path(next(iter(spec.submodule_search_locations))) / "tasks" / "tasks" / "tinyBenchmarks.pkl"
+    pkl = Path(next(iter(spec.submodule_search_locations))) / "tasks/tasks/tinyBenchmarks.pkl"
     try:
         pkl.touch(exist_ok=True)
     except OSError:
@@ -65,17 +63,12 @@ def check_version() -> str:
     return version
 
 
-def ours(task, name: str) -> bool:
-    task_name = getattr(task, "name", "")
-    return task_name == name or task_name.startswith(f"{name}:")
-
-
 def install(
     *, task: str, system_key: str, prepare: Callable | None = None, before_evaluating: Callable | None = None
-) -> None:
+):
     """The patches for `task`, whose documents carry their system prompt under `system_key`;
-    `prepare(lighteval_task)` sets our task's dataset folder and answer budget when lighteval builds
-    it; `before_evaluating()` runs once an evaluation has our documents, before any model call."""
+    `prepare(lighteval_task)` sets our task's dataset folder when lighteval builds it to run;
+    `before_evaluating()` runs once an evaluation has our documents, before any model call."""
     import litellm
     from lighteval.models.endpoints import litellm_model
     from lighteval.tasks.lighteval_task import LightevalTask
@@ -87,28 +80,24 @@ def install(
     _INSTALLED.append(task)
     check_version()
     litellm.cache = None
+    chat_template, expand = PromptManager._prepare_chat_template, Registry._expand_task_definition
+    init, get_docs = LightevalTask.__init__, LightevalTask.get_docs
+    first_split = LightevalTask.get_first_possible_fewshot_splits
 
-    chat_template = PromptManager._prepare_chat_template
+    def ours(lighteval_task) -> bool:
+        name = getattr(lighteval_task, "name", "")
+        return name == task or name.startswith(f"{task}:")
 
     def prepare_chat_template(self, doc, tokenize: bool = True):
-        rules = (doc.specific or {}).get(system_key)
-        if rules is None:
+        if (rules := (doc.specific or {}).get(system_key)) is None:
             return chat_template(self, doc, tokenize)
         manager = copy.copy(self)  # no shared state: prompts are built from several threads
         manager.system_prompt = f"{self.system_prompt}\n\n{rules}" if self.system_prompt else rules
         return chat_template(manager, doc, tokenize)
 
-    PromptManager._prepare_chat_template = prepare_chat_template
-
-    expand = Registry._expand_task_definition
-    Registry._expand_task_definition = lambda self, name: [name] if name == task else expand(self, name)
-
-    init, get_docs = LightevalTask.__init__, LightevalTask.get_docs
-    first_split = LightevalTask.get_first_possible_fewshot_splits
-
     def init_task(self, config, *args, **kwargs):
         init(self, config, *args, **kwargs)
-        if prepare is not None and ours(self, task):
+        if prepare is not None and ours(self):
             prepare(self)
 
     def get_our_docs(self, max_samples: int | None = None):
@@ -117,14 +106,14 @@ def install(
             before_evaluating()
         return docs
 
-    LightevalTask.__init__ = init_task
-    LightevalTask.get_docs = get_our_docs
-    LightevalTask.get_first_possible_fewshot_splits = lambda self, splits: (
-        None if ours(self, task) else first_split(self, splits)
+    PromptManager._prepare_chat_template = prepare_chat_template
+    Registry._expand_task_definition = lambda self, name: [name] if name == task else expand(self, name)
+    LightevalTask.__init__, LightevalTask.get_docs = init_task, get_our_docs
+    LightevalTask.get_first_possible_fewshot_splits = lambda self, s: (
+        None if ours(self) else first_split(self, s)
     )
-    logging.getLogger("lighteval.data").addFilter(
-        lambda r: not r.getMessage().startswith("You cannot select the number of dataset splits")
-    )
+    not_ours = "You cannot select the number of dataset splits"
+    logging.getLogger("lighteval.data").addFilter(lambda r: not r.getMessage().startswith(not_ours))
     _guard_candidate_calls(litellm, litellm_model)
 
 
@@ -133,8 +122,7 @@ def request_shape(kwargs: dict) -> dict:
     renames it `max_completion_tokens` for OpenAI's reasoning models and maps it for Anthropic,
     Gemini and the rest; lighteval's generation setting wins), and no empty `stop` list."""
     shaped = dict(kwargs)
-    limit = shaped.pop("max_completion_tokens", None)
-    if limit is not None:
+    if (limit := shaped.pop("max_completion_tokens", None)) is not None:
         shaped["max_tokens"] = limit
     if not shaped.get("stop"):
         shaped.pop("stop", None)
@@ -142,57 +130,32 @@ def request_shape(kwargs: dict) -> dict:
 
 
 def _guard_candidate_calls(litellm, litellm_model) -> None:
-    """lighteval's client calls `litellm.completion` once per attempt, inside `__call_api` (one
-    document: prompt built, retries around it). Around that call: the answer store first; stopping,
-    no call at all. Inside it: the request shaped, and a permanent error, or any attempt once
-    stopping, raised as a BadRequestError, the one error lighteval retries without sleeping."""
+    """lighteval's client calls `litellm.completion` once per attempt inside `__call_api` (one
+    document, retries around it). Around that: the answer store, and no call at all once stopping.
+    Inside it: the request shaped, its error kept; a permanent error, or any attempt once stopping,
+    is raised as a BadRequestError, the one error lighteval gives up on without sleeping."""
+    from oab_bench.judge.generation.answer_store import StoredAnswer, answer_key, generation_settings
     from oab_bench.judge.grading.client import permanent
 
-    completion = litellm.completion
-    client = litellm_model.LiteLLMClient
+    completion, client = litellm.completion, litellm_model.LiteLLMClient
     call_api = client._LiteLLMClient__call_api
 
     def candidate_completion(*args, **kwargs):
         if not getattr(_CANDIDATE, "active", False):
             return completion(*args, **kwargs)
-        if task_run.STOPPING.is_set():
-            raise litellm.BadRequestError("oab_bench: stopping", kwargs.get("model", ""), "oab_bench")
-        try:
-            return completion(*args, **request_shape(kwargs))
-        except Exception as e:
-            if not permanent(e):
-                raise
-            status = getattr(e, "status_code", "")
-            task_run.REFUSED.append(redact(f"{type(e).__name__} ({status}): {e}".replace("\n", " "))[:2000])
-            task_run.STOPPING.set()
-            raise litellm.BadRequestError(
-                "oab_bench: stopping", kwargs.get("model", ""), "oab_bench"
-            ) from None
-
-    def stored_call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
-        from oab_bench.judge.generation.answer_store import StoredAnswer, answer_key, generation_settings
-
-        store = task_run.RUN.answers if task_run.RUN is not None else None
-        if store is None:
-            return ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
-        params = self.generation_parameters.model_dump(exclude_none=True)
-        generation = generation_settings(params, max_new_tokens, num_samples, stop_sequence)
-        key = answer_key(model=self.model, messages=prompt, generation=generation)
-        with store.claim(key):  # another run generating it: wait, then read it
-            stored = store.get(key)
-            if stored is not None:
-                return _response(stored)
-            response = ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
-            choices = getattr(response, "choices", None) or []
-            texts = [c.message.content or "" for c in choices]
-            reasonings = [getattr(c.message, "reasoning_content", None) for c in choices]
-            finish = [c.finish_reason for c in choices]
-            store.put(
-                StoredAnswer(
-                    key=key, model=self.model, texts=texts, reasonings=reasonings, finish_reasons=finish
-                )
-            )
-        return response
+        if not task_run.STOPPING.is_set():
+            try:
+                return completion(*args, **request_shape(kwargs))
+            except Exception as e:
+                said = redact(
+                    f"{type(e).__name__} ({getattr(e, 'status_code', '')}): {e}".replace("\n", " ")
+                )[:2000]
+                task_run.ERRORS[kwargs["messages"][-1]["content"]] = said
+                if not permanent(e):
+                    raise
+                task_run.REFUSED.append(said)
+                task_run.STOPPING.set()
+        raise litellm.BadRequestError("oab_bench: stopping", kwargs.get("model"), "oab_bench")
 
     def ask(self, *args):
         if task_run.STOPPING.is_set():  # the question stays unanswered
@@ -202,6 +165,27 @@ def _guard_candidate_calls(litellm, litellm_model) -> None:
             return call_api(self, *args)
         finally:
             _CANDIDATE.active = False
+
+    def stored_call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
+        if (store := task_run.RUN and task_run.RUN.answers) is None:
+            return ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
+        params = self.generation_parameters.model_dump(exclude_none=True)
+        generation = generation_settings(params, max_new_tokens, num_samples, stop_sequence)
+        key = answer_key(model=self.model, messages=prompt, generation=generation)
+        with store.claim(key):  # another run generating it: wait, then read it
+            if (stored := store.get(key)) is not None:
+                return _response(stored)
+            response = ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
+            choices = getattr(response, "choices", None) or []
+            texts = [c.message.content or "" for c in choices]
+            thoughts = [getattr(c.message, "reasoning_content", None) for c in choices]
+            finish = [c.finish_reason for c in choices]
+            store.put(
+                StoredAnswer(
+                    key=key, model=self.model, texts=texts, reasonings=thoughts, finish_reasons=finish
+                )
+            )
+        return response
 
     litellm.completion = candidate_completion
     client._LiteLLMClient__call_api = stored_call_api
@@ -222,8 +206,7 @@ def _response(stored):
 
 
 def load_only_custom_tasks() -> None:
-    """With custom tasks, the registry loads that module's tasks and no built-in one (`oab-bench
-    run`: no nltk download, no deprecated Hub call, seconds less)."""
+    """With custom tasks, the registry loads that module's tasks and no built-in one."""
     from lighteval.tasks.registry import Registry
 
     load_all = Registry.load_all_task_configs

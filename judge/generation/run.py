@@ -1,39 +1,45 @@
 """`oab-bench run`: every check first (run_checks.py), local vLLM servers if asked (vllm_server.py),
-lighteval's pipeline in this process (lighteval_run.py), then the summary, the leaderboard row,
-the report and the exit code.
+then lighteval's pipeline in this process (its public API, as `lighteval endpoint litellm` builds
+it, on the task file with only our tasks loaded), then the summary, the leaderboard row, the report
+and the exit code: lighteval 0.13 exits 0 even when every call failed, so the exit code is ours.
 
-lighteval 0.13 exits 0 even when every call failed, so the exit code is ours: non-zero, naming the
-questions, when an answer is empty or a judgment failed. Never pay twice: answers and judgments are
-kept in their stores, so a rerun or a resume pays only for what is missing. A signal becomes one
-"stopped" line (what was kept, the command that resumes) and the signal's exit code.
+The pipeline runs in a thread the main thread watches: a signal (only recorded, task_run.py), a
+local server that dies or a permanent error from the candidate stops it: no new call starts, those
+in flight finish and are stored within the grace period, and the run says why (a signal: what was
+kept and the command that resumes, exit 128 + its number). Each run gets a fresh lighteval response
+cache (0.13 keys it by model and task only and replays failed calls as empty answers); lighteval
+works in the output folder, so whatever it and litellm write lands there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
+import secrets
+import shutil
 import signal
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
+import yaml
+
 from oab_bench import folders
-from oab_bench.conventions import BATCH_FILE, JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, SUMMARY_FILE
-from oab_bench.judge.generation import lighteval_run, task_run
-from oab_bench.judge.generation.run_checks import (
-    RUN,
-    check_caches,
-    check_context,
-    check_keys,
-    check_output,
-    check_places,
-    check_remote,
-    resolve_references,
-    run_judge,
-    stored_state,
+from oab_bench.conventions import (
+    BATCH_FILE,
+    CHILD_STOP_GRACE_S,
+    JUDGMENTS_FILE,
+    PANEL_JUDGMENTS_FILE,
+    SUMMARY_FILE,
 )
+from oab_bench.judge.generation import run_checks as checks
+from oab_bench.judge.generation import task_run
+from oab_bench.judge.generation.run_checks import RUN, run_judge, stored_state
 from oab_bench.judge.generation.run_settings import RunSettings, selected_rows
 from oab_bench.judge.generation.vllm_server import start_local_servers
 from oab_bench.judge.grading.loop import Stopped
@@ -41,6 +47,11 @@ from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 
 __all__ = ["RUN", "run"]
+HUNG: list[bool] = []  # calls outlived the grace after a stop: the process exits without them
+
+
+class CandidateRefused(ValueError):
+    """The candidate's provider answered with a permanent error (401, 403, 404, a hopeless 400)."""
 
 
 def run(s: RunSettings) -> int:
@@ -49,28 +60,27 @@ def run(s: RunSettings) -> int:
         try:
             return steps(s, finished)
         except KeyboardInterrupt as e:
-            signame = e.signame if isinstance(e, Stopped) else "SIGINT"
+            name = e.signame if isinstance(e, Stopped) else "SIGINT"
             if finished:
                 print(
-                    f"oab-bench run: stopped ({signame}) after the run had finished: {finished[0]}",
+                    f"oab-bench run: stopped ({name}) after the run had finished: {finished[0]}",
                     file=sys.stderr,
                 )
             else:
                 print(
-                    f"oab-bench run: stopped ({signame}); {kept(s)}; resume with: {s.resume_command()}",
+                    f"oab-bench run: stopped ({name}); {kept(s)}; resume with: {s.resume_command()}",
                     file=sys.stderr,
                 )
-            code = 128 + signal.Signals[signame]
-            if lighteval_run.HUNG:  # calls that outlived the grace: they are not waited for
+            if HUNG:  # calls that outlived the grace are not waited for
                 sys.stderr.flush()
-                os._exit(code)
-            return code
+                os._exit(128 + signal.Signals[name])
+            return 128 + signal.Signals[name]
 
 
 def steps(s: RunSettings, finished: list[Path]) -> int:
-    check_keys()
-    check_places(s)
-    s = resolve_references(s)
+    checks.check_keys()
+    checks.check_places(s)
+    s = checks.resolve_references(s)
     task_run.checkpoint()
     panel = None
     if s.panel:  # fetched, read and checked before any call
@@ -79,20 +89,24 @@ def steps(s: RunSettings, finished: list[Path]) -> int:
         panel = prepare(s.panel, selected_rows(s), {s.model, s.litellm_model})
     if s.estimate:
         return estimate(s, panel)
-    check_output(s)
-    s = check_caches(s, panel)
-    check_remote(s, panel)  # before any local server loads
+    checks.check_output(s)
+    s = checks.check_caches(s, panel)
+    checks.check_remote(s, panel)  # before any local server loads
     task_run.checkpoint()
     folders.claim(s.output_dir, RUN)  # not before: a refused run leaves nothing behind
     with contextlib.ExitStack() as stack:  # local servers stop however the run ends
         s, servers = start_local_servers(s, stack)
-        s = check_context(s)
+        s = checks.check_context(s)
         task_run.checkpoint()
         for stale in (JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE):  # an earlier run's are not this one's
             (s.output_dir / stale).unlink(missing_ok=True)
         started = time.time()
-        judged = lighteval_run.evaluate(s, servers)
-        return summarize(s, judged, lighteval_run.newest_results(s.output_dir, started), panel, finished)
+        judged, errors = evaluate(s, servers)
+        found = [
+            p for p in (s.output_dir / "results").rglob("results_*.json") if p.stat().st_mtime >= started
+        ]
+        results = max(found, key=lambda p: p.stat().st_mtime, default=None)  # this run's, not an older one's
+        return summarize(s, judged, errors, results, panel, finished)
 
 
 def kept(s: RunSettings) -> str:
@@ -110,34 +124,130 @@ def kept(s: RunSettings) -> str:
 
 def estimate(s: RunSettings, panel) -> int:
     """`run --estimate`: the judging bill, stored answers judged as they are (their cached judgments
-    cost nothing), answers still to generate assumed of DEFAULT_ANSWER_TOKENS; writes nothing."""
+    cost nothing), answers still to generate assumed of DEFAULT_ANSWER_TOKENS; calls and writes nothing."""
     from oab_bench.judge.answers import Answer
     from oab_bench.judge.generation.answer_store import stored_texts
-    from oab_bench.judge.grading.estimate.core import (
-        DEFAULT_ANSWER_TOKENS,
-        estimate,
-        placeholder_pairs,
-        print_estimate,
-    )
+    from oab_bench.judge.grading.estimate import core
     from oab_bench.judge.grading.judgment_store import JudgmentStore
 
     rows, model = selected_rows(s), s.litellm_model
     texts = stored_texts(None if s.fresh_answers else s.answer_cache, model, s.generation(), rows)
     judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access="read"))
-    stored = [
+    pairs = [
         (r, Answer(model=model, question_id=r.question_id, turns=[t]))
         for r, t in zip(rows, texts, strict=True)
-        if t is not None
     ]
+    pairs = [(r, a) for r, a in pairs if a.turns[0] is not None]
     missing = [r for r, t in zip(rows, texts, strict=True) if t is None]
-    est = estimate(judge, stored + placeholder_pairs(missing, model, judge))
-    est.generations_cached, est.generations_to_pay = len(stored), len(missing)
-    note = f"Answers to generate assumed of {DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
+    est = core.estimate(judge, pairs + core.placeholder_pairs(missing, model, judge))
+    est.generations_cached, est.generations_to_pay = len(pairs), len(missing)
+    note = f"Answers to generate assumed of {core.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
     if panel is None:
-        return print_estimate(est, s.format, note)
+        return core.print_estimate(est, s.format, note)
     from oab_bench.judge.panel.estimate import print_with_panel
 
-    return print_with_panel(est, estimate(judge, panel[1]), panel[0], s.format, note)
+    return print_with_panel(est, core.estimate(judge, panel[1]), panel[0], s.format, note)
+
+
+def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
+    """lighteval's pipeline on the run's tasks: every judgment made, and the last error of each
+    candidate prompt that failed."""
+    from oab_bench.judge.generation.answer_store import AnswerStore
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+
+    judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access=s.cache_access))
+    answers = (
+        AnswerStore(s.answer_cache, read=not s.fresh_answers, access=s.cache_access)
+        if s.answer_cache
+        else None
+    )
+    run = task_run.TaskRun(s.dataset, s.max_new_tokens, judge, s.model, answers)
+    cache = s.output_dir / f".lighteval-cache-{secrets.token_hex(4)}"  # fresh: no replayed failures
+    cache.mkdir()  # (mkdtemp's 0700 would shut a teammate out of what a killed run leaves)
+    write_atomic(s.output_dir / "model_config.yaml", yaml.safe_dump(model_config(s, cache), sort_keys=False))
+    failed: list[BaseException] = []
+    worker = threading.Thread(target=lambda: pipeline(s, failed), name="oab-bench-lighteval", daemon=True)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(Redacted("[%(asctime)s] [%(levelname)8s]: %(message)s (%(filename)s:%(lineno)s)"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger("lighteval").setLevel(logging.INFO)
+    print(f"running: lighteval's pipeline on {', '.join(s.tasks)}, in this process", file=sys.stderr)
+    task_run.start(run)
+    try:
+        with contextlib.chdir(s.output_dir):
+            worker.start()
+            try:
+                while worker.is_alive() and not task_run.SIGNALLED and not task_run.REFUSED:
+                    for server in servers:
+                        server.check_alive()  # ServerError, with its log's last lines
+                    worker.join(0.2)
+            finally:
+                task_run.STOPPING.set()  # whatever still runs starts no new call
+                worker.join(CHILD_STOP_GRACE_S)
+                if worker.is_alive():
+                    HUNG.append(True)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        refused, errors = task_run.REFUSED[:1], dict(task_run.ERRORS)
+        task_run.start(None)
+        shutil.rmtree(cache, ignore_errors=True)
+    task_run.checkpoint()  # a signal: Stopped
+    if refused:
+        raise CandidateRefused(
+            f"the candidate's server refused the request, so the run stopped: {refused[0]}"
+        )
+    if failed and not isinstance(failed[0], Exception):
+        raise failed[0]
+    if failed:  # lighteval's own failure: its traceback, then no results (summarize says so, exit 1)
+        print(redact("".join(traceback.format_exception(failed[0]))), file=sys.stderr)
+    return run.judged, errors
+
+
+def pipeline(s: RunSettings, failed: list[BaseException]) -> None:
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.models.endpoints.litellm_model import LiteLLMModelConfig
+    from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+    from oab_bench.judge.generation.lighteval_compat import load_only_custom_tasks
+
+    try:
+        load_only_custom_tasks()
+        params = PipelineParameters(
+            ParallelismManager.NONE, custom_tasks_directory="oab_bench_task", max_samples=s.max_samples
+        )
+        tracker = EvaluationTracker(output_dir=str(s.output_dir), save_details=True)
+        config = LiteLLMModelConfig.from_path(str(s.output_dir / "model_config.yaml"))
+        run = Pipeline(",".join(f"{t}|0" for t in s.tasks), params, tracker, model_config=config)
+        run.evaluate()
+        run.save_and_push_results()
+    except BaseException as e:  # the main thread says what it was
+        failed.append(e)
+
+
+def model_config(s: RunSettings, cache: Path) -> dict:
+    """lighteval's model config (model_config.yaml): never an api_key from the environment (lighteval
+    copies it into the results JSON); a local server without one gets a dummy."""
+    params = {
+        "model_name": s.model,
+        "max_model_length": s.max_model_length,
+        "concurrent_requests": s.concurrency,
+    }
+    params |= {
+        "cache_dir": str(cache),
+        "api_max_retry": s.candidate_retries,
+        "api_retry_sleep": s.candidate_retry_sleep,
+    }
+    params |= {"timeout": s.candidate_timeout, "generation_parameters": s.generation_parameters()}
+    if s.api_base:
+        params["base_url"] = s.api_base
+        if s.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            params["api_key"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
+    return {"model_parameters": params}
+
+
+class Redacted(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def leaderboard(out: Path) -> tuple[str, list]:
@@ -153,39 +263,29 @@ def leaderboard(out: Path) -> tuple[str, list]:
     return render_markdown(tables, notes), tables
 
 
-def summarize(s: RunSettings, judged: list, results: Path | None, panel, finished: list[Path]) -> int:
-    """The summary (written whole, then the run counts as finished), the leaderboard row, the
-    report, and the exit code."""
+def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, panel, finished: list) -> int:
+    """The judgments and the summary written (whole or not at all; then the run counts as finished),
+    the leaderboard row, the report, and the exit code."""
     from oab_bench.judge.aggregate import QuestionResult, task_figures
+    from oab_bench.judge.grading.batch.state import BatchLog
     from oab_bench.judge.grading.runner import dump_jsonl
     from oab_bench.judge.records import total_cost
 
-    out = s.output_dir
+    out, say = s.output_dir, lambda line: print(f"oab-bench run: {line}", file=sys.stderr)
     if results is None or not judged:
-        print(f"oab-bench run: error: lighteval left no results or judgments in {out}", file=sys.stderr)
-        if s.judge.batch and batches_open(s.judge_cache):  # --judge-batch-wait ran out
-            print(
-                f"oab-bench run: the judge's batches go on running (recorded in {s.judge_cache / BATCH_FILE}); "
-                f"answers are kept: resume with: {s.resume_command()}",
-                file=sys.stderr,
+        say(f"error: lighteval left no results or judgments in {out}")
+        if (
+            s.judge.batch
+            and s.judge_cache
+            and (s.judge_cache / BATCH_FILE).is_file()
+            and BatchLog(s.judge_cache).open_keys()
+        ):
+            say(
+                f"the judge's batches go on running (recorded in {s.judge_cache / BATCH_FILE}); answers are kept: resume with: {s.resume_command()}"
             )
         return 1
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judged))
     records = [j.record() for j in judged]
-    panel_records = []
-    if panel is not None:
-        from oab_bench.judge.grading.batch.submit import BatchPending
-        from oab_bench.judge.panel.runs import judge_beside
-
-        try:
-            panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
-        except BatchPending as e:  # --judge-batch-wait ran out: the batches keep running
-            print(f"oab-bench run: the panel: {e}", file=sys.stderr)
-            print(
-                f"oab-bench run: answers and judgments are kept: resume with: {s.resume_command()}",
-                file=sys.stderr,
-            )
-            return 3
     figures = task_figures([QuestionResult.model_validate(j.sample()) for j in judged])
     empty = [j.question_id for j in judged if j.status == "no_answer"]
     failed = [
@@ -198,83 +298,61 @@ def summarize(s: RunSettings, judged: list, results: Path | None, panel, finishe
         "api_base": s.api_base,
         "judge_model": s.judge.judge_model,
         "results": str(results),
-        "figures": {k: None if math.isnan(v) else v for k, v in figures.items()},  # NaN: unknown
+    }
+    summary["figures"] = {k: None if math.isnan(v) else v for k, v in figures.items()}  # NaN: unknown
+    summary |= {
         "cost_usd_total": total_cost([j.cost_usd for j in judged]),
         "empty_answers": empty,
         "failed_judgments": failed,
     }
     board = None
-    if panel is not None:  # the panel's ranking goes into the summary: its leaderboard first
-        from oab_bench.judge.panel.runs import rank_line, ranking
+    if panel is not None:  # judged after the candidate, ranked beside it in the summary
+        from oab_bench.judge.grading.batch.submit import BatchPending
+        from oab_bench.judge.panel.runs import judge_beside, ranking
 
+        try:
+            panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
+        except BatchPending as e:  # --judge-batch-wait ran out: the batches keep running
+            say(f"the panel: {e}")
+            say(f"answers and judgments are kept: resume with: {s.resume_command()}")
+            return 3
         board, tables = leaderboard(out)
         summary["panel"] = ranking(tables, s.model, panel[0], out, panel_records)
         failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]
     task_run.checkpoint()  # a signal now: stopped, not finished
     write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False))
     finished.append(out / SUMMARY_FILE)
-    print(board if board is not None else leaderboard(out)[0])
-    print(
-        f"judge cost: {dollars(summary['figures']['cost_usd'])} this run, {dollars(summary['cost_usd_total'])} in all",
-        file=sys.stderr,
-    )
-    if panel is not None:
-        print(rank_line(summary["panel"], s.model), file=sys.stderr)
+    print(board or leaderboard(out)[0])
+    costs = (summary["figures"]["cost_usd"], summary["cost_usd_total"])
+    paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
+    print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)
     from oab_bench.judge.audit.write import write_run_report
     from oab_bench.judge.validity.jury_report import jury_lines
 
+    if panel is not None:
+        from oab_bench.judge.panel.runs import rank_line
+
+        print(rank_line(summary["panel"], s.model), file=sys.stderr)
     for line in jury_lines(records):  # a jury: its members' costs and agreement
         print(line, file=sys.stderr)
     write_run_report(out, s.dataset)  # report.html: never fails the run
     print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
     task_run.checkpoint()
     if empty:
-        print(
-            f"oab-bench run: {len(empty)} empty answers (failed generations?): {', '.join(empty)}",
-            file=sys.stderr,
-        )
-        if s.api_base:
-            print(f"oab-bench run: {empty[0]}: {why_empty(s, empty[0])}", file=sys.stderr)
+        from oab_bench.judge.generation.task_prompt import candidate_prompt
+
+        said = {
+            r.question_id: errors.get(candidate_prompt(r)) for r in selected_rows(s) if r.question_id in empty
+        }
+        say(f"{len(empty)} empty answers (failed generations?): {', '.join(empty)}")
+        for question, error in said.items():  # lighteval drops the error's text: ours kept it
+            say(
+                f"{question}: its last call failed: {error}"
+                if error
+                else f"{question}: the answer came back empty"
+            )
     if failed:
-        print(f"oab-bench run: {len(failed)} failed judgments: {'; '.join(failed)}", file=sys.stderr)
+        say(f"{len(failed)} failed judgments: {'; '.join(failed)}")
     if empty or failed:
-        print("oab-bench run: the exams of these questions have no score (see coverage)", file=sys.stderr)
+        say("the exams of these questions have no score (see coverage)")
     return 1 if empty or failed else 0
-
-
-def batches_open(folder: Path | None) -> bool:
-    """The judgment cache's batch log has batches still to collect ("they go on running" is true)."""
-    from oab_bench.judge.grading.batch.state import BatchLog
-
-    return folder is not None and (folder / BATCH_FILE).is_file() and bool(BatchLog(folder).open_keys())
-
-
-def dollars(cost: float | None) -> str:
-    return "unknown (no price)" if cost is None else f"${cost:.4f}"
-
-
-def why_empty(s: RunSettings, question_id: str) -> str:
-    """The failed question asked once more, and what the server says: lighteval drops the text of
-    an error (a 400 from vLLM, say) and returns an empty answer."""
-    import httpx
-
-    from oab_bench.judge.generation.task_prompt import candidate_messages
-
-    row = next((r for r in selected_rows(s) if r.question_id == question_id), None)
-    if row is None:
-        return "not asked again (not in the selected tasks)"
-    body = {
-        "model": s.model.removeprefix("openai/"),
-        "messages": candidate_messages(row),
-        "max_tokens": s.max_new_tokens,
-    }
-    headers = {"Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY') or 'EMPTY'}"}
-    try:
-        resp = httpx.post(
-            f"{s.api_base.rstrip('/')}/chat/completions", json=body, headers=headers, timeout=60
-        )
-    except httpx.HTTPError as e:
-        return f"asked again: no answer ({type(e).__name__}: {e})"
-    if resp.status_code >= 400:
-        return redact(f"asked again, the server answered {resp.status_code}: {resp.text[:500]}")
-    return "asked again, the server answered (the failure was transient, or the answer was empty)"

@@ -42,9 +42,7 @@ class RunSettings(BaseModel):
     answer_cache_name: str  # the flag or variable that chose it, as the user would look for it
     judge_cache: Path | None
     judge_cache_name: str
-    cache_access: Literal["write", "either"] = (
-        "write"  # "either": a read-only cache served (--cache-read-only)
-    )
+    cache_access: Literal["write", "either"] = "write"  # either: a read-only cache served
     cache_read_only: bool
     fresh_answers: bool
     concurrency: int | None
@@ -70,37 +68,19 @@ class RunSettings(BaseModel):
     def from_args(cls, args: argparse.Namespace) -> RunSettings:
         """Flags over `OAB_*` variables over defaults; the judge defaults to upstream's recommended GPT-5.2."""
         judge = settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
-        if len(member_settings(judge)) > 1 and any(
-            vllm_target(m.judge_model) for m in member_settings(judge)
-        ):
+        members = member_settings(judge)
+        if len(members) > 1 and any(vllm_target(m.judge_model) for m in members):
             raise ValueError(
                 "a jury member cannot be vllm:...: start its server yourself (python -m "
                 "vllm.entrypoints.openai.api_server) and name it openai/<served name> with --judge-api-base"
             )
-        dataset, origin = dataset_argument(args)
-        answers, answers_name = _cache(args.answer_cache, "--answer-cache", "OAB_ANSWER_CACHE", "answers")
-        judges, judges_name = _cache(args.judge_cache, "--judge-cache", "OAB_JUDGE_CACHE", "judge")
-        fields = {k: v for k, v in vars(args).items() if k in cls.model_fields}
-        return cls(
-            **fields
-            | {
-                "tasks": check_tasks(args.tasks),
-                "dataset": dataset,
-                "dataset_origin": origin,
-                "output_dir": Path(args.output_dir).resolve(),
-                "output_given": str(args.output_dir),
-                "answer_cache": answers,
-                "answer_cache_name": answers_name,
-                "judge_cache": judges,
-                "judge_cache_name": judges_name,
-                "check_call": not args.no_check_call,
-                "estimate": bool(getattr(args, "estimate", False)),
-                "format": getattr(args, "format", "text"),
-                "panel": getattr(args, "panel", None),
-                "judge": judge,
-                "argv": sys.argv[1:],
-            }
-        )
+        values = {k: v for k, v in vars(args).items() if k in cls.model_fields}
+        values["dataset"], values["dataset_origin"] = dataset_argument(args)
+        values["answer_cache"], values["answer_cache_name"] = _cache(args.answer_cache, "answer", "answers")
+        values["judge_cache"], values["judge_cache_name"] = _cache(args.judge_cache, "judge", "judge")
+        values |= {"output_dir": Path(args.output_dir).resolve(), "output_given": str(args.output_dir)}
+        values |= {"tasks": check_tasks(args.tasks), "check_call": not args.no_check_call, "judge": judge}
+        return cls(**values, argv=getattr(args, "argv", sys.argv[1:]))
 
     @property
     def litellm_model(self) -> str:
@@ -125,7 +105,9 @@ class RunSettings(BaseModel):
         return shlex.join(["oab-bench", *argv]) if argv[:1] == ["run"] else "the same `oab-bench run` command"
 
 
-def _cache(given: str | None, flag: str, var: str, default: str) -> tuple[Path | None, str]:
+def _cache(given: str | None, kind: str, default: str) -> tuple[Path | None, str]:
+    """A cache's folder (None: "off") and the flag or variable that chose it."""
+    flag, var = f"--{kind}-cache", f"OAB_{kind.upper()}_CACHE"
     where = given if given is not None else os.environ.get(var)
     name = flag if given is not None else var if where else f"{flag} (default; {var} not set)"
     if where and where.lower() == "off":

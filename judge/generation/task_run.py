@@ -1,9 +1,12 @@
-"""What `oab-bench run` tells the task it runs in its own process, set before lighteval's pipeline
-starts: the dataset folder, the answer budget, the judge (its store opened as the run allows), the
-answer store. None under the plain lighteval CLI, where the task reads `OAB_*` variables instead.
+"""What `oab-bench run` tells the task it runs in its own process (RUN, set before lighteval's
+pipeline starts: the dataset folder, the answer budget, the judge with its store opened as the run
+allows, the answer store; None under the plain lighteval CLI, where the task reads `OAB_*`
+variables), and how the run stops.
 
-STOPPING and REFUSED are shared by both: set, no new candidate call or judgment starts (a signal to
-`oab-bench run`, or a permanent error from the candidate, whose message REFUSED keeps).
+STOPPING set (a signal, a dead server, a permanent candidate error, whose message REFUSED keeps): no
+candidate call or judgment starts. ERRORS: the last error of each candidate prompt. The run's signal
+handlers only record (SIGNALLED); its main thread raises Stopped at its next `checkpoint`, never
+inside a library's code, a child's start or a write.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from oab_bench.judge.grading.loop import Stopped
 
 STOPPING = threading.Event()
 REFUSED: list[str] = []
+ERRORS: dict[str, str] = {}  # a candidate prompt's user message -> its last call's error
+SIGNALLED: list[int] = []
 
 
 @dataclasses.dataclass
@@ -34,19 +39,15 @@ RUN: TaskRun | None = None
 
 
 def start(run: TaskRun | None) -> None:
-    """`run` is the task's until the next start (None: the plain CLI's variables again)."""
+    """`run` is the task's from now (None: the plain CLI's variables again); nothing stopped."""
     global RUN
     RUN = run
     STOPPING.clear()
     REFUSED.clear()
-
-
-SIGNALLED: list[int] = []  # the signal `stop_signals` took: the run stops at its next checkpoint
+    ERRORS.clear()
 
 
 def checkpoint() -> None:
-    """Between the run's steps and in its waits: a signal taken raises Stopped here, never inside a
-    library's code, a child's start or a write (the handler only records it)."""
     if SIGNALLED:
         STOPPING.set()
         raise Stopped(SIGNALLED[0])
