@@ -12,9 +12,8 @@ import signal
 import sys
 from pathlib import Path
 
-COMMANDS = (
-    "build push run judge probe leaderboard compare report agreement judge-sweep export push-results".split()
-)
+COMMANDS = ("build", "push", "run", "judge", "probe", "leaderboard", "compare", "report", "agreement")
+COMMANDS += ("judge-sweep", "export", "push-results")
 INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
 OUTPUT_ARGS = ("output", "plot")  # what a command writes
 FILE_OUTPUT_COMMANDS = {
