@@ -16,7 +16,7 @@ import pytest
 
 from oab_bench.conventions import SUMMARY_FILE
 from oab_bench.judge.audit import write as report
-from oab_bench.judge.generation import answer_store, run
+from oab_bench.judge.generation import answer_store, run, run_checks
 from oab_bench.judge.generation.answer_store import AnswerStore
 from oab_bench.judge.grading import lighteval_judge, runner
 from oab_bench.scripts.cli import main
@@ -52,8 +52,8 @@ def bench(stub, built_dataset, tmp_path, monkeypatch):
         args += ["--output-dir", str(out), "--concurrency", "2", "--judge-concurrency", "2"]
         with monkeypatch.context() as m:
             if phase == "checks":
-                real = run.check_remote
-                m.setattr(run, "check_remote", lambda *a: (send(sig)(), real(*a)))
+                real = run_checks.check_remote
+                m.setattr(run_checks, "check_remote", lambda *a: (send(sig)(), real(*a)))
             elif phase == "generating":  # once a first answer is stored: calls are in flight
                 put = AnswerStore.put
                 m.setattr(answer_store.AnswerStore, "put", lambda self, a: (put(self, a), send(sig)())[0])

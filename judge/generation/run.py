@@ -133,11 +133,8 @@ def estimate(s: RunSettings, panel) -> int:
     rows, model = selected_rows(s), s.litellm_model
     texts = stored_texts(None if s.fresh_answers else s.answer_cache, model, s.generation(), rows)
     judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access="read"))
-    pairs = [
-        (r, Answer(model=model, question_id=r.question_id, turns=[t]))
-        for r, t in zip(rows, texts, strict=True)
-    ]
-    pairs = [(r, a) for r, a in pairs if a.turns[0] is not None]
+    stored = [(r, t) for r, t in zip(rows, texts, strict=True) if t is not None]
+    pairs = [(r, Answer(model=model, question_id=r.question_id, turns=[t])) for r, t in stored]
     missing = [r for r, t in zip(rows, texts, strict=True) if t is None]
     est = core.estimate(judge, pairs + core.placeholder_pairs(missing, model, judge))
     est.generations_cached, est.generations_to_pay = len(pairs), len(missing)

@@ -75,9 +75,7 @@ def check_places(s: RunSettings) -> None:
             f"{xdg}/huggingface" if xdg else f"{home}/.cache/huggingface",
         )
     if not Path(s.dataset).expanduser().is_dir():  # a Hub id: the Hub's cache too
-        places += [
-            next(((v, env[v]) for v in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") if env.get(v)), ("", None))
-        ]
+        places += [(v, env[v]) for v in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") if env.get(v)][:1]
     problems = []
     for name, path in places:
         fix = f"set {name.split()[0]} to a folder you can write, or {MAKE_WRITABLE}"
@@ -162,7 +160,9 @@ def stored_state(s: RunSettings, panel=None) -> Stored:
         if t is not None
     ]
     missing = (
-        sum(lacking) + graders * texts.count(None) + (unstored(judge, panel[1]) if panel and store else 0)
+        sum(lacking)
+        + graders * texts.count(None)
+        + (unstored(judge, panel[1]) if panel and store is not None else 0)
     )
     judged = lacking.count(0) if store is not None else None
     return Stored(len(rows), len(lacking), judged, texts.count(None), missing)

@@ -80,7 +80,8 @@ class RunSettings(BaseModel):
         values["judge_cache"], values["judge_cache_name"] = _cache(args.judge_cache, "judge", "judge")
         values |= {"output_dir": Path(args.output_dir).resolve(), "output_given": str(args.output_dir)}
         values |= {"tasks": check_tasks(args.tasks), "check_call": not args.no_check_call, "judge": judge}
-        return cls(**values, argv=getattr(args, "argv", sys.argv[1:]))
+        values.setdefault("argv", sys.argv[1:])  # the CLI gives the argv it parsed
+        return cls(**values)
 
     @property
     def litellm_model(self) -> str:
