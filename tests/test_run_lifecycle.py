@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -162,7 +163,7 @@ def standin_vllm(tmp_path: Path, marker: str) -> Path:
         "#!/bin/sh\n"
         'port=""; prev=""\n'
         'for a in "$@"; do [ "$prev" = "--port" ] && port="$a"; prev="$a"; done\n'
-        f"{sys.executable} -c 'import time; time.sleep(600)' {marker}-engine &\n"
+        f"cd {REPO}; {sys.executable} -c 'import time; time.sleep(600)' {marker}-engine &\n"
         f'{sys.executable} -m tests.openai_stub --port "$port" --config {config} &\n'
         f"while [ ! -e {tmp_path / marker}.die ]; do sleep 0.2; done\n"
         "kill %2; exit 3\n"
@@ -175,57 +176,54 @@ def vllm_command(tmp_path: Path, dataset: Path, judge_url: str) -> tuple[str, li
     marker = f"oab-standin-{os.getpid()}-{tmp_path.name}"  # tmp_path's name alone recurs in another session
     (tmp_path / marker).mkdir()
     cmd = command(f"vllm:{tmp_path / marker}", None, judge_url, dataset, tmp_path, "--concurrency", "1")
-    env = env_for(OAB_BENCH_VLLM_PYTHON=str(standin_vllm(tmp_path, marker)), PYTHONPATH=str(REPO))
+    env = env_for(OAB_BENCH_VLLM_PYTHON=str(standin_vllm(tmp_path, marker)))
     return marker, cmd, env
 
 
-@pytest.mark.parametrize(
-    "sig, when",
-    [(signal.SIGTERM, "generating"), (signal.SIGINT, "started"), (signal.SIGKILL, "generating")],
-    ids=["SIGTERM", "SIGINT", "SIGKILL"],
-)
-def test_no_process_outlives_a_signal(stub, built_dataset, tmp_path, sig, when):
+def when_answered(tmp_path: Path, then) -> threading.Thread:
+    """`then()` once a first answer is stored (lighteval is mid-generation), from another thread."""
+
+    def wait() -> None:
+        wait_for(lambda: (tmp_path / "ac" / "answers.jsonl").exists(), 300, "a first answer")
+        then()
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_signal_or_a_kill_leaves_no_server_process(stub, built_dataset, tmp_path):
+    """SIGTERM (in this process: the run's own signal path) stops the server with the run; SIGKILL
+    (a process of its own, killed) leaves its watcher to stop the server's group at once."""
     judge = stub(latency=0.5)
     marker, cmd, env = vllm_command(tmp_path, built_dataset, judge.url)
-    err = tmp_path / "stderr.txt"
-    with err.open("w") as stderr:
-        proc = subprocess.Popen(  # Ctrl-C as in a terminal (a background job inherits it ignored)
-            cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )  # fmt: skip
-    if when == "generating":  # a first answer stored: lighteval is mid-generation
-        wait_for(lambda: (tmp_path / "ac" / "answers.jsonl").exists(), 300, "a first answer", proc)
-    else:
-        wait_for(lambda: "vLLM ready" in err.read_text(), 300, "the server", proc)
-    assert len(processes_mentioning(marker)) >= 3  # the server, its engine, its watcher
-    proc.send_signal(sig)
-    code = proc.wait(timeout=60)
-    text = err.read_text()
-    if sig != signal.SIGKILL:
-        assert code == 128 + sig, text[-3000:]
-        (line,) = [x for x in text.splitlines() if x.startswith("oab-bench run: stopped")]
-        assert (
-            line.startswith(f"oab-bench run: stopped ({sig.name}); kept ")
-            and "resume with: oab-bench run " in line
-        )
-        assert "Traceback" not in text
-    # SIGKILL: the server's watcher sees the run's pipe close and stops the server's group at once
+    when_answered(tmp_path, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    proc = oab(*cmd[3:], env=env)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-3000:]
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("oab-bench run: stopped")]
+    assert (
+        line.startswith("oab-bench run: stopped (SIGTERM); kept ") and "resume with: oab-bench run " in line
+    )
+    assert "Traceback" not in proc.stderr and not processes_mentioning(marker)  # stopped before it returned
+
+    killed = subprocess.Popen([*cmd, "--output-dir", str(tmp_path / "killed")], cwd=REPO, env=env)
+    wait_for(
+        lambda: len(processes_mentioning(marker)) >= 3, 300, "the server, its engine, its watcher", killed
+    )
+    killed.kill()
+    killed.wait()
     wait_for(lambda: not processes_mentioning(marker), 20, "the server's processes to end")
 
 
 def test_a_local_server_that_dies_stops_the_run_naming_it(stub, built_dataset, tmp_path):
     judge = stub()
     marker, cmd, env = vllm_command(tmp_path, built_dataset, judge.url)
-    err = tmp_path / "stderr.txt"
-    with err.open("w") as stderr:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
-    wait_for(lambda: (tmp_path / "ac" / "answers.jsonl").exists(), 300, "a first answer", proc)
-    (tmp_path / f"{marker}.die").touch()
-    died = time.monotonic()
-    assert proc.wait(timeout=60) == 2
-    assert time.monotonic() - died < 20  # lighteval would retry a dead server for minutes
-    text = err.read_text()
-    (line,) = [x for x in text.splitlines() if x.startswith("oab-bench run: error: vLLM server for")]
-    assert "exited with code 3 during the run; last lines of" in line and "Traceback" not in text
+    died = []
+    when_answered(tmp_path, lambda: ((tmp_path / f"{marker}.die").touch(), died.append(time.monotonic())))
+    proc = oab(*cmd[3:], env=env)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert time.monotonic() - died[0] < 20  # lighteval would retry a dead server for minutes
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("oab-bench run: error: vLLM server for")]
+    assert "exited with code 3 during the run; last lines of" in line and "Traceback" not in proc.stderr
     assert not judge_calls(judge) and not (tmp_path / "run" / "oab_bench_summary.json").exists()
     wait_for(lambda: not processes_mentioning(marker), 40, "the server's processes to end")

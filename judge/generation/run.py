@@ -153,12 +153,9 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
     from oab_bench.judge.grading.judgment_store import JudgmentStore
 
     judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access=s.cache_access))
-    answers = (
-        AnswerStore(s.answer_cache, read=not s.fresh_answers, access=s.cache_access)
-        if s.answer_cache
-        else None
-    )
-    run = task_run.TaskRun(s.dataset, s.max_new_tokens, judge, s.model, answers)
+    run = task_run.TaskRun(s.dataset, s.max_new_tokens, judge, s.model)
+    if s.answer_cache:
+        run.answers = AnswerStore(s.answer_cache, read=not s.fresh_answers, access=s.cache_access)
     cache = s.output_dir / f".lighteval-cache-{secrets.token_hex(4)}"  # fresh: no replayed failures
     cache.mkdir()  # (mkdtemp's 0700 would shut a teammate out of what a killed run leaves)
     write_atomic(s.output_dir / "model_config.yaml", yaml.safe_dump(model_config(s, cache), sort_keys=False))
@@ -209,9 +206,8 @@ def pipeline(s: RunSettings, failed: list[BaseException]) -> None:
 
     try:
         load_only_custom_tasks()
-        params = PipelineParameters(
-            ParallelismManager.NONE, custom_tasks_directory="oab_bench_task", max_samples=s.max_samples
-        )
+        params = PipelineParameters(ParallelismManager.NONE, custom_tasks_directory="oab_bench_task")
+        params.max_samples = s.max_samples
         tracker = EvaluationTracker(output_dir=str(s.output_dir), save_details=True)
         config = LiteLLMModelConfig.from_path(str(s.output_dir / "model_config.yaml"))
         run = Pipeline(",".join(f"{t}|0" for t in s.tasks), params, tracker, model_config=config)
@@ -224,17 +220,9 @@ def pipeline(s: RunSettings, failed: list[BaseException]) -> None:
 def model_config(s: RunSettings, cache: Path) -> dict:
     """lighteval's model config (model_config.yaml): never an api_key from the environment (lighteval
     copies it into the results JSON); a local server without one gets a dummy."""
-    params = {
-        "model_name": s.model,
-        "max_model_length": s.max_model_length,
-        "concurrent_requests": s.concurrency,
-    }
-    params |= {
-        "cache_dir": str(cache),
-        "api_max_retry": s.candidate_retries,
-        "api_retry_sleep": s.candidate_retry_sleep,
-    }
-    params |= {"timeout": s.candidate_timeout, "generation_parameters": s.generation_parameters()}
+    params = dict(model_name=s.model, max_model_length=s.max_model_length, concurrent_requests=s.concurrency)
+    params |= dict(cache_dir=str(cache), api_max_retry=s.candidate_retries, timeout=s.candidate_timeout)
+    params |= dict(api_retry_sleep=s.candidate_retry_sleep, generation_parameters=s.generation_parameters())
     if s.api_base:
         params["base_url"] = s.api_base
         if s.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):

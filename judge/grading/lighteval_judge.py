@@ -70,15 +70,16 @@ def check_env() -> None:
     generated (and paid for) only to stay unjudged."""
     if problems := missing_judge_keys(settings_from_env(), env_var("api_base")):
         raise JudgeNotConfigured("no API key: " + "; ".join(problems))
-    if (folder := _cache_folder()) is not None:
-        try:
+    try:
+        if (folder := _cache_folder()) is not None:
             check_folder(folder, write=env_access() == "write")
-        except NotWritable as e:
-            raise NotWritable(
-                f"OAB_JUDGE_CACHE: {e} (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
-            ) from None
-        except StoreError as e:
-            raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
+    except StoreError as e:
+        hint = (
+            f" (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
+            if isinstance(e, NotWritable)
+            else ""
+        )
+        raise type(e)(f"OAB_JUDGE_CACHE: {e}{hint}") from None
 
 
 def judge_from_env():
@@ -91,10 +92,11 @@ def judge_answers(
     """Every answer graded, at most the judge's concurrency at a time. Once `stopping` is set (or
     on Ctrl-C, SIGTERM, SIGHUP in the main thread) no judgment starts, those in flight finish and
     are stored, and JudgingStopped (Stopped for a signal) is raised."""
-    pairs = [
-        (r, Answer(model=candidate, question_id=r.question_id, turns=[t]))
+    answers = [
+        Answer(model=candidate, question_id=r.question_id, turns=[t])
         for r, t in zip(rows, texts, strict=True)
     ]
+    pairs = list(zip(rows, answers, strict=True))
 
     async def until_stopped() -> list[Judgment]:
         task = asyncio.ensure_future(judge_all(judge, pairs))
