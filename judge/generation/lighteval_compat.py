@@ -23,9 +23,11 @@ written for, and limits each to our task:
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.metadata
 import importlib.util
 import logging
+import os
 import threading
 import warnings
 from collections.abc import Callable
@@ -167,7 +169,7 @@ def _guard_candidate_calls(litellm, litellm_model) -> None:
             _CANDIDATE.active = False
 
     def stored_call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
-        if (store := task_run.RUN and task_run.RUN.answers) is None:
+        if (store := task_run.RUN.answers if task_run.RUN else plain_cli_answers()) is None:
             return ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
         params = self.generation_parameters.model_dump(exclude_none=True)
         generation = generation_settings(params, max_new_tokens, num_samples, stop_sequence)
@@ -189,6 +191,16 @@ def _guard_candidate_calls(litellm, litellm_model) -> None:
 
     litellm.completion = candidate_completion
     client._LiteLLMClient__call_api = stored_call_api
+
+
+@functools.cache
+def plain_cli_answers():
+    """The plain lighteval CLI keeps answers too where OAB_ANSWER_CACHE names a folder."""
+    from oab_bench.judge.generation.answer_store import AnswerStore
+    from oab_bench.keyed_store import env_access
+
+    folder = os.environ.get("OAB_ANSWER_CACHE", "")
+    return AnswerStore(folder, access=env_access()) if folder and folder.lower() != "off" else None
 
 
 def _response(stored):
