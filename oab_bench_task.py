@@ -41,8 +41,7 @@ from lighteval.tasks.requests import Doc, SamplingMethod
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
-from oab_bench.dataset_builder.resolve import resolve_dataset
+from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.dataset import DATASET_ENV, advised

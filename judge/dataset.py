@@ -12,8 +12,7 @@ import fnmatch
 import os
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.prepared import UPSTREAM_DATASET
-from oab_bench.dataset_builder.resolve import INSTEAD, resolve_dataset
+from oab_bench.dataset_builder.resolve import INSTEAD, UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 
 DATASET_ENV = "OAB_BENCH_DATASET"
