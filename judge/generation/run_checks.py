@@ -225,13 +225,15 @@ def check_caches(s: RunSettings, panel=None) -> RunSettings:
 
 def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings) -> None:
     """The candidate and every judge each need a key, or a local server that takes any."""
+    from oab_bench.judge.dataset import knob
     from oab_bench.judge.grading.client import missing_keys
     from oab_bench.judge.grading.lighteval_judge import missing_judge_keys
 
-    problems = missing_judge_keys(judge, "--judge-api-base")
+    problems = missing_judge_keys(judge, knob("judge_api_base"))
     if not api_base and not vllm_target(candidate) and (missing := missing_keys(candidate)):
         problems.insert(
-            0, f"the candidate {candidate} needs {' or '.join(missing)} (or --api-base for a local server)"
+            0,
+            f"the candidate {candidate} needs {' or '.join(missing)} (or {knob('api_base')} for a local server)",
         )
     if problems:
         raise PreflightError("no API key: " + "; ".join(problems))

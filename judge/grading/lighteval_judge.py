@@ -15,6 +15,7 @@ from pathlib import Path
 
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
+from oab_bench.judge.dataset import knob
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, check_folder, default_cache_dir
 from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.grading.loop import run as run_own_loop
@@ -68,7 +69,7 @@ def _cache_folder() -> Path | None:
 def check_env() -> None:
     """The plain CLI's judge: its settings, its key and its cache, checked before any answer is
     generated (and paid for) only to stay unjudged."""
-    if problems := missing_judge_keys(settings_from_env(), env_var("api_base")):
+    if problems := missing_judge_keys(settings_from_env(), knob("judge_api_base", "lighteval")):
         raise JudgeNotConfigured("no API key: " + "; ".join(problems))
     try:
         if (folder := _cache_folder()) is not None:
