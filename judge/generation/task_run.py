@@ -74,3 +74,4 @@ def stop_signals():
         for sig, old in previous.items():
             signal.signal(sig, old)
         SIGNALLED.clear()
+        STOPPING.clear()  # the run is over: whatever runs next in this process may call
