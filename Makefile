@@ -89,10 +89,11 @@ dataset: setup
 # Generate with MODEL (API_BASE for a local OpenAI-compatible server), judge with JUDGE, score.
 # With upstream's files at DATA (../shared): built locally first, as `make dataset`. Without them:
 # the run's own default, upstream's Hub dataset (OAB_BENCH_DATASET if set), built on the fly.
+# OAB_BENCH_ENTRY=make: a dataset that cannot be had is advice naming DATA=, not --dataset.
 LOCAL_DATA := $(wildcard $(DATA)/question.jsonl)
 
 run: $(if $(LOCAL_DATA),dataset,setup)
 	$(if $(LOCAL_DATA),,@echo "make run: no $(DATA): running on the Hub dataset ($${OAB_BENCH_DATASET:-maritaca-ai/oab-bench}, oab-bench run's default)")
-	$(BIN)/oab-bench run --model $(MODEL) $(if $(API_BASE),--api-base $(API_BASE)) $(if $(LOCAL_DATA),--dataset $(DATASET)) \
+	OAB_BENCH_ENTRY=make $(BIN)/oab-bench run --model $(MODEL) $(if $(API_BASE),--api-base $(API_BASE)) $(if $(LOCAL_DATA),--dataset $(DATASET)) \
 		--tasks $(TASKS) --judge-model $(JUDGE) $(if $(JUDGE_API_BASE),--judge-api-base $(JUDGE_API_BASE)) \
 		$(if $(JUDGE_EFFORT),--judge-reasoning-effort $(JUDGE_EFFORT)) --output-dir $(OUT)

@@ -3,15 +3,13 @@ name:
 OAB-Bench
 
 dataset:
-$OAB_BENCH_DATASET (default: upstream's maritaca-ai/oab-bench): a Hub id or a folder, either
-in upstream's raw layout (built here on the fly with the checked-in errata and cached under the
-Hugging Face cache, one log line says so) or made by `oab-bench build`
+$OAB_BENCH_DATASET (default: upstream's maritaca-ai/oab-bench): a Hub id or a folder, in upstream's
+raw layout (built here on the fly, cached under the Hugging Face cache) or made by `oab-bench build`
 
 abstract:
-Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça
-prático-profissional, 5.00 points) and four discursive questions of two items each
-(1.25 points per question). An LLM judge grades each answer item by item against the
-official score table; code adds the scores; an exam passes at 6.00 of 10.00.
+Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça prático-profissional,
+5.00 points) and four discursive questions of two items (1.25 points each). An LLM judge grades each
+answer item by item against the official score table; code adds the scores; 6.00 of 10.00 passes.
 
 languages:
 portuguese
@@ -22,74 +20,72 @@ legal, generation, llm-as-a-judge, rubric
 paper:
 https://arxiv.org/abs/2504.21202
 
-Usage:
-    OAB_JUDGE_MODEL=openai/gpt-5.2 \\
-    lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
-
-lighteval names a task in its printed table `oab_bench:0` (and in the results JSON
-`oab_bench|0`): the `0` is the number of few-shot examples, not a version or a subset.
-
-Tasks: `oab_bench` (all questions), `oab_bench:<area>` (penal, civil, ...), and
-`oab_bench:<edition>` (39 ... 44). The judge is configured by OAB_JUDGE_MODEL,
-OAB_JUDGE_API_BASE, OAB_JUDGE_API_KEY (else the provider's usual variable),
-OAB_JUDGE_MODE (structured|legacy), OAB_JUDGE_CONCURRENCY, OAB_JUDGE_CACHE.
-
-Prompt: the exam's rules are the system message; one user message holds the
-statement and every item, labelled with its value, and asks for all answers in one
-reply, like the exam's answer sheet. Upstream instead asks item B in a second turn of
-the same conversation, after the model has answered A.
+Usage: OAB_JUDGE_MODEL=openai/gpt-5.2 lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
+Tasks: `oab_bench`, `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>` (39 ... 44). The
+judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`), OAB_JUDGE_API_KEY (else the
+provider's variable), OAB_JUDGE_CACHE. The exam's rules are the system message; one user message
+holds the statement and every item with its value.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 
-os.environ.setdefault(
-    "LITELLM_LOCAL_MODEL_COST_MAP", "True"
-)  # before lighteval imports litellm (oab_bench/__init__.py)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before lighteval imports litellm
 
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
 from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
-from oab_bench.judge.generation import lighteval_compat
-from oab_bench.judge.generation.task_prompt import candidate_messages, candidate_prompt  # noqa: F401 (candidate_messages: API)
-from oab_bench.judge.grading.lighteval_judge import check_store_from_env, judge_responses, settings_from_env
-
-logger = logging.getLogger(__name__)
+from oab_bench.judge.dataset import DATASET_ENV, advised
+from oab_bench.judge.generation import lighteval_compat, task_run
+from oab_bench.judge.generation.task_prompt import candidate_prompt
+from oab_bench.judge.grading import lighteval_judge
+from oab_bench.keyed_store import StoreError
 
 TASK = "oab_bench"
 DEFAULT_DATASET = UPSTREAM_DATASET
 SYSTEM_KEY = "oab_system_prompt"
+REFUSED = "the candidate's server refused the request, so the run stopped: "
 
 
 def dataset_given() -> tuple[str, str]:
     """(the dataset asked for, where it came from): OAB_BENCH_DATASET, else upstream's Hub id."""
-    given = os.environ.get("OAB_BENCH_DATASET")
-    return (given, "OAB_BENCH_DATASET") if given else (DEFAULT_DATASET, "the task's default dataset")
+    given = os.environ.get(DATASET_ENV, "").strip()
+    return (given, DATASET_ENV) if given else (DEFAULT_DATASET, "the task's default dataset")
 
 
 @functools.cache
 def dataset_path() -> str:
-    """What lighteval loads: always a folder on disk (lighteval takes a relative path for a Hub id):
-    our built layout as given, the cached build of upstream's raw layout, or a Hub dataset resolved
-    (`oab-bench run` passes the folder it resolved). Resolved when lighteval builds a task to run."""
-    return resolve_dataset(*dataset_given())
+    """What lighteval loads: always a folder on disk (it takes a relative path for a Hub id), resolved
+    when lighteval builds a task to run; a dataset that cannot be had is one line naming the variable."""
+    try:
+        return resolve_dataset(*dataset_given())
+    except SourceError as e:
+        raise SystemExit(f"oab_bench: error: {advised(e, 'lighteval')}") from None
+
+
+def prepare(task) -> None:
+    """Our task, as lighteval builds it to run: the folder of `oab-bench run`'s dataset, or of the
+    plain CLI's (OAB_BENCH_DATASET)."""
+    task.dataset_path = task_run.RUN.dataset if task_run.RUN else dataset_path()
 
 
 def check_judge_configured() -> None:
-    """The judge's settings and cache, checked when lighteval prepares an evaluation of our documents:
-    after browsing (`lighteval tasks inspect`, `tasks dump`: no judge needed), before any answer is
-    generated (and paid for) only to stay unjudged."""
-    settings_from_env()
-    check_store_from_env()
+    """When lighteval prepares an evaluation of our documents (never while they are browsed): the
+    plain CLI's judge is usable, one line and a non-zero exit if not (the run checked its own)."""
+    if task_run.RUN is None:
+        try:
+            lighteval_judge.check_env()
+        except (lighteval_judge.JudgeNotConfigured, StoreError, ValueError) as e:
+            raise SystemExit(f"oab_bench: error: {e}") from None
 
 
 def oab_prompt(line: dict, task_name: str = "") -> Doc:
@@ -105,7 +101,7 @@ def oab_prompt(line: dict, task_name: str = "") -> Doc:
 
 
 lighteval_compat.install(
-    task=TASK, system_key=SYSTEM_KEY, before_evaluating=check_judge_configured, dataset=dataset_path
+    task=TASK, system_key=SYSTEM_KEY, prepare=prepare, before_evaluating=check_judge_configured
 )
 
 
@@ -113,9 +109,17 @@ class OabJudge(SampleLevelComputation):
     """Grade a task's answers in one batch with our judge (never lighteval's JudgeLLM)."""
 
     def compute(self, responses, docs, **kwargs) -> list[dict]:
+        if task_run.REFUSED and task_run.RUN is None:  # the plain CLI: one line, nothing judged
+            raise SystemExit(f"oab_bench: error: {REFUSED}{task_run.REFUSED[0]}")
         rows = [QuestionRow.model_validate(doc.specific["row"]) for doc in docs]
-        answers = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
-        return judge_responses(rows, answers)
+        texts = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
+        run = task_run.RUN
+        judge = run.judge if run else lighteval_judge.judge_from_env()
+        candidate = run.candidate if run else "candidate"
+        judgments = lighteval_judge.judge_answers(judge, rows, texts, candidate, task_run.STOPPING)
+        if run:
+            run.judged.extend(judgments)
+        return [j.sample() for j in judgments]
 
 
 def corpus_figures(values: list[dict]) -> dict[str, float]:
@@ -138,39 +142,31 @@ def _keep(field: str, value, line: dict) -> bool:
 
 
 class _TaskConfig(LightevalTaskConfig):
-    """`hf_repo` is the dataset as given: importing or listing the tasks (`lighteval tasks dump`), or
-    `oab-bench run` reading their filters, resolves, fetches and builds nothing. The folder lighteval
-    loads, `dataset_path()`, is resolved when it builds one of these tasks to run (lighteval_compat)."""
+    """The dataset and the answer budget are `oab-bench run`'s, else the plain CLI's: `hf_repo` is the
+    dataset as given, so importing or listing the tasks (`lighteval tasks dump`) resolves, fetches
+    and builds nothing (`prepare` sets the folder when lighteval builds a task to run)."""
 
-    @property
-    def hf_repo(self) -> str:
-        return dataset_given()[0]
-
-    @hf_repo.setter
-    def hf_repo(self, value: str) -> None:
-        pass  # always the given dataset
-
-
-def _task(name: str, hf_filter=None) -> LightevalTaskConfig:
-    return _TaskConfig(
-        name=name,
-        prompt_function=oab_prompt,
-        hf_repo=DEFAULT_DATASET,  # read as the given dataset (dataset_given)
-        hf_subset="default",
-        hf_filter=hf_filter,
-        hf_avail_splits=["test"],
-        evaluation_splits=["test"],
-        few_shots_split=None,
-        few_shots_select=None,
-        generation_size=int(os.environ.get("OAB_BENCH_GENERATION_SIZE", "8192")),
-        stop_sequence=[],
-        metrics=[oab_judge],
-        version=1,
+    hf_repo = property(
+        lambda self: task_run.RUN.dataset if task_run.RUN else dataset_given()[0], lambda *_: None
+    )
+    generation_size = property(
+        lambda self: task_run.RUN.max_new_tokens if task_run.RUN else 8192, lambda *_: None
     )
 
 
+COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
+COMMON |= dict(
+    hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None, few_shots_select=None
+)
+COMMON |= dict(generation_size=8192, stop_sequence=[], metrics=[oab_judge])
 TASKS_TABLE = [
-    _task(TASK),
-    *(_task(f"{TASK}:{area}", functools.partial(_keep, "area", area)) for area in AREAS),
-    *(_task(f"{TASK}:{edition}", functools.partial(_keep, "edition", edition)) for edition in EDITIONS),
+    _TaskConfig(name=TASK, **COMMON),
+    *(
+        _TaskConfig(name=f"{TASK}:{a}", hf_filter=functools.partial(_keep, "area", a), **COMMON)
+        for a in AREAS
+    ),
+    *(
+        _TaskConfig(name=f"{TASK}:{e}", hf_filter=functools.partial(_keep, "edition", e), **COMMON)
+        for e in EDITIONS
+    ),
 ]

@@ -1,4 +1,9 @@
-"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly)."""
+"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly).
+
+Each entry point's advice names its own knobs (KNOBS): `oab-bench`'s flags, the plain lighteval
+CLI's variables, `make run`'s (the Makefile sets OAB_BENCH_ENTRY=make); another entry point adds
+its line.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,27 @@ import argparse
 import fnmatch
 import os
 
-from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
+from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.resolve import INSTEAD, UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 
 DATASET_ENV = "OAB_BENCH_DATASET"
+ENTRY_ENV = "OAB_BENCH_ENTRY"  # set by the Makefile's `run` target: advice names make's variables
+UPSTREAM = "upstream's files (question.jsonl and reference_answer/, e.g. a clone of github.com/maritaca-ai/oab-bench)"
+MAKE, LIGHTEVAL = (
+    f"pass DATA=FOLDER to make run: {UPSTREAM}",
+    f"set {DATASET_ENV}=FOLDER: a folder made by `oab-bench build`, or {UPSTREAM}",
+)
+KNOBS = {  # entry point -> setting -> what its advice names
+    "oab-bench": dict(dataset=INSTEAD, api_base="--api-base", judge_api_base="--judge-api-base"),
+    "make": dict(dataset=MAKE, api_base="API_BASE=", judge_api_base="JUDGE_API_BASE="),
+    "lighteval": dict(dataset=LIGHTEVAL, judge_api_base="OAB_JUDGE_API_BASE"),
+}
+
+
+def knob(name: str, entry: str = "oab-bench") -> str:
+    """How the entry point the user typed names a setting (`oab-bench`'s, unless OAB_BENCH_ENTRY says)."""
+    return KNOBS[os.environ.get(ENTRY_ENV) or entry][name]
 
 
 def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
@@ -20,6 +42,12 @@ def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
     if os.environ.get(DATASET_ENV, "").strip():
         return os.environ[DATASET_ENV].strip(), DATASET_ENV
     return UPSTREAM_DATASET, "--dataset (default)"
+
+
+def advised(error: SourceError, entry: str) -> str:
+    """The error's line with the advice of the entry point the user typed (`oab-bench` unless
+    OAB_BENCH_ENTRY names another)."""
+    return str(error).replace(INSTEAD, knob("dataset", entry))
 
 
 def load_rows(

@@ -1,31 +1,28 @@
-"""`oab-bench`: dispatch to one subcommand module each (`scripts/cmd_<name>.py`: HELP, add_arguments, main).
-
-The command modules import only argparse-level code at the top, so `oab-bench -h` and `oab-bench build`
-do not pay for litellm, lighteval, datasets, sklearn, scipy or matplotlib.
+"""`oab-bench`: dispatch to one subcommand module each (`scripts/cmd_<name>.py`: HELP, add_arguments,
+main), and one exit-code policy for errors and signals. The command modules import only
+argparse-level code at the top: `oab-bench -h` pays for no litellm, lighteval or datasets.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import signal
 import sys
 from pathlib import Path
 
-COMMANDS = (
-    "build",
-    "push",
-    "run",
+COMMANDS = ("build", "push", "run", "judge", "probe", "leaderboard", "compare", "report", "agreement")
+COMMANDS += ("judge-sweep", "export", "push-results")
+INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
+OUTPUT_ARGS = ("output", "plot")  # what a command writes
+FILE_OUTPUT_COMMANDS = {
     "judge",
-    "probe",
     "leaderboard",
-    "compare",
     "report",
     "agreement",
-    "judge-sweep",
-    "export",
-    "push-results",
-)
+}  # --output is a file (a folder elsewhere)
+JUDGING_COMMANDS = {"judge", "run", "probe", "judge-sweep"}  # a stop keeps what they judged
 
 
 class Parser(argparse.ArgumentParser):
@@ -56,14 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
-
-
-OUTPUT_ARGS = ("output", "plot")  # what a command writes
-# --output is a file in these (a folder in build and probe)
-FILE_OUTPUT_COMMANDS = {"judge", "leaderboard", "report", "agreement"}
-
-
 def check_output_is_not_an_input(args: argparse.Namespace) -> None:
     """`--output` (or `--plot`) never replaces what the same command reads, nor a folder holding
     it: a typo must not turn an answers file into a judgments file. A file output that cannot be
@@ -81,34 +70,46 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
         for name in INPUT_ARGS:
             given = getattr(args, name, None)
             for path in given if isinstance(given, list) else [given]:
-                if not isinstance(path, str):
-                    continue
-                src = local_path(path) or Path(path)  # hf:/abs/folder: that folder
-                if not src.exists():
-                    continue
-                src = src.resolve()
-                if out == src or out in src.parents:
+                src = (local_path(path) or Path(path)) if isinstance(path, str) else None  # hf:/abs/folder
+                if (
+                    src is not None
+                    and src.exists()
+                    and (out == src.resolve() or out in src.resolve().parents)
+                ):
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 
 
-JUDGING_COMMANDS = {
-    "judge",
-    "run",
-    "probe",
-    "judge-sweep",
-}  # a stop keeps what they judged (judge/grading/runner.py)
+@contextlib.contextmanager
+def signals_as_ctrl_c():
+    """SIGTERM and SIGHUP raise Stopped, as Ctrl-C raises KeyboardInterrupt, from the first moment;
+    once: a second signal must not break off the cleanup the first one started."""
+    from oab_bench.judge.grading.loop import Stopped
+
+    taken: list[int] = []
+
+    def handler(signum, frame):
+        if not taken:
+            taken.append(signum)
+            raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def main(argv: list[str] | None = None) -> int:
     from oab_bench.dataset_builder.errors import BuildError, SourceError
-    from oab_bench.judge.generation.processes import stop_signals
     from oab_bench.judge.generation.vllm_server import ServerError
     from oab_bench.judge.grading.loop import Stopped
     from oab_bench.judge.redact import redact
 
     args = build_parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else [str(a) for a in argv]  # as typed: `run`'s resume line
     try:
-        with stop_signals((signal.SIGTERM, signal.SIGHUP)):  # as Ctrl-C, from the first moment
+        with signals_as_ctrl_c():
             check_output_is_not_an_input(args)
             return args.func(args)
     except (SourceError, BuildError, OSError, ValueError, ServerError) as e:
@@ -117,13 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (Stopped): one line, never a traceback
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
-        stored = (
-            ": the judgments made are stored; run the same command again to continue"
-            if args.command in JUDGING_COMMANDS
-            else ""
+        stored = ": the judgments made are stored; run the same command again to continue"
+        print(
+            f"oab-bench {args.command}: stopped by {signame}{stored * (args.command in JUDGING_COMMANDS)}",
+            file=sys.stderr,
         )
-        print(f"oab-bench {args.command}: stopped by {signame}{stored}", file=sys.stderr)
-        return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
+        return 128 + signal.Signals[signame]
 
 
 if __name__ == "__main__":

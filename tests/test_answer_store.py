@@ -68,24 +68,21 @@ def test_two_threads_asking_for_one_answer_pay_once(tmp_path):
     assert len(calls) == 1
 
 
-def test_the_lighteval_child_gets_the_stores_and_fresh_answers(tmp_path, monkeypatch):
-    from oab_bench.judge.generation import run_caches
-    from oab_bench.judge.generation.run_settings import child_env, judge_settings
+def test_the_run_settings_name_the_stores_and_the_resume_keeps_the_answers(tmp_path, monkeypatch):
+    from oab_bench.judge.generation import run
+    from oab_bench.judge.generation.run_checks import Stored
+    from oab_bench.judge.generation.run_settings import RunSettings
 
     monkeypatch.chdir(tmp_path)
     argv = ["run", "--model", "openai/x", "--output-dir", "o", "--answer-cache", "ac", "--judge-cache", "jc"]
-    args = build_parser().parse_args(argv)
-    env = child_env(args, tmp_path / "o")
-    # absolute: lighteval runs in the output folder
-    assert env["OAB_ANSWER_CACHE"] == str(tmp_path / "ac") and env["OAB_JUDGE_CACHE"] == str(tmp_path / "jc")
-    assert "OAB_FRESH_ANSWERS" not in env
-    fresh = build_parser().parse_args([*argv, "--fresh-answers", "--answer-cache", "off"])
-    env = child_env(fresh, tmp_path / "o")
-    assert env["OAB_FRESH_ANSWERS"] == "1" and env["OAB_ANSWER_CACHE"] == "off"
     monkeypatch.setattr(sys, "argv", ["oab-bench", *argv, "--fresh-answers"])
-    monkeypatch.setattr(run_caches, "stored_progress", lambda *a: (15, 7, 3))
-    line = run_caches.stopped_line(args, judge_settings(args), "SIGTERM")
-    assert line == (
-        f"oab-bench run: stopped (SIGTERM); kept 7 of 15 answers ({tmp_path / 'ac'}) and 3 judgments "
-        f"({tmp_path / 'jc'}); resume with: oab-bench {' '.join(argv)}"
+    s = RunSettings.from_args(build_parser().parse_args([*argv, "--fresh-answers"]))
+    # absolute: lighteval works in the output folder
+    assert (s.answer_cache, s.judge_cache, s.fresh_answers) == (tmp_path / "ac", tmp_path / "jc", True)
+    off = RunSettings.from_args(build_parser().parse_args([*argv, "--answer-cache", "off"]))
+    assert off.answer_cache is None and not off.fresh_answers
+    monkeypatch.setattr(run, "stored_state", lambda *a: Stored(15, 7, 3, 8, 12))
+    assert f"{run.kept(s)}; resume with: {s.resume_command()}" == (
+        f"kept 7 of 15 answers ({tmp_path / 'ac'}) and 3 judgments ({tmp_path / 'jc'}); "
+        f"resume with: oab-bench {' '.join(argv)}"
     )

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.generation.preflight import drop_empty_keys
+from oab_bench.judge.generation.run_checks import drop_empty_keys
 from oab_bench.judge.grading.check_call import CHECK_PROMPT
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
@@ -142,7 +142,7 @@ def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_
 def test_blank_keys_are_missing_keys_before_anything_runs(monkeypatch):
     """`OPENAI_API_KEY=' '` or a blank OAB_JUDGE_API_KEY passed the run's key check and then failed
     every call; blank is missing, as empty is."""
-    from oab_bench.judge.generation.preflight import PreflightError, check_credentials
+    from oab_bench.judge.generation.run_checks import PreflightError, check_credentials
     from oab_bench.judge.settings import JudgeSettings
 
     for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
@@ -162,10 +162,10 @@ def test_a_candidate_key_with_a_line_break_is_trimmed_or_named(
     """OPENAI_API_KEY='sk-...\\r\\n' (a key pasted from a file) made the check call report that the
     candidate's server 'does not answer: Connection error', and lighteval retry it for minutes: the
     judge's own key was trimmed, the provider variables the candidate uses were not."""
-    import oab_bench.judge.generation.lighteval_child as child_mod
+    from oab_bench.judge.generation import run as run_module
 
     server = stub()
-    monkeypatch.setattr(child_mod, "run_redacted", lambda *a, **k: 1)  # stop where lighteval would start
+    monkeypatch.setattr(run_module, "evaluate", lambda *a: ([], {}))  # stop where lighteval would start
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]

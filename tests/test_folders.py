@@ -4,6 +4,7 @@ else is refused, untouched, in the same words (oab_bench/folders.py, shared by r
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ import pytest
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import BUILD, DATA_FILE, MARKER, MARKER_HEAD, write_dataset
 from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, listed
-from oab_bench.judge.generation.run import RUN
+from oab_bench.judge.generation.run_checks import RUN
 from oab_bench.judge.sweep.sweep import SWEEP
 from oab_bench.judge.validity.probe import PROBE
 from oab_bench.scripts.cli import main
@@ -212,12 +213,12 @@ def test_run_refuses_a_cache_or_an_output_it_cannot_use_before_any_work(tmp_path
 def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_dataset, capsys, monkeypatch):
     """`--output-dir ~/notes` deleted the judgments.jsonl found there and replaced its model_config.yaml
     before lighteval started: a run now writes only in a new or empty folder, or one a run marked."""
-    import oab_bench.judge.generation.lighteval_child as child_mod
-    import oab_bench.judge.generation.run as run_mod
+    from oab_bench.conventions import RUN_MARKER, SUMMARY_FILE
+    from oab_bench.judge.generation import run as run_module
 
     server = stub()
     started = []
-    monkeypatch.setattr(child_mod, "run_redacted", lambda *a, **k: started.append(1) or 1)
+    monkeypatch.setattr(run_module, "evaluate", lambda *a: started.append(1) or ([], {}))
     run = ["run", "--model", "openai/cand", "--api-base", server.url, "--dataset", str(built_dataset)]
     run += ["--tasks", "oab_bench:39", "--judge-model", "openai/j", "--judge-api-base", server.url]
     run += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac"), "--no-check-call"]
@@ -236,7 +237,9 @@ def test_run_never_writes_in_a_folder_it_did_not_make(stub, tmp_path, built_data
     fresh.mkdir()
     for _ in range(2):  # an empty folder, then the same folder again: ours now
         assert main([*run, "--output-dir", str(fresh)]) == 1
-    assert len(started) == 2 and (fresh / run_mod.RUN_MARKER).is_file()
+    assert len(started) == 2 and (fresh / RUN_MARKER).is_file()
+    (notes / SUMMARY_FILE).write_text(json.dumps({"model": "m"}))  # a summary alone does not make it ours
+    assert main([*run, "--output-dir", str(notes)]) == 2
 
 
 @pytest.fixture

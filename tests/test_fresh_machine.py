@@ -147,6 +147,7 @@ def test_make_run_without_shared_runs_on_the_hub_dataset_and_says_so(tmp_path):
     fresh = _dry("run", f"DATA={tmp_path / 'no-shared'}")
     assert f"make run: no {tmp_path / 'no-shared'}: running on the Hub dataset" in fresh
     assert "oab-bench build" not in fresh and "--dataset" not in fresh and "oab-bench run --model" in fresh
+    assert "OAB_BENCH_ENTRY=make " in fresh  # its advice names DATA=, not --dataset (test_references.py)
     local = _dry("run")
     if (REPO.parent / "shared" / "data" / "oab_bench_v1" / "question.jsonl").exists():
         assert (

@@ -178,8 +178,9 @@ def test_jury_of_three_through_the_stub_one_member_always_fails(
 
 
 def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
-    """`oab-bench run --judge-model A --judge-model B`: the lighteval task gets OAB_JUDGE_MODEL=A,B."""
-    from oab_bench.judge.generation.run_settings import child_env
+    """`oab-bench run --judge-model A --judge-model B`: the run's settings, which the task is handed, name
+    the jury; `OAB_JUDGE_MODEL=A,B` means the same to the plain lighteval CLI."""
+    from oab_bench.judge.generation.run_settings import RunSettings
     from oab_bench.judge.grading.lighteval_judge import settings_from_env
     from oab_bench.scripts.cli import build_parser
 
@@ -187,13 +188,11 @@ def test_run_hands_the_jury_to_the_task(tmp_path, monkeypatch):
     args = build_parser().parse_args(
         [*run, "--judge-model", "openai/a", "--judge-model", "openai/b", "--jury-combine", "min"]
     )
-    env = child_env(args, tmp_path)
-    assert env["OAB_JUDGE_MODEL"] == "openai/a,openai/b" and env["OAB_JUDGE_JURY_COMBINE"] == "min"
-    for k, v in env.items():
-        if k.startswith("OAB_JUDGE_"):
-            monkeypatch.setenv(k, v)
-    jury = make_judge(settings_from_env())
+    jury = make_judge(RunSettings.from_args(args).judge)
     assert isinstance(jury, Jury) and jury.name == "jury-min(openai/a, openai/b)"
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/a,openai/b")
+    monkeypatch.setenv("OAB_JUDGE_JURY_COMBINE", "min")
+    assert make_judge(settings_from_env()).name == jury.name
 
 
 @pytest.mark.e2e
@@ -224,11 +223,10 @@ def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
 
 def test_run_preflight_names_each_jury_member(monkeypatch):
     """Keys are checked per member; a vllm: member is refused with what to do instead."""
-    import argparse
-
-    from oab_bench.judge.generation.preflight import PreflightError, check_credentials
-    from oab_bench.judge.generation.run_settings import judge_settings
+    from oab_bench.judge.generation.run_checks import PreflightError, check_credentials
+    from oab_bench.judge.generation.run_settings import RunSettings
     from oab_bench.judge.settings import JudgeSettings
+    from oab_bench.scripts.cli import build_parser
 
     for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OAB_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -238,9 +236,10 @@ def test_run_preflight_names_each_jury_member(monkeypatch):
         check_credentials("openai/gpt-4o-mini", None, jury)
     assert "anthropic/claude-sonnet-4-6 needs" in str(info.value) and "gpt-5.2 needs" not in str(info.value)
 
-    args = argparse.Namespace(**{"judge_model": ["openai/a", "vllm:Qwen/Qwen3.5-35B-A3B"]})
+    run = ["run", "--model", "m", "--output-dir", "o", "--judge-model", "openai/a"]
+    args = build_parser().parse_args([*run, "--judge-model", "vllm:Qwen/Qwen3.5-35B-A3B"])
     with pytest.raises(ValueError, match="a jury member cannot be vllm"):
-        judge_settings(args)
+        RunSettings.from_args(args)
 
 
 def test_members_have_their_own_settings_where_given(stub, tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """lighteval's own commands on the task, as a lighteval user types them: browsing the task
-(`tasks inspect`, `tasks dump`) needs no judge; an evaluation without one fails before its first call."""
+(`tasks inspect`, `tasks dump`) needs no judge; an evaluation without one fails before its first call;
+what is missing is one line naming the variable to set, never a traceback."""
 
 from __future__ import annotations
 
@@ -51,6 +52,20 @@ def test_tasks_inspect_needs_no_judge(built_rows, built_dataset, tmp_path):
     assert f"'oab_system_prompt': {repr(row.system_prompt[:60])[:-1]}" in text  # the exam's rules
 
 
+def test_tasks_inspect_without_a_dataset_names_the_variable_in_one_line(tmp_path):
+    """Offline, no OAB_BENCH_DATASET: upstream's Hub id cannot be reached. The advice is the plain
+    CLI's (`OAB_BENCH_DATASET`), not `oab-bench`'s flag, in one line; lighteval's traceback was 89."""
+    proc = lighteval(
+        "tasks", "inspect", "oab_bench|0", "--custom-tasks", str(REPO / "oab_bench_task.py"),
+        "--num-samples", "1", cwd=tmp_path, HF_HOME=str(tmp_path / "hf"),
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr and "--dataset" not in proc.stderr, proc.stderr[-3000:]
+    (line,) = [x for x in proc.stderr.splitlines() if "oab_bench: error:" in x]
+    assert line.startswith("oab_bench: error: the task's default dataset maritaca-ai/oab-bench: ")
+    assert "cannot be reached from here" in line and "set OAB_BENCH_DATASET=FOLDER" in line
+
+
 def test_tasks_dump_needs_no_judge(built_dataset, tmp_path):
     proc = lighteval(
         "tasks", "dump", "--custom-tasks", str(REPO / "oab_bench_task.py"),
@@ -71,7 +86,7 @@ def test_an_evaluation_without_a_usable_judge_fails_before_its_first_call(
     params = {"model_name": "openai/cand-nojudge", "base_url": server.url, "max_model_length": 32768}
     config.write_text(yaml.safe_dump({"model_parameters": params | {"cache_dir": str(tmp_path / "lc")}}))
     env = {"OAB_BENCH_DATASET": str(built_dataset), "OPENAI_API_KEY": "sk-test-candidate"}
-    expected = f"JudgeNotConfigured: {NO_JUDGE}"
+    expected = f"oab_bench: error: {NO_JUDGE}"
     if judge == "foreign cache":
         foreign = tmp_path / "notes"
         foreign.mkdir()
@@ -81,15 +96,16 @@ def test_an_evaluation_without_a_usable_judge_fails_before_its_first_call(
             "OAB_JUDGE_API_BASE": server.url,
             "OAB_JUDGE_CACHE": str(foreign),
         }
-        expected = f"StoreError: OAB_JUDGE_CACHE: {foreign}/judgments.jsonl: not an oab-bench judgment store"
+        expected = (
+            f"oab_bench: error: OAB_JUDGE_CACHE: {foreign}/judgments.jsonl: not an oab-bench judgment store"
+        )
     out = tmp_path / "out"
     proc = lighteval(
         "endpoint", "litellm", str(config), f"{TASK}|0", "--custom-tasks", str(REPO / "oab_bench_task.py"),
         "--output-dir", str(out), cwd=tmp_path, **env,
     )  # fmt: skip
-    assert proc.returncode != 0
-    assert any(line.strip().endswith(expected) or expected in line for line in proc.stderr.splitlines()), (
-        proc.stderr[-3000:]
-    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("oab_bench:")]
+    assert line.startswith(expected), proc.stderr[-3000:]  # one line, the variable named
     assert server.requests == []  # not one generation call
     assert not list(out.rglob("results_*.json"))

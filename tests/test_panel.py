@@ -288,11 +288,11 @@ def test_an_output_over_a_panel_file_is_refused(stub, built_dataset, tmp_path, u
 
 def test_run_checks_the_judge_when_only_the_panel_is_left_to_judge(stub, judge_key, tmp_path):
     """`run`'s preflight counts the panel's judgments its judgment cache lacks, as the run will key
-    them (run_caches.stored_state: the run's judge, panel/judging.unstored): a candidate fully
+    them (run_checks.stored_state: the run's judge, panel/judging.unstored): a candidate fully
     cached with a panel not yet judged still needs the judge; a panel fully cached does not; a
     `vllm:` judge's are found under its served name."""
     from oab_bench.judge.answers import Answer
-    from oab_bench.judge.generation.run_caches import run_judge
+    from oab_bench.judge.generation.run_checks import run_judge
     from oab_bench.judge.grading.judgment_store import JudgmentStore
     from oab_bench.judge.grading.runner import run_judge_all
     from oab_bench.judge.panel.judging import unstored

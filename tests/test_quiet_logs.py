@@ -19,8 +19,8 @@ from tests.helpers import made_up_judgment
 
 
 @pytest.mark.slow  # a fresh process importing lighteval
-def test_the_lighteval_child_loads_only_our_tasks(built_dataset, tmp_path):
-    """What `oab-bench run` starts: the registry loads the custom tasks alone, so no built-in task
+def test_the_run_loads_only_our_tasks(built_dataset, tmp_path):
+    """As `oab-bench run` loads them: the registry loads the custom tasks alone, so no built-in task
     downloads nltk's punkt or calls the Hub's deprecated list_models (a FutureWarning)."""
     script = f"""
 import sys, warnings

@@ -59,15 +59,26 @@ def test_a_changed_raw_folder_gets_a_new_build(tmp_path, builds):
     assert resolve.prepare_dataset(str(folder), errata) != first
 
 
-def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds, monkeypatch):
-    """`oab-bench run --dataset RAW`: the preflight's prompts come from the on-the-fly build (the
-    lighteval child gets the folder in OAB_BENCH_DATASET; the e2e test below runs lighteval on one)."""
-    from oab_bench.judge.generation.run_settings import candidate_prompts
+def test_oab_bench_run_takes_a_raw_folder(raw_folder, builds):
+    """`oab-bench run --dataset RAW`: the preflight's prompts come from the on-the-fly build, and the
+    run hands lighteval the built folder (the e2e test below runs lighteval on a raw one)."""
+    from oab_bench.judge.generation.run_checks import resolve_references
+    from oab_bench.judge.generation.run_settings import RunSettings, selected_rows
+    from oab_bench.scripts.cli import build_parser
 
-    monkeypatch.setenv("OAB_BENCH_DATASET", str(raw_folder))
-    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
-    prompts = candidate_prompts(str(raw_folder), "oab_bench:penal")
-    assert len(prompts) == 15 and all(m[0]["role"] == "system" for _, m in prompts)
+    argv = [
+        "run",
+        "--model",
+        "m",
+        "--output-dir",
+        "o",
+        "--dataset",
+        str(raw_folder),
+        "--tasks",
+        "oab_bench:penal",
+    ]
+    s = resolve_references(RunSettings.from_args(build_parser().parse_args(argv)))
+    assert s.dataset.startswith(str(builds)) and len(selected_rows(s)) == 15
 
 
 def test_built_layouts_pass_through(built_dataset, upstream_v1, builds):
@@ -90,7 +101,7 @@ def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
     oab_bench_task.dataset_path.cache_clear()
     monkeypatch.delenv("OAB_BENCH_DATASET")
     args = build_parser().parse_args(["run", "--model", "openai/x", "--output-dir", "o"])
-    from oab_bench.judge.generation.references import dataset_argument
+    from oab_bench.judge.dataset import dataset_argument
 
     assert dataset_argument(args) == ("maritaca-ai/oab-bench", "--dataset (default)")
 

@@ -40,10 +40,15 @@ def _one_error_line(proc) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("offline_mode", [False, True])
-def test_the_default_hub_dataset_offline_fails_in_seconds_naming_what_to_pass(stub, tmp_path, offline_mode):
+@pytest.mark.parametrize("offline_mode, entry", [(False, None), (True, None), (True, "make")])
+def test_the_default_hub_dataset_offline_fails_in_seconds_naming_what_to_pass(
+    stub, tmp_path, offline_mode, entry
+):
+    """`oab-bench run` names its flag; under `make run` (the Makefile sets OAB_BENCH_ENTRY) make's DATA=."""
     server = stub()
     env = _offline_env(tmp_path, **({"HF_HUB_OFFLINE": "1"} if offline_mode else {}))
+    if entry:
+        env["OAB_BENCH_ENTRY"] = entry
     started = time.perf_counter()
     proc = oab(*_run_args(server, tmp_path / "run"), env=env, cwd=tmp_path)
     took = time.perf_counter() - started
@@ -53,7 +58,13 @@ def test_the_default_hub_dataset_offline_fails_in_seconds_naming_what_to_pass(st
     line = _one_error_line(proc)
     assert line.startswith("oab-bench run: error: --dataset (default) maritaca-ai/oab-bench: ")
     assert "maritaca-ai/oab-bench is a Hugging Face Hub dataset, which cannot be reached from here" in line
-    assert "pass --dataset FOLDER: a folder made by `oab-bench build`, or upstream's files" in line
+    if entry == "make":
+        assert (
+            "pass DATA=FOLDER to make run: upstream's files (question.jsonl" in line
+            and "--dataset F" not in line
+        )
+    else:
+        assert "pass --dataset FOLDER: a folder made by `oab-bench build`, or upstream's files" in line
     assert server.count == 0 and not (tmp_path / "run").exists()  # no check call, nothing made
 
 
@@ -179,8 +190,7 @@ def test_an_edition_the_dataset_lacks_fails_listing_those_it_has(stub, tmp_path,
 
 
 def test_an_area_the_dataset_lacks_fails_listing_those_it_has():
-    from oab_bench.judge.generation.preflight import PreflightError
-    from oab_bench.judge.generation.references import check_task_rows
+    from oab_bench.judge.generation.run_checks import PreflightError, check_task_rows
     from tests.probe_rows import made_up
 
     rows = [made_up(90, "civil", n) for n in range(5)]

@@ -91,22 +91,19 @@ def test_repeats_through_the_stub(stub, judge_key, tmp_path, upstream_v1, built_
 
 
 def test_run_hands_repeats_to_the_task(tmp_path, monkeypatch):
-    from oab_bench.judge.generation.run_settings import child_env
+    from oab_bench.judge.generation.run_settings import RunSettings
     from oab_bench.judge.grading.jury import Repeated, make_judge
     from oab_bench.judge.grading.lighteval_judge import settings_from_env
     from oab_bench.judge.settings import JudgeSettings
     from oab_bench.scripts.cli import build_parser
 
     run = ["run", "--model", "openai/m", "--output-dir", str(tmp_path), "--dataset", str(tmp_path)]
-    env = child_env(
-        build_parser().parse_args([*run, "--judge-model", "openai/j", "--repeats", "3"]), tmp_path
-    )
-    assert env["OAB_JUDGE_REPEATS"] == "3"
-    for k, v in env.items():
-        if k.startswith("OAB_JUDGE_"):
-            monkeypatch.setenv(k, v)
-    judge = make_judge(settings_from_env())
+    args = build_parser().parse_args([*run, "--judge-model", "openai/j", "--repeats", "3"])
+    judge = make_judge(RunSettings.from_args(args).judge)  # what the run hands the task
     assert isinstance(judge, Repeated) and len(judge.runs) == 3
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/j")
+    monkeypatch.setenv("OAB_JUDGE_REPEATS", "3")  # the plain lighteval CLI's way
+    assert len(make_judge(settings_from_env()).runs) == 3
     with pytest.raises(ValueError, match="--repeats with a jury"):
         make_judge(JudgeSettings(judge_model="openai/a,openai/b", repeats=2))
 

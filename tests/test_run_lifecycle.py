@@ -1,5 +1,7 @@
-"""The run's life end to end: a rerun pays nothing, a killed run resumes paying only what is missing,
-a permanent candidate error stops the run in seconds, and no signal leaves a process behind."""
+"""The run's life end to end: a killed run resumes paying only what is missing and its total cost is
+an uninterrupted run's, a rerun pays nothing, a permanent candidate error stops the run in seconds, a
+local server that dies stops it naming the server, and no signal (SIGKILL included) leaves a process
+paying. Subprocesses only where the process is the point (a signal to it, its death)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,15 +22,16 @@ from tests.conftest import REPO, oab
 from tests.helpers import TASK, candidate_calls, check_no_secret, env_for, is_check_call, judge_calls
 
 pytestmark = pytest.mark.e2e
+PRICED = ("--judge-price-input", "1.5", "--judge-price-output", "6")  # USD per million tokens
 
 
-def command(model, candidate_url, judge_url, dataset, tmp_path, *extra) -> list[str]:
+def command(model, candidate_url, judge_url, dataset, tmp_path, *extra, out="run") -> list[str]:
     cmd = [sys.executable, "-m", "oab_bench.scripts.cli", "run", "--model", model, "--dataset", str(dataset)]
     if candidate_url:
         cmd += ["--api-base", candidate_url]
     cmd += ["--tasks", TASK, "--judge-model", "openai/judge-e2e", "--judge-api-base", judge_url]
     cmd += ["--judge-cache", str(tmp_path / "jc"), "--answer-cache", str(tmp_path / "ac")]
-    return [*cmd, "--output-dir", str(tmp_path / "run"), *map(str, extra)]
+    return [*cmd, "--output-dir", str(tmp_path / out), *map(str, extra)]
 
 
 def processes_mentioning(marker: str) -> list[str]:
@@ -37,23 +41,12 @@ def processes_mentioning(marker: str) -> list[str]:
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if marker in cmdline:
-            found.append(f"{proc.name} ({_state(proc)}): {cmdline[:200]}")
+        if marker in cmdline and state != "Z":
+            found.append(f"{proc.name}: {cmdline[:200]}")
     return found
-
-
-def _state(proc: Path) -> str:
-    """State, parent and what it waits in: enough to tell a stuck child from a stray grandchild."""
-    try:
-        fields = dict(
-            line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line
-        )
-        wchan = (proc / "wchan").read_text()
-    except OSError:
-        return "gone"
-    return f"{fields.get('State', '?').strip()}, ppid {fields.get('PPid', '?').strip()}, threads {fields.get('Threads', '?').strip()}, wchan {wchan}"
 
 
 def wait_for(condition, timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
@@ -64,30 +57,27 @@ def wait_for(condition, timeout: float, what: str, proc: subprocess.Popen | None
         time.sleep(0.1)
 
 
-def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missing(
+def summary(out: Path) -> dict:
+    return json.loads((out / "oab_bench_summary.json").read_text())
+
+
+def test_a_killed_run_resumes_paying_only_what_is_missing_and_costs_what_an_uninterrupted_one_does(
     stub, built_dataset, tmp_path
 ):
     server = stub(policy="max", latency=0.4)
     cmd = command("openai/cand-resume", server.url, server.url, built_dataset, tmp_path, "--concurrency", "1")
-    cmd += ["--judge-concurrency", "2"]
-    out = tmp_path / "run"
+    cmd += ["--judge-concurrency", "2", *PRICED]
 
-    def calls_since(before: int) -> SimpleNamespace:
+    def since(before: int) -> SimpleNamespace:
         return SimpleNamespace(requests=server.requests[before:])
 
-    # 1. killed (SIGKILL: no cleanup of its own) half-way through generation
+    # 1. killed (SIGKILL: no cleanup of its own) half-way through generation: nothing outlives it
     proc = subprocess.Popen(
         cmd, cwd=REPO, env=env_for(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     wait_for(lambda: len(candidate_calls(server)) >= 7, 300, "half the answers", proc)
     proc.kill()
     proc.wait()
-    # the lighteval child dies with its parent (and keeps the answer it was waiting for)
-    # (its grace for calls in flight is 15 s; a loaded 2-core machine adds its own delay)
-    try:
-        wait_for(lambda: not processes_mentioning(str(out)), 60, "the lighteval child to end")
-    except AssertionError as e:  # which process, in what state: a rare flake on a loaded machine
-        raise AssertionError(f"{e}: {processes_mentioning(str(out))}") from None
     kept = len(AnswerStore(tmp_path / "ac"))
     assert 5 <= kept <= len(candidate_calls(server)) < 15 and not judge_calls(server)
 
@@ -96,51 +86,61 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_paying_only_what_is_missi
     err = tmp_path / "resume.stderr"
     with err.open("w") as stderr:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env_for(), stdout=subprocess.DEVNULL, stderr=stderr)
-    wait_for(lambda: len(judge_calls(calls_since(before))) >= 4, 300, "judging", proc)
+    wait_for(lambda: len(judge_calls(since(before))) >= 4, 300, "judging", proc)
     proc.terminate()
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-    new = calls_since(before)
-    assert len(candidate_calls(new)) == 15 - kept
-    assert sum(map(is_check_call, new.requests)) == 2  # one check call each: both were going to be called
-    judged = len(judge_calls(new))
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM, err.read_text()[-3000:]
+    assert len(candidate_calls(since(before))) == 15 - kept
+    assert sum(map(is_check_call, since(before).requests)) == 2  # both were going to be called
+    judged = len(judge_calls(since(before)))
     assert 4 <= judged < 15
     assert f"kept 15 of 15 answers ({tmp_path / 'ac'}) and {judged} judgments" in err.read_text()
 
-    # 3. the second resume judges exactly the rest: no judgment in flight at SIGTERM was paid twice
+    # 3. the second resume judges exactly the rest: no judgment in flight at SIGTERM was paid twice;
+    # it paid for those, and the run's total counts every judgment at what it cost when it was paid
     before = len(server.requests)
-    resumed = oab(*cmd[3:], env=env_for())  # in this process: no signal is the point from here on
+    resumed = oab(*cmd[3:], env=env_for())
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    new = calls_since(before)
-    assert not candidate_calls(new) and len(judge_calls(new)) == 15 - judged
-    assert sum(map(is_check_call, new.requests)) == 1  # the judge's only
-    first = json.loads((out / "oab_bench_summary.json").read_text())
+    assert not candidate_calls(since(before)) and len(judge_calls(since(before))) == 15 - judged
+    first = summary(tmp_path / "run")
+    paid, total = first["figures"]["cost_usd"], first["cost_usd_total"]
+    assert 0 < paid < total
 
-    # 4. a rerun with the same settings: not one call, and the same figures
+    # 4. the same answers judged without a stop (a judgment cache of its own): the same total, to the cent
+    whole = oab(
+        *cmd[3:], "--judge-cache", tmp_path / "jc2", "--output-dir", tmp_path / "whole", env=env_for()
+    )
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    uninterrupted = summary(tmp_path / "whole")
+    assert (
+        round(uninterrupted["cost_usd_total"], 2)
+        == round(total, 2)
+        == round(uninterrupted["figures"]["cost_usd"], 2)
+    )
+    assert f"judge cost: ${paid:.4f} this run, ${total:.4f} in all" in resumed.stderr
+
+    # 5. a rerun with the same settings: not one call, the same figures, and its estimate says so
     before = len(server.requests)
     again = oab(*cmd[3:], env=env_for())
     assert again.returncode == 0, again.stderr[-3000:]
     assert server.requests[before:] == []
-    second = json.loads((out / "oab_bench_summary.json").read_text())
-    cost = second["figures"].pop("cost_usd")
+    second = summary(tmp_path / "run")
+    assert second["figures"].pop("cost_usd") == 0.0 and second["cost_usd_total"] == total
     first["figures"].pop("cost_usd")
     assert second["figures"] == first["figures"] and second["figures"]["coverage"] == 1.0
-    assert cost is None  # the stub judge has no price: unknown on every run, never NaN then 0
     check_no_secret(tmp_path / "ac", again.stderr)
-
-    # 5. its estimate says the same: every answer stored, every judgment cached, nothing to pay
     est = oab(*cmd[3:], "--estimate", "--format", "json", env=env_for())
     assert est.returncode == 0, est.stderr[-3000:]
     got = json.loads(est.stdout)
     assert (got["generations_cached"], got["generations_to_pay"]) == (15, 0)
     assert (got["judgments_cached"], got["judgments_to_pay"], got["total"]["calls"]) == (15, 0, 0)
-    assert got["total"]["cost_usd"] == 0.0 and server.requests[before:] == []
+    assert server.requests[before:] == []
 
 
 def test_a_permanent_candidate_error_mid_run_stops_it_in_seconds(stub, built_dataset, tmp_path):
     candidate = stub(faults=[{"kind": "401"}])  # quotes the Authorization header, key included
     judge = stub()
     cmd = command("openai/cand-401", candidate.url, judge.url, built_dataset, tmp_path, "--no-check-call")
-    proc = subprocess.run(cmd, cwd=REPO, env=env_for(), capture_output=True, text=True, timeout=600)
+    proc = oab(*cmd[3:], env=env_for())
     ended = time.time()
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert ended - candidate.requests[0]["time"] < 15  # lighteval retried a 401 for 5+ minutes
@@ -154,7 +154,8 @@ def test_a_permanent_candidate_error_mid_run_stops_it_in_seconds(stub, built_dat
 
 def standin_vllm(tmp_path: Path, marker: str) -> Path:
     """OAB_BENCH_VLLM_PYTHON for the test: an OpenAI-compatible stub on the port vLLM was given, with a
-    child process in its group (as vLLM's engine), both named by `marker`."""
+    child process in its group (as vLLM's engine), all named by `marker`; it exits (code 3) once the
+    file `<marker>.die` exists, as a server that crashes."""
     config = tmp_path / f"{marker}.json"
     config.write_text(json.dumps({"latency": 0.5}))
     script = tmp_path / "python-standin"
@@ -162,51 +163,67 @@ def standin_vllm(tmp_path: Path, marker: str) -> Path:
         "#!/bin/sh\n"
         'port=""; prev=""\n'
         'for a in "$@"; do [ "$prev" = "--port" ] && port="$a"; prev="$a"; done\n'
-        f"{sys.executable} -c 'import time; time.sleep(600)' {marker}-engine &\n"
-        f'exec {sys.executable} -m tests.openai_stub --port "$port" --config {config}\n'
+        f"cd {REPO}; {sys.executable} -c 'import time; time.sleep(600)' {marker}-engine &\n"
+        f'{sys.executable} -m tests.openai_stub --port "$port" --config {config} &\n'
+        f"while [ ! -e {tmp_path / marker}.die ]; do sleep 0.2; done\n"
+        "kill %2; exit 3\n"
     )
     script.chmod(0o755)
     return script
 
 
-@pytest.mark.parametrize(
-    "sig, when",
-    [(signal.SIGTERM, "generating"), (signal.SIGHUP, "started"), (signal.SIGINT, "started")],
-    ids=["SIGTERM", "SIGHUP", "SIGINT"],
-)
-def test_no_process_outlives_a_signal(stub, built_dataset, tmp_path, sig, when):
+def vllm_command(tmp_path: Path, dataset: Path, judge_url: str) -> tuple[str, list[str], dict]:
     marker = f"oab-standin-{os.getpid()}-{tmp_path.name}"  # tmp_path's name alone recurs in another session
-    model = tmp_path / marker
-    model.mkdir()
+    (tmp_path / marker).mkdir()
+    cmd = command(f"vllm:{tmp_path / marker}", None, judge_url, dataset, tmp_path, "--concurrency", "1")
+    env = env_for(OAB_BENCH_VLLM_PYTHON=str(standin_vllm(tmp_path, marker)))
+    return marker, cmd, env
+
+
+def when_answered(tmp_path: Path, then) -> threading.Thread:
+    """`then()` once a first answer is stored (lighteval is mid-generation), from another thread."""
+
+    def wait() -> None:
+        wait_for(lambda: (tmp_path / "ac" / "answers.jsonl").exists(), 300, "a first answer")
+        then()
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_signal_or_a_kill_leaves_no_server_process(stub, built_dataset, tmp_path):
+    """SIGTERM (in this process: the run's own signal path) stops the server with the run; SIGKILL
+    (a process of its own, killed) leaves its watcher to stop the server's group at once."""
     judge = stub(latency=0.5)
-    out = tmp_path / "run"
-    cmd = command(f"vllm:{model}", None, judge.url, built_dataset, tmp_path, "--concurrency", "1")
-    env = env_for(OAB_BENCH_VLLM_PYTHON=str(standin_vllm(tmp_path, marker)), PYTHONPATH=str(REPO))
-    err = tmp_path / "stderr.txt"
-    with err.open("w") as stderr:
-        proc = subprocess.Popen(  # Ctrl-C as in a terminal (a background job inherits it ignored)
-            cmd,
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
-    if when == "generating":  # a first answer stored: lighteval is mid-generation
-        wait_for(lambda: len(AnswerStore(tmp_path / "ac", access="read")), 300, "a first answer", proc)
-    else:
-        wait_for(lambda: "running:" in err.read_text(), 300, "the lighteval child", proc)
-    assert processes_mentioning(marker) and processes_mentioning(str(out))
-    proc.send_signal(sig)
-    code = proc.wait(timeout=60)
-    text = err.read_text()
-    name = signal.Signals(sig).name
-    assert code == 128 + sig, text[-3000:]
-    (line,) = [x for x in text.splitlines() if x.startswith("oab-bench run: stopped")]
+    marker, cmd, env = vllm_command(tmp_path, built_dataset, judge.url)
+    when_answered(tmp_path, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    proc = oab(*cmd[3:], env=env)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-3000:]
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("oab-bench run: stopped")]
     assert (
-        line.startswith(f"oab-bench run: stopped ({name}); kept ") and "resume with: oab-bench run " in line
+        line.startswith("oab-bench run: stopped (SIGTERM); kept ") and "resume with: oab-bench run " in line
     )
-    assert "Traceback" not in text.split("running:")[-1]  # nothing from the interrupted child
-    time.sleep(5)
-    assert not processes_mentioning(marker), "a server process outlived the run"
-    assert not processes_mentioning(str(out)), "the lighteval child outlived the run"
+    assert "Traceback" not in proc.stderr and not processes_mentioning(marker)  # stopped before it returned
+
+    killed = subprocess.Popen([*cmd, "--output-dir", str(tmp_path / "killed")], cwd=REPO, env=env)
+    wait_for(
+        lambda: len(processes_mentioning(marker)) >= 3, 300, "the server, its engine, its watcher", killed
+    )
+    killed.kill()
+    killed.wait()
+    wait_for(lambda: not processes_mentioning(marker), 20, "the server's processes to end")
+
+
+def test_a_local_server_that_dies_stops_the_run_naming_it(stub, built_dataset, tmp_path):
+    judge = stub()
+    marker, cmd, env = vllm_command(tmp_path, built_dataset, judge.url)
+    died = []
+    when_answered(tmp_path, lambda: ((tmp_path / f"{marker}.die").touch(), died.append(time.monotonic())))
+    proc = oab(*cmd[3:], env=env)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert time.monotonic() - died[0] < 20  # lighteval would retry a dead server for minutes
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("oab-bench run: error: vLLM server for")]
+    assert "exited with code 3 during the run; last lines of" in line and "Traceback" not in proc.stderr
+    assert not judge_calls(judge) and not (tmp_path / "run" / "oab_bench_summary.json").exists()
+    wait_for(lambda: not processes_mentioning(marker), 40, "the server's processes to end")

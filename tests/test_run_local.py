@@ -9,9 +9,9 @@ from typing import ClassVar
 
 import pytest
 
-from oab_bench.judge.generation import local_servers
-from oab_bench.judge.generation.run_settings import judge_settings
-from oab_bench.judge.generation.vllm_server import VllmServer, served_name, vllm_target
+from oab_bench.judge.generation import vllm_server
+from oab_bench.judge.generation.run_settings import RunSettings, served_name, vllm_target
+from oab_bench.judge.generation.vllm_server import VllmServer
 from oab_bench.scripts.cli import build_parser
 from tests.conftest import REPO
 from tests.helpers import (
@@ -38,7 +38,7 @@ class FakeServer:
 @pytest.fixture
 def fake(monkeypatch):
     FakeServer.started = []
-    monkeypatch.setattr(local_servers, "VllmServer", FakeServer)
+    monkeypatch.setattr(vllm_server, "VllmServer", FakeServer)
     monkeypatch.delenv("OAB_JUDGE_CONCURRENCY", raising=False)
     return FakeServer
 
@@ -46,7 +46,8 @@ def fake(monkeypatch):
 def local(tmp_path, *argv):
     args = build_parser().parse_args(["run", "--output-dir", str(tmp_path), *argv])
     with contextlib.ExitStack() as stack:
-        return local_servers.start_local_servers(args, judge_settings(args), tmp_path, stack)
+        s, _ = vllm_server.start_local_servers(RunSettings.from_args(args), stack)
+        return s, s.judge
 
 
 def test_same_model_for_candidate_and_judge_is_one_server(fake, tmp_path):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.generation.preflight import check_tasks, task_names
+from oab_bench.judge.generation.run_settings import check_tasks, task_names
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.scripts.cli import build_parser, main
@@ -160,3 +160,21 @@ def test_remote_checks_run_before_any_local_server_starts(tmp_path, built_datase
     assert proc.returncode == 2 and "the judge openai/gpt-5.2 needs OAB_JUDGE_API_KEY" in proc.stderr
     assert not started.exists() and "starting vLLM" not in proc.stderr
     assert time.monotonic() - t0 < 60
+
+
+def test_a_missing_key_is_advised_with_the_knobs_of_the_entry_point(tmp_path, built_dataset):
+    """`make run` has no --api-base: its advice names make's variables (the Makefile sets OAB_BENCH_ENTRY)."""
+    for entry, base, judge_base in (
+        (None, "--api-base", "--judge-api-base"),
+        ("make", "API_BASE=", "JUDGE_API_BASE="),
+    ):
+        env = clean_env(**({"OAB_BENCH_ENTRY": entry} if entry else {}))
+        proc = oab(
+            "run", "--model", "openai/x", "--dataset", built_dataset, "--output-dir", tmp_path / "r", env=env
+        )
+        (line,) = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and line.startswith(
+            "oab-bench run: error: no API key: the candidate openai/x"
+        )
+        assert f"(or {base} for a local server)" in line and f"(or {judge_base} for a local server)" in line
+        assert not (tmp_path / "r").exists()

@@ -7,13 +7,17 @@ import warnings
 import pytest
 
 from oab_bench.judge.generation import lighteval_compat
-from oab_bench.judge.generation.run_settings import child_env, judge_settings
-from oab_bench.judge.settings import JudgeSettings, env_var, flag, settings_env, settings_from
+from oab_bench.judge.generation.run_settings import RunSettings
+from oab_bench.judge.settings import JudgeSettings, env_var, flag, settings_from
 from oab_bench.scripts.cli import build_parser
 
 
 def parse(*argv: str):
     return build_parser().parse_args(list(argv))
+
+
+def judge_settings(args) -> JudgeSettings:
+    return RunSettings.from_args(args).judge
 
 
 JUDGE_BASE = ("judge", "--dataset", "d", "--answers", "a.jsonl", "--output", "o.jsonl")
@@ -56,14 +60,8 @@ def test_run_hands_every_setting_to_the_task(monkeypatch, tmp_path):
         "--judge-temperature",
         "none",
     )
-    env = child_env(args, tmp_path)
-    from oab_bench.judge.grading.lighteval_judge import settings_from_env
-
-    monkeypatch.setattr("os.environ", env)
-    got = settings_from_env()
-    assert got == judge_settings(args)
-    assert (got.max_tokens, got.price_output, got.temperature) == (1234, 2.5, None)
-    assert settings_env(got)["OAB_JUDGE_API_BASE"] is None
+    got = judge_settings(args)  # the object the run hands the task, whole
+    assert (got.max_tokens, got.price_output, got.temperature, got.api_base) == (1234, 2.5, None, None)
 
 
 def test_conflicting_mode_and_prompt_are_rejected():

@@ -1,4 +1,4 @@
-"""What `run` counts in its caches before any call (run_caches.stored_state): the judgments it
+"""What `run` counts in its caches before any call (run_checks.stored_state): the judgments it
 would make, counted as the judge will look them up (panel/judging.unstored), so an answer that
 calls nothing (empty, or over the answer limit) is never "missing", and a truncated one is looked
 up by the text the judge is sent."""
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from oab_bench.judge.generation.answer_store import AnswerStore, answer_key, generation_settings
-from oab_bench.judge.generation.run_caches import stored_state
-from oab_bench.judge.generation.run_settings import judge_settings, model_config, selected_rows
+from oab_bench.judge.generation.answer_store import AnswerStore, answer_key
+from oab_bench.judge.generation.run_checks import stored_state
+from oab_bench.judge.generation.run_settings import RunSettings, selected_rows
 from oab_bench.judge.generation.task_prompt import candidate_messages
 from oab_bench.scripts.cli import build_parser
 from tests.helpers import answer
@@ -29,19 +29,15 @@ def run_args(tmp_path: Path, dataset: Path, *extra: str):
         str(tmp_path / "jc"),
     ]
     argv += ["--judge-model", "openai/j", *extra]
-    return build_parser().parse_args(argv)
+    return RunSettings.from_args(build_parser().parse_args(argv))
 
 
-def store_answers(args, text: str) -> int:
+def store_answers(s: RunSettings, text: str) -> int:
     """Every question of the run answered `text` in its answer cache, keyed as the run looks it up."""
-    from lighteval.models.model_input import GenerationParameters
-
-    params = GenerationParameters(**model_config(args, Path())["model_parameters"]["generation_parameters"])
-    generation = generation_settings(params.model_dump(exclude_none=True), args.max_new_tokens)
-    rows = selected_rows(args.dataset, args.tasks)
-    store = AnswerStore(Path(args.answer_cache))
+    rows = selected_rows(s)
+    store = AnswerStore(s.answer_cache)
     for row in rows:
-        key = answer_key(model="openai/cand", messages=candidate_messages(row), generation=generation)
+        key = answer_key(model="openai/cand", messages=candidate_messages(row), generation=s.generation())
         store.put(answer(key, text))
     return len(rows)
 
@@ -61,9 +57,9 @@ def test_only_judgments_the_judge_would_make_count_as_missing(
     tmp_path, synthetic_dataset, text, extra, to_make
 ):
     dataset, _ = synthetic_dataset
-    args = run_args(tmp_path, dataset, *extra)
-    questions = store_answers(args, text)
-    state = stored_state(args, judge_settings(args))
+    s = run_args(tmp_path, dataset, *extra)
+    questions = store_answers(s, text)
+    state = stored_state(s)
     assert state.questions == state.answered == questions and state.answers_missing == 0
     assert state.judgments_missing == to_make * questions
     assert state.judged == (questions if to_make == 0 else 0)
@@ -76,12 +72,12 @@ def test_a_panels_judgments_count_per_jury_member_beside_the_candidates(tmp_path
     from oab_bench.judge.answers import Answer
 
     dataset, rows = synthetic_dataset
-    args = run_args(tmp_path, dataset, "--judge-model", "openai/k")
-    questions = store_answers(args, "<think>só raciocínio</think>")  # the candidate's: nothing to call
+    s = run_args(tmp_path, dataset, "--judge-model", "openai/k")
+    questions = store_answers(s, "<think>só raciocínio</think>")  # the candidate's: nothing to call
     pairs = [
         (row, Answer(model="p", question_id=qid, turns=["Resposta do painel." if n % 2 else " "]))
         for n, (qid, row) in enumerate(sorted(rows.items()))
     ]
-    state = stored_state(args, judge_settings(args), (None, pairs))
+    state = stored_state(s, (None, pairs))
     assert state.judged == questions and state.judgments_missing == 2 * (len(pairs) // 2)
     assert not (tmp_path / "jc").exists()

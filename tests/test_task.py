@@ -62,8 +62,6 @@ def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
 ):
     """Browsing the task (its documents, `lighteval tasks inspect`) needs no judge; an evaluation
     (lighteval's pipeline preparing our documents) fails before any model is loaded or called."""
-    from oab_bench.judge.grading.lighteval_judge import JudgeNotConfigured
-
     rows, _ = built_rows
     for unset in (
         lambda: monkeypatch.delenv("OAB_JUDGE_MODEL"),
@@ -72,11 +70,13 @@ def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
         unset()
         doc = task_module.oab_prompt(rows[0].model_dump(mode="json"), "oab_bench")
         assert doc.specific[task_module.SYSTEM_KEY] == rows[0].system_prompt
-        with pytest.raises(
-            JudgeNotConfigured, match=r"^OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge"
+        with pytest.raises(  # one line under lighteval's CLI, no traceback (SystemExit's message)
+            SystemExit,
+            match=r"^oab_bench: error: OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge",
         ):
             evaluation_docs("oab_bench:39")
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test")
     assert {d.specific["question_id"] for d in evaluation_docs("oab_bench:39")} == {
         r.question_id for r in rows if r.edition == 39
     }
@@ -85,29 +85,37 @@ def test_documents_load_without_a_judge_and_an_evaluation_checks_it_first(
 def test_run_counts_the_questions_lighteval_samples(task_module, built_dataset, monkeypatch):
     """`run --max-samples N` looks in its caches for the N questions lighteval's seeded shuffle takes
     (run_settings.selected_rows): a complete read-only cache is not refused for the others."""
-    from oab_bench.judge.generation.run_settings import selected_rows
+    from oab_bench.judge.generation.run_settings import RunSettings, selected_rows
+    from oab_bench.scripts.cli import build_parser
 
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test")
     for tasks, n in (("oab_bench:penal", 5), ("oab_bench:penal,oab_bench:civil", 4)):
         docs = [d for name in tasks.split(",") for d in evaluation_docs(name, n)]
-        rows = selected_rows(str(built_dataset), tasks, n)
+        argv = ["run", "--model", "m", "--output-dir", "o", "--dataset", str(built_dataset), "--tasks", tasks]
+        s = RunSettings.from_args(build_parser().parse_args([*argv, "--max-samples", str(n)]))
+        rows = selected_rows(s)
         assert {r.question_id for r in rows} == {d.specific["question_id"] for d in docs}
-        assert len(rows) == len(docs) < len(selected_rows(str(built_dataset), tasks))
+        assert len(rows) == len(docs) < len(selected_rows(s, sampled=False))
 
 
 def test_a_judge_cache_it_cannot_use_fails_before_the_evaluation(task_module, monkeypatch, tmp_path):
     """OAB_JUDGE_CACHE naming another tool's folder was refused only when the first answers were
     judged, after every answer had been generated (and paid for)."""
-    from oab_bench.judge.grading.judgment_store import StoreError
-
     (tmp_path / "judgments.jsonl").write_text('{"question_id": "q", "score": 1}\n')
     monkeypatch.setenv("OAB_JUDGE_CACHE", str(tmp_path))
+    monkeypatch.setenv("OAB_JUDGE_API_KEY", "sk-test")
     with pytest.raises(
-        StoreError, match=f"^OAB_JUDGE_CACHE: {tmp_path}/judgments.jsonl: not an oab-bench judgment store"
+        SystemExit,
+        match=f"^oab_bench: error: OAB_JUDGE_CACHE: {tmp_path}/judgments.jsonl: not an oab-bench judgment store",
     ):
         task_module.check_judge_configured()
     monkeypatch.setenv("OAB_JUDGE_CACHE", "off")
     task_module.check_judge_configured()
+    monkeypatch.delenv("OAB_JUDGE_API_KEY")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(SystemExit, match=r"^oab_bench: error: no API key: the judge openai/judge-unit needs"):
+        task_module.check_judge_configured()  # its key too, named as the plain CLI sets it
 
 
 def test_corpus_figures_leave_out_incomplete_exams(task_module):

@@ -1,133 +1,343 @@
-"""`oab-bench run`: generate with lighteval's litellm backend, judge, score, print the leaderboard row.
+"""`oab-bench run`: every check first (run_checks.py), local vLLM servers if asked (vllm_server.py),
+then lighteval's pipeline in this process (its public API, as `lighteval endpoint litellm` builds
+it, on the task file with only our tasks loaded), then the summary, the leaderboard row, the report
+and the exit code: lighteval 0.13 exits 0 even when every call failed, so the exit code is ours.
 
-lighteval 0.13 has sharp edges (docs/lighteval-and-vllm.md): its response cache
-is keyed by model and task only and replays failed calls as empty answers, and a run
-whose calls all failed still exits 0. So each run gets a fresh lighteval cache, and this
-command exits non-zero, naming the questions, when an answer is empty or a judgment failed.
-
-Never pay twice: good answers are kept in the answer store (answer_store.py; served
-inside lighteval by lighteval_compat.py) and judgments in the judgment cache, so a rerun
-or a resume pays only for what is missing. Never wait on a dead end: tasks, keys and one
-minimal real call per remote model are checked before any vLLM server starts. Nothing
-outlives the run (processes.py): however it ends, the lighteval child and the vLLM
-servers are stopped, and an interrupted run says what it kept and how to resume.
-
-Its steps, each in its own module: the arguments read as settings (run_settings.py), the caches
-checked and counted (run_caches.py), the remote checks (run_preflight.py), the local vLLM servers
-(local_servers.py), the lighteval child (lighteval_child.py), and what the run writes and says
-once the child has ended (run_summary.py). This module runs them in order and turns a signal into
-the line and the exit code an interrupted run ends with.
+The pipeline runs in a thread the main thread watches: a signal (only recorded, task_run.py), a
+local server that dies or a permanent error from the candidate stops it: no new call starts, those
+in flight finish and are stored within the grace period, and the run says why (a signal: what was
+kept and the command that resumes, exit 128 + its number). Each run gets a fresh lighteval response
+cache (0.13 keys it by model and task only and replays failed calls as empty answers); lighteval
+works in the output folder, so whatever it and litellm write lands there.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import json
+import logging
+import math
+import os
+import secrets
+import shutil
+import signal
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
+import yaml
+
 from oab_bench import folders
-from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, RUN_MARKER, SUMMARY_FILE
-from oab_bench.judge.generation.lighteval_child import run_lighteval
-from oab_bench.judge.generation.local_servers import start_local_servers
-from oab_bench.judge.generation.places import check_hf_caches, check_output_folder
-from oab_bench.judge.generation.preflight import check_tasks, drop_empty_keys, trim_keys
-from oab_bench.judge.generation.processes import Stopped, raise_if_stopped, stop_signals
-from oab_bench.judge.generation.references import resolve_references
-from oab_bench.judge.generation.run_caches import (
-    check_cache_folders,
-    check_caches,
-    run_answers,
-    run_judge,
-    stopped_line,
+from oab_bench.conventions import (
+    BATCH_FILE,
+    CHILD_STOP_GRACE_S,
+    JUDGMENTS_FILE,
+    PANEL_JUDGMENTS_FILE,
+    SUMMARY_FILE,
 )
-from oab_bench.judge.generation.run_preflight import check_remote, preflight
-from oab_bench.judge.generation.run_settings import (
-    judge_cache,
-    judge_settings,
-    litellm_name,
-    selected_rows,
-)
-from oab_bench.judge.generation.run_summary import summarize
-from oab_bench.judge.settings import JudgeSettings
+from oab_bench.judge.generation import run_checks as checks
+from oab_bench.judge.generation import task_run
+from oab_bench.judge.generation.run_checks import RUN, run_judge, stored_state
+from oab_bench.judge.generation.run_settings import RunSettings, selected_rows
+from oab_bench.judge.generation.vllm_server import start_local_servers
+from oab_bench.judge.grading.loop import Stopped
+from oab_bench.judge.output import write_atomic
+from oab_bench.judge.redact import redact
+
+__all__ = ["RUN", "run"]
+HUNG: list[bool] = []  # calls outlived the grace after a stop: the process exits without them
 
 
-def run(args: argparse.Namespace) -> int:
-    check_tasks(args.tasks)  # a typo fails now, not 20 s into lighteval
-    for name in drop_empty_keys():
-        print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
-    trim_keys()
-    settings = judge_settings(args)  # a bad setting fails here, before any generation
-    check_cache_folders(args)  # a cache given as a file: named by its flag, before the dataset is read
-    check_hf_caches(args.dataset)  # the dataset is read (and a raw one built) under HF_HOME
-    resolve_references(args, settings)  # dataset, editions, Batch API: now, not as lighteval's traceback
-    panel = run_panel(args)  # --panel: fetched, read and checked before any call
-    if getattr(args, "estimate", False):  # the judging bill, before generating anything
-        from oab_bench.judge.generation.run_estimate import estimate_run
-        from oab_bench.judge.grading.judgment_store import JudgmentStore
+class CandidateRefused(ValueError):
+    """The candidate's provider answered with a permanent error (401, 403, 404, a hopeless 400)."""
 
-        rows, texts = run_answers(args)
-        judge = run_judge(
-            settings, JudgmentStore(judge_cache(args), access="read")
-        )  # an estimate writes nothing
-        return estimate_run(judge, litellm_name(args.model), rows, texts, args.format, panel)
-    out = Path(args.output_dir).resolve()
-    # a run replaces files in it: never in someone else's folder (oab_bench/folders.py)
-    folders.check_folder(out, RUN, "--output-dir", args.output_dir)
-    check_output_folder(out, args.output_dir)  # the task writes judgments.jsonl last: fail now, not then
-    args.read_only_caches = check_caches(args, settings, panel)
-    state = argparse.Namespace(args=args, settings=settings)
+
+def run(s: RunSettings) -> int:
+    finished: list[Path] = []  # the summary, once written: a later signal finds the run done
+    with task_run.stop_signals():
+        try:
+            return steps(s, finished)
+        except KeyboardInterrupt as e:
+            name = e.signame if isinstance(e, Stopped) else "SIGINT"
+            if finished:
+                print(
+                    f"oab-bench run: stopped ({name}) after the run had finished: {finished[0]}",
+                    file=sys.stderr,
+                )
+            else:
+                print(
+                    f"oab-bench run: stopped ({name}); {kept(s)}; resume with: {s.resume_command()}",
+                    file=sys.stderr,
+                )
+            if HUNG:  # calls that outlived the grace are not waited for
+                sys.stderr.flush()
+                os._exit(128 + signal.Signals[name])
+            return 128 + signal.Signals[name]
+
+
+def steps(s: RunSettings, finished: list[Path]) -> int:
+    checks.check_keys()
+    checks.check_places(s)
+    s = checks.resolve_references(s)
+    task_run.checkpoint()
+    panel = None
+    if s.panel:  # fetched, read and checked before any call
+        from oab_bench.judge.panel.runs import prepare
+
+        panel = prepare(s.panel, selected_rows(s), {s.model, s.litellm_model})
+    if s.estimate:
+        return estimate(s, panel)
+    checks.check_output(s)
+    s = checks.check_caches(s, panel)
+    checks.check_remote(s, panel)  # before any local server loads
+    task_run.checkpoint()
+    folders.claim(s.output_dir, RUN)  # not before: a refused run leaves nothing behind
+    with contextlib.ExitStack() as stack:  # local servers stop however the run ends
+        s, servers = start_local_servers(s, stack)
+        s = checks.check_context(s)
+        task_run.checkpoint()
+        for stale in (JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE):  # an earlier run's are not this one's
+            (s.output_dir / stale).unlink(missing_ok=True)
+        started = time.time()
+        judged, errors = evaluate(s, servers)
+        found = [
+            p for p in (s.output_dir / "results").rglob("results_*.json") if p.stat().st_mtime >= started
+        ]
+        results = max(found, key=lambda p: p.stat().st_mtime, default=None)  # this run's, not an older one's
+        return summarize(s, judged, errors, results, panel, finished)
+
+
+def kept(s: RunSettings) -> str:
+    """What an interrupted run kept, in words."""
+    answers, judges = s.answer_cache or "no answer store", s.judge_cache
     try:
-        with stop_signals(), contextlib.ExitStack() as servers:  # local servers stop however the run ends
-            check_remote(args, settings, panel)  # before any local server loads
-            folders.claim(out, RUN)  # not before: a refused run leaves nothing behind
-            args, settings = start_local_servers(args, settings, out, servers)
-            state.args, state.settings = args, settings
-            preflight(args, settings)
-            return generate_and_judge(args, settings, out, state, panel)
-    except KeyboardInterrupt as e:
-        signame = e.signame if isinstance(e, Stopped) else "SIGINT"
-        if getattr(state, "finished", False):  # the summary was written: nothing to resume
-            print(
-                f"oab-bench run: stopped ({signame}) after the run had finished: {out / SUMMARY_FILE}",
-                file=sys.stderr,
-            )
-        else:
-            print(stopped_line(state.args, state.settings, signame), file=sys.stderr)
-        return 128 + {"SIGINT": 2, "SIGHUP": 1}.get(signame, 15)
-
-
-def run_panel(args: argparse.Namespace):
-    """(Panel, its (row, answer) pairs) for --panel, None without it. A candidate named as a panel
-    model, by its name or the one litellm gets, is an error naming both."""
-    if not getattr(args, "panel", None):
-        return None
-    from oab_bench.judge.panel.runs import prepare
-
-    return prepare(
-        args.panel,
-        selected_rows(args.dataset, args.tasks, args.max_samples),
-        {args.model, litellm_name(args.model)},
+        state = stored_state(s)
+    except BaseException:  # the dataset does not load, a second Ctrl-C: the line without numbers
+        return f"answers kept in {answers}, judgments in {judges or '(no judgment cache)'}"
+    judged = (
+        f" and {state.judged} judgments ({judges})" if judges else ", judgments not kept (--judge-cache off)"
     )
+    return f"kept {state.answered} of {state.questions} answers ({answers}){judged}"
 
 
-RUN = folders.Writer("oab-bench run", RUN_MARKER)
+def estimate(s: RunSettings, panel) -> int:
+    """`run --estimate`: the judging bill, stored answers judged as they are (their cached judgments
+    cost nothing), answers still to generate assumed of DEFAULT_ANSWER_TOKENS; calls and writes nothing."""
+    from oab_bench.judge.answers import Answer
+    from oab_bench.judge.generation.answer_store import stored_texts
+    from oab_bench.judge.grading.estimate import core
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+
+    rows, model = selected_rows(s), s.litellm_model
+    texts = stored_texts(None if s.fresh_answers else s.answer_cache, model, s.generation(), rows)
+    judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access="read"))
+    stored = [(r, t) for r, t in zip(rows, texts, strict=True) if t is not None]
+    pairs = [(r, Answer(model=model, question_id=r.question_id, turns=[t])) for r, t in stored]
+    missing = [r for r, t in zip(rows, texts, strict=True) if t is None]
+    est = core.estimate(judge, pairs + core.placeholder_pairs(missing, model, judge))
+    est.generations_cached, est.generations_to_pay = len(pairs), len(missing)
+    note = f"Answers to generate assumed of {core.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
+    if panel is None:
+        return core.print_estimate(est, s.format, note)
+    from oab_bench.judge.panel.estimate import print_with_panel
+
+    return print_with_panel(est, core.estimate(judge, panel[1]), panel[0], s.format, note)
 
 
-def generate_and_judge(
-    args: argparse.Namespace,
-    settings: JudgeSettings,
-    out: Path,
-    state: argparse.Namespace | None = None,
-    panel=None,
-) -> int:
-    """lighteval generates and judges in its child (lighteval_child.py); we write the summary (then
-    `state.finished`), the leaderboard row and the report (run_summary.py)."""
-    raise_if_stopped()  # a signal during the preflight whose Stopped was lost: nothing to start
-    (out / JUDGMENTS_FILE).unlink(missing_ok=True)
-    (out / PANEL_JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier run's panel is not this one's
-    started = time.time()
-    returncode = run_lighteval(args, settings, out)
-    raise_if_stopped()  # the child ended as we were stopped: stopped, not finished
-    return summarize(args, settings, out, started, returncode, state, panel)
+def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
+    """lighteval's pipeline on the run's tasks: every judgment made, and the last error of each
+    candidate prompt that failed."""
+    from oab_bench.judge.generation.answer_store import AnswerStore
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+
+    judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access=s.cache_access))
+    run = task_run.TaskRun(s.dataset, s.max_new_tokens, judge, s.model)
+    if s.answer_cache:
+        run.answers = AnswerStore(s.answer_cache, read=not s.fresh_answers, access=s.cache_access)
+    cache = s.output_dir / f".lighteval-cache-{secrets.token_hex(4)}"  # fresh: no replayed failures
+    cache.mkdir()  # (mkdtemp's 0700 would shut a teammate out of what a killed run leaves)
+    write_atomic(s.output_dir / "model_config.yaml", yaml.safe_dump(model_config(s, cache), sort_keys=False))
+    failed: list[BaseException] = []
+    worker = threading.Thread(target=lambda: pipeline(s, failed), name="oab-bench-lighteval", daemon=True)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(Redacted("[%(asctime)s] [%(levelname)8s]: %(message)s (%(filename)s:%(lineno)s)"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger("lighteval").setLevel(logging.INFO)
+    print(f"running: lighteval's pipeline on {', '.join(s.tasks)}, in this process", file=sys.stderr)
+    task_run.start(run)
+    try:
+        with contextlib.chdir(s.output_dir):
+            worker.start()
+            try:
+                while worker.is_alive() and not task_run.SIGNALLED and not task_run.REFUSED:
+                    for server in servers:
+                        server.check_alive()  # ServerError, with its log's last lines
+                    worker.join(0.2)
+            finally:
+                task_run.STOPPING.set()  # whatever still runs starts no new call
+                worker.join(CHILD_STOP_GRACE_S)
+                if worker.is_alive():
+                    HUNG.append(True)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        refused, errors = task_run.REFUSED[:1], dict(task_run.ERRORS)
+        task_run.start(None)
+        shutil.rmtree(cache, ignore_errors=True)
+    task_run.checkpoint()  # a signal: Stopped
+    if refused:
+        raise CandidateRefused(
+            f"the candidate's server refused the request, so the run stopped: {refused[0]}"
+        )
+    if failed and not isinstance(failed[0], Exception):
+        raise failed[0]
+    if failed:  # lighteval's own failure: its traceback, then no results (summarize says so, exit 1)
+        print(redact("".join(traceback.format_exception(failed[0]))), file=sys.stderr)
+    return run.judged, errors
+
+
+def pipeline(s: RunSettings, failed: list[BaseException]) -> None:
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.models.endpoints.litellm_model import LiteLLMModelConfig
+    from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+    from oab_bench.judge.generation.lighteval_compat import load_only_custom_tasks
+
+    try:
+        load_only_custom_tasks()
+        params = PipelineParameters(ParallelismManager.NONE, custom_tasks_directory="oab_bench_task")
+        params.max_samples = s.max_samples
+        tracker = EvaluationTracker(output_dir=str(s.output_dir), save_details=True)
+        config = LiteLLMModelConfig.from_path(str(s.output_dir / "model_config.yaml"))
+        run = Pipeline(",".join(f"{t}|0" for t in s.tasks), params, tracker, model_config=config)
+        run.evaluate()
+        run.save_and_push_results()
+    except BaseException as e:  # the main thread says what it was
+        failed.append(e)
+
+
+def model_config(s: RunSettings, cache: Path) -> dict:
+    """lighteval's model config (model_config.yaml): never an api_key from the environment (lighteval
+    copies it into the results JSON); a local server without one gets a dummy."""
+    params = dict(model_name=s.model, max_model_length=s.max_model_length, concurrent_requests=s.concurrency)
+    params |= dict(cache_dir=str(cache), api_max_retry=s.candidate_retries, timeout=s.candidate_timeout)
+    params |= dict(api_retry_sleep=s.candidate_retry_sleep, generation_parameters=s.generation_parameters())
+    if s.api_base:
+        params["base_url"] = s.api_base
+        if s.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            params["api_key"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
+    return {"model_parameters": params}
+
+
+class Redacted(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def leaderboard(out: Path) -> tuple[str, list]:
+    """The run's row (and the panel's), as `oab-bench leaderboard` prints them, and the tables."""
+    from oab_bench.judge.leaderboard.formats import render_markdown
+    from oab_bench.judge.leaderboard.inputs import load_records
+    from oab_bench.judge.leaderboard.tables import build_tables
+
+    records = load_records(out / JUDGMENTS_FILE)
+    if (out / PANEL_JUDGMENTS_FILE).is_file():
+        records += load_records(out / PANEL_JUDGMENTS_FILE)
+    tables, notes = build_tables(records)
+    return render_markdown(tables, notes), tables
+
+
+def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, panel, finished: list) -> int:
+    """The judgments and the summary written (whole or not at all; then the run counts as finished),
+    the leaderboard row, the report, and the exit code."""
+    from oab_bench.judge.aggregate import QuestionResult, task_figures
+    from oab_bench.judge.grading.batch.state import BatchLog
+    from oab_bench.judge.grading.runner import dump_jsonl
+    from oab_bench.judge.records import total_cost
+
+    out, say = s.output_dir, lambda line: print(f"oab-bench run: {line}", file=sys.stderr)
+    if results is None or not judged:
+        say(f"error: lighteval left no results or judgments in {out}")
+        if (
+            s.judge.batch
+            and s.judge_cache
+            and (s.judge_cache / BATCH_FILE).is_file()
+            and BatchLog(s.judge_cache).open_keys()
+        ):
+            say(
+                f"the judge's batches go on running (recorded in {s.judge_cache / BATCH_FILE}); answers are kept: resume with: {s.resume_command()}"
+            )
+        return 1
+    write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judged))
+    records = [j.record() for j in judged]
+    figures = task_figures([QuestionResult.model_validate(j.sample()) for j in judged])
+    empty = [j.question_id for j in judged if j.status == "no_answer"]
+    failed = [
+        f"{j.question_id} ({j.status}: {j.error or ''})"
+        for j in judged
+        if j.status not in ("ok", "no_answer")
+    ]
+    summary = {
+        "model": s.model,
+        "api_base": s.api_base,
+        "judge_model": s.judge.judge_model,
+        "results": str(results),
+    }
+    summary["figures"] = {k: None if math.isnan(v) else v for k, v in figures.items()}  # NaN: unknown
+    summary |= {
+        "cost_usd_total": total_cost([j.cost_usd for j in judged]),
+        "empty_answers": empty,
+        "failed_judgments": failed,
+    }
+    board = None
+    if panel is not None:  # judged after the candidate, ranked beside it in the summary
+        from oab_bench.judge.grading.batch.submit import BatchPending
+        from oab_bench.judge.panel.runs import judge_beside, ranking
+
+        try:
+            panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
+        except BatchPending as e:  # --judge-batch-wait ran out: the batches keep running
+            say(f"the panel: {e}")
+            say(f"answers and judgments are kept: resume with: {s.resume_command()}")
+            return 3
+        board, tables = leaderboard(out)
+        summary["panel"] = ranking(tables, s.model, panel[0], out, panel_records)
+        failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]
+    task_run.checkpoint()  # a signal now: stopped, not finished
+    write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False))
+    finished.append(out / SUMMARY_FILE)
+    print(board or leaderboard(out)[0])
+    costs = (summary["figures"]["cost_usd"], summary["cost_usd_total"])
+    paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
+    print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)
+    from oab_bench.judge.audit.write import write_run_report
+    from oab_bench.judge.validity.jury_report import jury_lines
+
+    if panel is not None:
+        from oab_bench.judge.panel.runs import rank_line
+
+        print(rank_line(summary["panel"], s.model), file=sys.stderr)
+    for line in jury_lines(records):  # a jury: its members' costs and agreement
+        print(line, file=sys.stderr)
+    write_run_report(out, s.dataset)  # report.html: never fails the run
+    print(f"results: {results}\njudgments: {out / JUDGMENTS_FILE}", file=sys.stderr)
+    task_run.checkpoint()
+    if empty:
+        from oab_bench.judge.generation.task_prompt import candidate_prompt
+
+        said = {
+            r.question_id: errors.get(candidate_prompt(r)) for r in selected_rows(s) if r.question_id in empty
+        }
+        say(f"{len(empty)} empty answers (failed generations?): {', '.join(empty)}")
+        for question, error in said.items():  # lighteval drops the error's text: ours kept it
+            say(
+                f"{question}: its last call failed: {error}"
+                if error
+                else f"{question}: the answer came back empty"
+            )
+    if failed:
+        say(f"{len(failed)} failed judgments: {'; '.join(failed)}")
+    if empty or failed:
+        say("the exams of these questions have no score (see coverage)")
+    return 1 if empty or failed else 0

@@ -1,102 +1,131 @@
-"""What `oab-bench run`'s arguments mean: the candidate's model config, the judge's settings, the
-caches, the questions the tasks select, and the environment the lighteval child runs in.
+"""`oab-bench run`'s settings: one typed object built once from the command line (and the `OAB_*`
+variables its flags fall back to); every step of the run takes it. A step that learns something
+(the dataset's folder, a local server's address) makes a new object (`model_copy`), never edits one.
 
-Every step of a run (checks, estimate, child, summary) reads its arguments through these, so a
-flag, its `OAB_*` variable and its default mean the same thing everywhere.
+No heavy import: the CLI reads the defaults its flags show.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import sys
 from pathlib import Path
+from typing import Literal
 
-from oab_bench.conventions import JUDGMENTS_FILE
-from oab_bench.dataset_builder.schema import dataset_source
+from pydantic import BaseModel, ConfigDict
+
+from oab_bench.dataset_builder.ids import AREAS, EDITIONS
 from oab_bench.judge.dataset import dataset_argument
-from oab_bench.judge.generation.places import READ_ONLY_ENV
-from oab_bench.judge.generation.preflight import check_tasks
-from oab_bench.judge.generation.vllm_server import served_name, vllm_target
-from oab_bench.judge.settings import JudgeSettings, member_settings, settings_env, settings_from
+from oab_bench.judge.settings import JudgeSettings, member_settings, settings_from
 
+TASK = "oab_bench"
 DEFAULT_JUDGE = "openai/gpt-5.2"
+DEFAULT_MAX_MODEL_LENGTH = 32768
+API_CONCURRENCY = 10
+LOCAL_CONCURRENCY = 64  # enough requests in flight for vLLM's continuous batching
+VLLM_PREFIX = "vllm:"
 
 
-def model_config(args: argparse.Namespace, cache_dir: Path) -> dict:
-    params: dict = {
-        "model_name": args.model,
-        "max_model_length": args.max_model_length,
-        "concurrent_requests": args.concurrency,
-        "cache_dir": str(cache_dir),
-        "api_max_retry": args.candidate_retries,
-        "api_retry_sleep": args.candidate_retry_sleep,
-        "timeout": args.candidate_timeout,
-        "generation_parameters": {"temperature": args.temperature}
-        | ({"seed": args.seed} if args.seed is not None else {}),
-    }
-    if args.api_base:
-        params["base_url"] = args.api_base
-    return {"model_parameters": params}  # never an api_key: lighteval copies it into the results JSON
+class RunSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str  # as litellm names it once local servers run (`vllm:X` until then)
+    api_base: str | None
+    dataset: str  # as given; a folder on disk once resolved (run_checks.resolve_references)
+    dataset_origin: str  # the flag or variable it came from, for errors
+    tasks: list[str]
+    output_dir: Path
+    output_given: str  # as typed, for errors
+    answer_cache: Path | None  # None: off
+    answer_cache_name: str  # the flag or variable that chose it, as the user would look for it
+    judge_cache: Path | None
+    judge_cache_name: str
+    cache_access: Literal["write", "read"] = "write"  # read: a read-only cache served, nothing written
+    cache_read_only: bool
+    fresh_answers: bool
+    concurrency: int | None
+    temperature: float
+    seed: int | None
+    max_new_tokens: int
+    max_model_length: int | None
+    max_samples: int | None
+    candidate_retries: int
+    candidate_retry_sleep: float
+    candidate_timeout: float
+    vllm_args: str | None
+    judge_vllm_args: str | None
+    vllm_start_timeout: float
+    check_call: bool
+    estimate: bool
+    format: str
+    panel: list[str] | None
+    judge: JudgeSettings
+    argv: list[str]  # the command line, for the resume command
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunSettings:
+        """Flags over `OAB_*` variables over defaults; the judge defaults to upstream's recommended GPT-5.2."""
+        judge = settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
+        members = member_settings(judge)
+        if len(members) > 1 and any(vllm_target(m.judge_model) for m in members):
+            raise ValueError(
+                "a jury member cannot be vllm:...: start its server yourself (python -m "
+                "vllm.entrypoints.openai.api_server) and name it openai/<served name> with --judge-api-base"
+            )
+        values = {k: v for k, v in vars(args).items() if k in cls.model_fields}
+        values["dataset"], values["dataset_origin"] = dataset_argument(args)
+        values["answer_cache"], values["answer_cache_name"] = _cache(args.answer_cache, "answer", "answers")
+        values["judge_cache"], values["judge_cache_name"] = _cache(args.judge_cache, "judge", "judge")
+        values |= {"output_dir": Path(args.output_dir).resolve(), "output_given": str(args.output_dir)}
+        values |= {"tasks": check_tasks(args.tasks), "check_call": not args.no_check_call, "judge": judge}
+        values.setdefault("argv", sys.argv[1:])  # the CLI gives the argv it parsed
+        return cls(**values)
+
+    @property
+    def litellm_model(self) -> str:
+        return litellm_name(self.model)
+
+    def generation(self) -> dict:
+        """What shapes an answer besides model and prompt, as the answer store keys it (and as
+        lighteval's client reports it: its GenerationParameters without unset fields)."""
+        from lighteval.models.model_input import GenerationParameters
+
+        from oab_bench.judge.generation.answer_store import generation_settings
+
+        params = GenerationParameters(**self.generation_parameters()).model_dump(exclude_none=True)
+        return generation_settings(params, self.max_new_tokens)
+
+    def generation_parameters(self) -> dict:
+        return {"temperature": self.temperature} | ({"seed": self.seed} if self.seed is not None else {})
+
+    def resume_command(self) -> str:
+        """This run's own command line (less --fresh-answers: a resume keeps what was generated)."""
+        argv = [a for a in self.argv if a != "--fresh-answers"]
+        return shlex.join(["oab-bench", *argv]) if argv[:1] == ["run"] else "the same `oab-bench run` command"
 
 
-def judge_settings(args: argparse.Namespace) -> JudgeSettings:
-    """Flags over OAB_JUDGE_* over defaults; the judge defaults to upstream's recommended GPT-5.2."""
-    settings = settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
-    members = member_settings(settings)
-    if len(members) > 1 and any(vllm_target(m.judge_model) for m in members):
-        raise ValueError(
-            "a jury member cannot be vllm:...: start its server yourself (python -m "
-            "vllm.entrypoints.openai.api_server) and name it openai/<served name> with --judge-api-base"
-        )
-    return settings
-
-
-def child_env(args: argparse.Namespace, out: Path, settings: JudgeSettings | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["OAB_BENCH_DATASET"] = dataset_source(args.dataset or dataset_argument(args)[0])  # resolved by run()
-    if Path(env["OAB_BENCH_DATASET"]).is_absolute():  # a local folder: nothing to fetch
-        env.setdefault("HF_HUB_OFFLINE", "1")
-        env.setdefault("HF_DATASETS_OFFLINE", "1")
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    env["OAB_BENCH_GENERATION_SIZE"] = str(args.max_new_tokens)
-    env["OAB_CANDIDATE_MODEL"] = args.model
-    env["OAB_JUDGE_OUTPUT"] = str(out / JUDGMENTS_FILE)
-    for var, value in settings_env(settings or judge_settings(args)).items():
-        if value is None:
-            env.pop(var, None)
-        else:
-            env[var] = value
-    judges = judge_cache(args)
-    env["OAB_JUDGE_CACHE"] = str(judges) if judges else "off"  # absolute: lighteval runs in `out`
-    answers = answer_cache(args)
-    env["OAB_ANSWER_CACHE"] = str(answers) if answers else "off"
-    env.pop("OAB_FRESH_ANSWERS", None)
-    if getattr(args, "fresh_answers", False):
-        env["OAB_FRESH_ANSWERS"] = "1"
-    env.pop(READ_ONLY_ENV, None)
-    if getattr(args, "read_only_caches", False):  # a read-only cache the run goes on with: serve it
-        env[READ_ONLY_ENV] = "1"
-    if args.api_base and args.model.startswith("openai/") and not env.get("OPENAI_API_KEY"):
-        env["OPENAI_API_KEY"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
-    return env
-
-
-def answer_cache(args: argparse.Namespace) -> Path | None:
-    from oab_bench.judge.generation.answer_store import CACHE_ENV, default_cache_dir
-
-    where = getattr(args, "answer_cache", None) or os.environ.get(CACHE_ENV)
+def _cache(given: str | None, kind: str, default: str) -> tuple[Path | None, str]:
+    """A cache's folder (None: "off") and the flag or variable that chose it."""
+    flag, var = f"--{kind}-cache", f"OAB_{kind.upper()}_CACHE"
+    where = given if given is not None else os.environ.get(var)
+    name = flag if given is not None else var if where else f"{flag} (default; {var} not set)"
     if where and where.lower() == "off":
-        return None
-    return Path(where).expanduser().resolve() if where else default_cache_dir()
+        return None, name
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oab-bench" / default
+    return (Path(where).expanduser().resolve() if where else base), name
 
 
-def judge_cache(args: argparse.Namespace) -> Path | None:
-    from oab_bench.judge.grading.judgment_store import default_cache_dir
+def vllm_target(model: str | None) -> str | None:
+    """The HF id or folder of `vllm:...`, else None."""
+    return model[len(VLLM_PREFIX) :] if model and model.startswith(VLLM_PREFIX) else None
 
-    where = args.judge_cache if args.judge_cache is not None else os.environ.get("OAB_JUDGE_CACHE")
-    if where and where.lower() == "off":
-        return None
-    return Path(where).expanduser().resolve() if where else default_cache_dir()
+
+def served_name(target: str) -> str:
+    """The name a local server answers to: an HF id as it is, a folder by its name."""
+    path = Path(target).expanduser()
+    return path.resolve().name if path.exists() else target
 
 
 def litellm_name(model: str) -> str:
@@ -105,28 +134,47 @@ def litellm_name(model: str) -> str:
     return f"openai/{served_name(target)}" if target else model
 
 
-def selected_rows(dataset: str, tasks: str, max_samples: int | None = None) -> list:
-    """The dataset rows `tasks` ask for (names checked by check_tasks), as the task file selects them;
-    with `max_samples` (--max-samples), those lighteval evaluates: per task, its rows shuffled with
-    lighteval's seed, the first N (LightevalTask.get_docs)."""
+def task_names() -> list[str]:
+    """The tasks oab_bench_task.py defines (without importing lighteval: seconds)."""
+    return [TASK, *(f"{TASK}:{a}" for a in AREAS), *(f"{TASK}:{e}" for e in EDITIONS)]
+
+
+def check_tasks(tasks: str) -> list[str]:
+    """`--tasks` names (lighteval's `|0` suffix allowed): an unknown one, or two sharing questions
+    (they would be generated, judged and counted twice), fail now."""
+    names = [t.split("|")[0].strip() for t in tasks.split(",") if t.strip()]
+    unknown = [n for n in names if n not in task_names()]
+    if unknown or not names:
+        raise ValueError(
+            f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {', '.join(task_names())}"
+        )
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            what_a, what_b = a.partition(":")[2], b.partition(":")[2]
+            if a == b or not what_a or not what_b or what_a.isdigit() != what_b.isdigit():
+                raise ValueError(
+                    f"tasks {a} and {b} overlap: their common questions would be generated, judged and "
+                    "counted twice; give tasks with no question in common (one area or edition each), "
+                    "or run them with separate --output-dir"
+                )
+    return names
+
+
+def selected_rows(s: RunSettings, sampled: bool = True) -> list:
+    """The dataset rows the run's tasks ask for, as the task file selects them; `sampled`: with
+    --max-samples, those lighteval evaluates (per task, its rows shuffled with lighteval's seed,
+    the first N: LightevalTask.get_docs)."""
     import random
 
     from oab_bench.judge.dataset import load_rows
 
-    rows = load_rows(dataset)
+    rows = load_rows(s.dataset, origin=s.dataset_origin)
     chosen: set[str] = set()
-    for name in check_tasks(tasks):
+    for name in s.tasks:
         what = name.partition(":")[2]
-        mine = [r.question_id for r in rows if not what or what == r.area or what == str(r.edition)]
-        if max_samples:
+        mine = [r.question_id for r in rows if not what or what in (r.area, str(r.edition))]
+        if sampled and s.max_samples:
             random.Random(42).shuffle(mine)
-            mine = mine[:max_samples]
+            mine = mine[: s.max_samples]
         chosen.update(mine)
     return [r for r in rows if r.question_id in chosen]
-
-
-def candidate_prompts(dataset: str, tasks: str) -> list[tuple[str, list[dict]]]:
-    """(question id, messages) the task will send for `tasks`, as lighteval builds them."""
-    from oab_bench.judge.generation.task_prompt import candidate_messages
-
-    return [(row.question_id, candidate_messages(row)) for row in selected_rows(dataset, tasks)]

