@@ -182,9 +182,16 @@ def vllm_command(tmp_path: Path, dataset: Path, judge_url: str) -> tuple[str, li
 
 def when_answered(tmp_path: Path, then) -> threading.Thread:
     """`then()` once a first answer is stored (lighteval is mid-generation), from another thread."""
+    from oab_bench.judge.generation.answer_store import AnswerStore
+
+    def answered() -> bool:
+        try:
+            return len(AnswerStore(tmp_path / "ac", access="read")) > 0
+        except Exception:  # not created yet, or being created
+            return False
 
     def wait() -> None:
-        wait_for(lambda: (tmp_path / "ac" / "answers.jsonl").exists(), 300, "a first answer")
+        wait_for(answered, 300, "a first answer")
         then()
 
     thread = threading.Thread(target=wait, daemon=True)

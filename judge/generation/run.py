@@ -237,9 +237,8 @@ class Redacted(logging.Formatter):
 
 def leaderboard(out: Path) -> tuple[str, list]:
     """The run's row (and the panel's), as `oab-bench leaderboard` prints them, and the tables."""
-    from oab_bench.judge.leaderboard.formats import render_markdown
     from oab_bench.judge.leaderboard.inputs import load_records
-    from oab_bench.judge.leaderboard.tables import build_tables
+    from oab_bench.judge.leaderboard.tables import build_tables, render_markdown
 
     records = load_records(out / JUDGMENTS_FILE)
     if (out / PANEL_JUDGMENTS_FILE).is_file():
