@@ -74,3 +74,19 @@ def test_code_and_config_point_only_at_pages_that_exist():
             if not (REPO / page).is_file():
                 wrong.append(f"{rel}: {page}")
     assert not wrong, wrong
+
+
+def test_every_flag_the_docs_give_an_oab_bench_command_exists():
+    """A command in the README or docs/ (`oab-bench SUB ... --flag`) names only flags SUB takes
+    (what a quoted argument holds, such as --vllm-args "...", is another program's)."""
+    from oab_bench.scripts.cli import build_parser
+
+    commands = build_parser().commands
+    wrong = []
+    for page, text in docs().items():
+        for sub, rest in re.findall(r"oab-bench ([a-z-]+)((?: [^\n`|]*(?:\\\n)?)*)", text):
+            if sub in commands:
+                takes = set(re.findall(r"--[a-z][\w-]*", commands[sub].format_help()))
+                given = re.findall(r"(?<![\w-])--[a-z][\w-]*", re.sub(r'"[^"]*"', "", rest))
+                wrong += [f"{page}: oab-bench {sub} {flag}" for flag in given if flag not in takes]
+    assert not wrong, wrong
