@@ -19,14 +19,20 @@ pytestmark = pytest.mark.e2e  # lighteval's CLI, installed: about half a minute
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """Built from a copy of the tracked files, so nothing untracked in the checkout slips in."""
-    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheel")
+def source(tmp_path_factory) -> Path:
+    """A copy of the tracked files, so nothing untracked in the checkout slips in."""
+    src = tmp_path_factory.mktemp("src")
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for rel in filter(None, tracked.decode().split("\0")):
         if (REPO / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, src / rel)
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(source, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
     cmd = [
         sys.executable,
         "-m",
@@ -37,7 +43,7 @@ def wheel(tmp_path_factory) -> Path:
         "--no-build-isolation",
         "-w",
         str(out),
-        str(src),
+        str(source),
     ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     (whl,) = out.glob("oab_bench-*.whl")
@@ -104,3 +110,16 @@ def test_installed_the_cli_and_lighteval_find_everything(wheel, tmp_path, built_
         timeout=600,
     )
     assert dump.returncode == 0 and "oab_bench" in dump.stdout, dump.stderr[-3000:]
+
+
+def test_an_editable_install_prints_no_warning_of_ours(source, tmp_path):
+    """`pip install -e .` builds through pyproject.toml's backend: no warning, setuptools' notice on
+    editable installs of mapped folders included (pip shows a backend's warnings)."""
+    code = "import build_backend, sys; print(build_backend.build_editable(sys.argv[1]))"
+    cmd = [sys.executable, "-W", "error", "-c", code, str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=source, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr[-3000:]
+    assert (
+        proc.stdout.split()[-1].startswith("oab_bench-0.1.0")
+        and (tmp_path / proc.stdout.split()[-1]).is_file()
+    )
