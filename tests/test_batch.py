@@ -252,7 +252,7 @@ def test_a_direct_rerun_pays_again_neither_for_kept_replies_nor_for_batches_stil
     """Switching from --batch to direct calls mid-job: a batch not yet collected makes the direct
     run refuse (its calls would pay twice), the estimate counts nothing to pay for it, and replies
     kept in the log are graded from there, with no call."""
-    from oab_bench.judge.grading.estimate.core import estimate
+    from oab_bench.judge.grading.bill import estimate
 
     server = stub(batch_hold=True)
     s = settings(server, batch=True, batch_wait=0, **PRICES)

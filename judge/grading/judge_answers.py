@@ -78,7 +78,7 @@ def run_judge_command(
     extra_pairs = extra.pairs if extra is not None else []
     judge = command_judge(args, settings)
     if args.estimate:
-        from oab_bench.judge.grading.estimate.core import estimate, print_estimate
+        from oab_bench.judge.grading.bill import estimate, print_estimate
 
         if extra is not None:
             return extra.print_estimate(estimate(judge, pairs), estimate(judge, extra_pairs), args.format)

@@ -44,11 +44,12 @@ def grading_schema(row: QuestionRow) -> dict:
     return strict_object({"items": strict_object(items)})
 
 
+def json_format(name: str, schema: dict) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
 def response_format(row: QuestionRow) -> dict:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "schema": grading_schema(row), "strict": True},
-    }
+    return json_format(SCHEMA_NAME, grading_schema(row))
 
 
 def schema_hash(schema: dict) -> str:
