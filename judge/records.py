@@ -1,5 +1,4 @@
-"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here);
-the settings that go in live in settings.py."""
+"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here)."""
 
 from __future__ import annotations
 
@@ -9,24 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from oab_bench.judge.settings import Mode
 
-# One vocabulary for every judged (model, question); only "ok" carries a score. "missing": expected
-# but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
-# "mismatch": a judgment disagreeing with the dataset on its question's value or exam (reports);
-# "budget": not judged, --max-cost-usd would have been passed; "too_long": an answer over
-# max_answer_tokens, never sent to the judge.
-Status = Literal[
-    "ok",
-    "parse_error",
-    "api_error",
-    "truncated",
-    "refused",
-    "no_answer",
-    "missing",
-    "missing_turn",
-    "mismatch",
-    "budget",
-    "too_long",
-]
+# One vocabulary for every judged (model, question); only "ok" carries a score (docs/judge.md).
+JUDGED = ("ok", "parse_error", "api_error", "truncated", "refused", "no_answer", "budget", "too_long")
+Status = Literal[(*JUDGED, "missing", "missing_turn", "mismatch")]  # the last three: what reports add
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
@@ -63,12 +47,8 @@ class MemberScore(BaseModel):
     def of(cls, j: Judgment, repeat: int | None = None) -> MemberScore:
         """A member's (or repeat's) judgment as the jury's record keeps it; a cached one cost nothing now."""
         kept = j.model_dump(include={"judge_model", "status", "score", "cached", "error"})
-        return cls(
-            **kept,
-            repeat=repeat,
-            items={i.item_id: i.score for i in j.items},
-            cost_usd=cost_now(j.cost_usd, j.cached),
-        )
+        items = {i.item_id: i.score for i in j.items}
+        return cls(**kept, repeat=repeat, items=items, cost_usd=cost_now(j.cost_usd, j.cached))
 
 
 class Judgment(BaseModel):
@@ -138,9 +118,7 @@ RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
 
 
-class Outcome(NamedTuple):
-    """One judge call, retried until its reply parsed (or gave up)."""
-
+class Outcome(NamedTuple):  # one judge call, retried until its reply parsed (or gave up)
     status: str
     content: str
     usage: Usage

@@ -28,12 +28,8 @@ class JudgeSettings(BaseModel):
 
     judge_model: str = Field(description="litellm model name, e.g. openai/gpt-5.2 (several: a jury)")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (local vLLM server, proxy...)")
-    mode: Mode = Field(
-        "structured", description="structured: JSON scores per rubric item; legacy: a [[nota]] total"
-    )
-    prompt: Literal["oab", "upstream-v1", "upstream-v2"] = Field(
-        "oab", description="oab (ours) or upstream-v1/v2 (parity with upstream)"
-    )
+    mode: Mode = Field("structured", description="structured (JSON per rubric item) or legacy ([[nota]])")
+    prompt: Literal["oab", "upstream-v1", "upstream-v2"] = Field("oab", description="ours or upstream's")
     upstream_prompts: str | None = Field(None, description="upstream's judge_prompts.jsonl (upstream-*)")
     concurrency: int = Field(16, ge=1, description="judge calls at a time")
     max_tokens: int = Field(16000, ge=1, description="judge reply budget (reasoning included)")
@@ -47,27 +43,14 @@ class JudgeSettings(BaseModel):
     price_input: float | None = Field(None, ge=0, description="USD per 1M prompt tokens (overrides litellm)")
     price_cached_input: float | None = Field(None, ge=0, description="USD per 1M cached prompt tokens")
     price_output: float | None = Field(None, ge=0, description="USD per 1M completion tokens")
-    max_cost_usd: float | None = Field(
-        None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
-    )
-    max_answer_tokens: int = Field(
-        32768, ge=1, description="longer answers are not sent to the judge (status too_long)"
-    )
-    long_answers: Literal["too_long", "truncate"] = Field(
-        "too_long",
-        description="an answer over max_answer_tokens: too_long (not judged) or truncate (judged cut, noted)",
-    )
+    max_cost_usd: float | None = Field(None, ge=0, description="no judgment starts that could pass it (USD)")
+    max_answer_tokens: int = Field(32768, ge=1, description="longer answers are not judged (too_long)")
+    long_answers: Literal["too_long", "truncate"] = Field("too_long", description="too long: skipped or cut")
     batch: bool = Field(False, description="judge through the provider's Batch API (OpenAI-style)")
-    batch_wait: float | None = Field(
-        None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
-    )
-    price_batch_discount: float = Field(
-        0.5, ge=0, le=1, description="batch price as a fraction of the direct one"
-    )
+    batch_wait: float | None = Field(None, ge=0, description="seconds to wait for batches (then exit)")
+    price_batch_discount: float = Field(0.5, ge=0, le=1, description="batch price / direct price")
     repeats: int = Field(1, ge=1, description="grade each answer K times, to measure the judge's own noise")
-    jury_combine: Literal["median", "mean", "min"] = Field(
-        "median", description="a jury (several --judge-model, or A,B,C): how members' item scores combine"
-    )
+    jury_combine: Literal["median", "mean", "min"] = Field("median", description="a jury's combining rule")
 
     @model_validator(mode="before")
     @classmethod

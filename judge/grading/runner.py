@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import gc
 import json
+import threading
 from collections.abc import Iterable
 
 from tqdm import tqdm
@@ -76,16 +77,35 @@ async def judge_all(
 
 
 def run_judge_all(
-    judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
+    judge,
+    pairs: list[tuple[QuestionRow, Answer]],
+    *,
+    progress: bool = True,
+    stopping: threading.Event | None = None,
 ) -> list[Judgment]:
-    """Sync wrapper, on a loop of its own (loop.py); from inside a running event loop (a notebook,
-    lighteval) in a thread of its own, so that loop's thread is left alone."""
+    """judge_all on a loop of its own (loop.py); under a running loop (a notebook) in a thread of its
+    own. Once `stopping` is set no judgment starts, those in flight finish and are stored, and
+    RuntimeError is raised (a signal: Stopped)."""
+
+    async def until_stopped() -> list[Judgment]:
+        task = asyncio.ensure_future(judge_all(judge, pairs, progress=progress))
+        while not task.done() and not stopping.is_set():
+            await asyncio.wait({task}, timeout=0.2)
+        task.cancel()  # nothing once done; else calls in flight finish, then it ends
+        try:
+            return await task
+        except asyncio.CancelledError:
+            raise RuntimeError("judging stopped while judging") from None
+
+    if stopping is not None and stopping.is_set():
+        raise RuntimeError("judging stopped before it began")
+    coro = judge_all(judge, pairs, progress=progress) if stopping is None else until_stopped()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return loop.run(judge_all(judge, pairs, progress=progress))
+        return loop.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(loop.run, judge_all(judge, pairs, progress=progress)).result()
+        return pool.submit(loop.run, coro).result()
 
 
 def dump_jsonl(judgments: Iterable[Judgment]) -> str:
