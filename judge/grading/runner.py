@@ -26,10 +26,8 @@ async def judge_all(
 ) -> list[Judgment]:
     """Grade every pair, at most `concurrency` calls at a time; results in input order. Stopped
     (the task cancelled: Ctrl-C), calls already paid for finish and are stored, briefly."""
-    if judge.settings.batch:  # through the provider's Batch API (batch/)
-        done = await judge_batch(judge, pairs, progress=progress)
-        prune_kept(judge.store)  # stored and committed: the replies kept for them may go (batch/state.py)
-        return done
+    if judge.settings.batch:  # the replies through the provider's Batch API first, kept in the log (batch/)
+        await judge_batch(judge, pairs, progress=progress)
     batches = isinstance(judge, Judge) and judge.store.path is not None  # a cache that may have batches
     kept = direct_from_log(judge, pairs) if batches else {}
     semaphore = asyncio.Semaphore(2 * judge.settings.concurrency)  # under way; calling: Judge.call_slot

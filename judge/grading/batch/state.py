@@ -33,7 +33,7 @@ class Request(BaseModel):
 class Chunk(BaseModel):
     chunk: str
     judge_model: str
-    endpoint: str | None = None  # a hash of the --api-base it went to
+    endpoint: str  # a hash of the --api-base it went to
     requests: dict[str, Request]  # custom_id -> what it judges
     file_id: str | None = None
     batch_id: str | None = None
