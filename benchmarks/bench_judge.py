@@ -1,7 +1,5 @@
-"""Benchmark: the same N judge requests to a local stub (latency L s, concurrency C), sent by our judge
-(`run_judge_all`) and by a plain peer (litellm.completion in a thread pool of C), each in a process of
-its own, taking turns; medians over rounds. Target at L = 1 s: ours / peer <= 1.10 (docs/performance.md).
-"""
+"""Benchmark: N judge requests to a local stub (latency L, concurrency C), by our judge and by
+litellm.completion in a thread pool, in turns; target at L = 1 s: ours / peer <= 1.10."""
 
 from __future__ import annotations
 

@@ -90,9 +90,8 @@ class Judgment(BaseModel):
 
 
 class JudgmentLine(BaseModel):
-    """A judgment as every reader takes it back (judgments files, lighteval details, the cache): the
-    shape, checked before any number is read (judgment_reader.py). Looser than Judgment where files
-    are (upstream's name no prompt version), never on types: validated strict, "0.5" is no score."""
+    """A judgment as every reader takes it back (files, details, the cache), validated strict before
+    any number is read: looser than Judgment where files are, never on types ("0.5" is no score)."""
 
     model_config = ConfigDict(extra="ignore")
 

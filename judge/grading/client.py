@@ -156,7 +156,7 @@ class Breaker:
 
 
 def describe_error(exc: BaseException) -> str:
-    """An error message for records; scrubbed of every key, since providers may echo one."""
+    """An error message for records, scrubbed of every key (providers may echo one)."""
     status = getattr(exc, "status_code", None)
     name = f"{type(exc).__name__} ({status})" if isinstance(status, int) else type(exc).__name__
     text = f"{name}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -323,13 +323,8 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
         reasoning = False
     messages = [{"role": "user", "content": CHECK_PROMPT}]
     kwargs = {"model": model, "messages": messages, "max_tokens": 16 if reasoning else 1, "timeout": 60}
-    kwargs |= {
-        "api_base": api_base,
-        "api_key": api_key,
-        "num_retries": 0,
-        "max_retries": 0,
-        "drop_params": True,
-    }
+    kwargs |= {"api_base": api_base, "api_key": api_key, "num_retries": 0, "max_retries": 0}
+    kwargs["drop_params"] = True
     where = api_base or "its provider"
     for attempt in range(2):
         try:

@@ -1,5 +1,4 @@
-"""One judge grading one answer: the prompt, the call(s), the parse, the score; and the cost cap
-(`--max-cost-usd`) each judgment reserves against, at the cost the estimate expects."""
+"""One judge grading one answer (prompt, calls, parse, score), and the `--max-cost-usd` cap."""
 
 from __future__ import annotations
 
@@ -31,17 +30,14 @@ from oab_bench.judge.scoring import annulled_items, question_score
 from oab_bench.judge.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
-# A run being stopped: set by judge_all and seen by every grading it started, so that a judgment
-# that has not called yet never starts a call, while one that has paid for a call finishes its
-# other calls (upstream's second turn, a parse retry): _CALLED, set per judgment by Judge.grade.
+# A run stopping (set by judge_all): a judgment that has not called never starts; one that has
+# (_CALLED, per judgment) finishes its other calls (upstream's second turn, a parse retry).
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 
 
-class PerKind(dict):
-    """Tokens per question kind, printed in words."""
-
+class PerKind(dict):  # tokens per question kind, printed in words
     def __str__(self) -> str:
         return f"{self['peca']} (peça) and {self['questao']} (questão)"
 
@@ -204,9 +200,8 @@ class Judge:
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
-        """Held during one judge call only (not while a request is built or a reply stored): at
-        most `concurrency` in flight, a semaphore per event loop. Once the run is stopping, no
-        judgment starts calling (one that has called finishes its calls)."""
+        """Held during one judge call only: at most `concurrency` in flight (a semaphore per event
+        loop); once the run is stopping, a judgment that has not called yet never does."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
             self._slots = (loop, asyncio.Semaphore(self.settings.concurrency))
@@ -267,9 +262,7 @@ def completion_history(judge: Judge) -> tuple[dict[str, float], str]:
             got[parse_question_id(j.question_id).kind].append(j.usage.completion_tokens)
     everything = got["peca"] + got["questao"]
     if not everything:
-        return dict(
-            DEFAULT_COMPLETION_TOKENS
-        ), f"no history in the cache: defaults of {DEFAULT_COMPLETION_TOKENS} tokens"
+        return dict(DEFAULT_COMPLETION_TOKENS), f"no history: defaults of {DEFAULT_COMPLETION_TOKENS} tokens"
     means = {kind: statistics.fmean(ns or everything) for kind, ns in got.items()}
     return means, f"mean of {len(everything)} cached judgments by this judge"
 
@@ -283,10 +276,8 @@ def price_of(judge: Judge, prompt: int, completion: int) -> float | None:
 
 
 class Budget:
-    """`--max-cost-usd`: a judgment starts only while what was spent, plus the expected cost of the
-    calls in flight and of this one, stays within the cap; the others get status `budget`. The
-    expectation: the prompt's counted tokens and the completion tokens of completion_history. A
-    call can cost more than expected, so the cap can be passed by the calls in flight, never more."""
+    """`--max-cost-usd`: a judgment starts only while spent + expected cost in flight + its own stays
+    within the cap (else status `budget`); only the calls in flight can pass it (docs/operations.md)."""
 
     def __init__(self, judge: Judge, cap: float):
         p = prices(judge.settings)
@@ -301,17 +292,15 @@ class Budget:
         self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
 
     def _condition(self) -> asyncio.Condition:
-        """Signalled when a call in flight settles (one per event loop: a judge may serve several runs)."""
+        """Signalled when a call in flight settles (one per event loop)."""
         loop = asyncio.get_running_loop()
         if self._settled is None or self._settled[0] is not loop:
             self._settled = (loop, asyncio.Condition())
         return self._settled[1]
 
     async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
-        """The expected cost of judging `answer` by `judge` (at its own prices and history), now in
-        flight; None: over the cap. A judgment that does not fit waits while calls are in flight
-        (they usually cost less than expected), and is refused only when it does not fit with
-        nothing in flight; once one is refused, no later one starts."""
+        """The expected cost of `answer` by `judge`, now in flight; None: over the cap. One that does not
+        fit waits for calls in flight; refused with none in flight, and then so is every later one."""
         judge = judge or self.judge
         if judge not in self._history:
             self._history[judge] = completion_history(judge)[0]

@@ -1,9 +1,5 @@
-"""Our judge prompt (Portuguese, our own wording). Versioned: every judgment records PROMPT_VERSION.
-
-Everything that is the same for every candidate (instructions, question, answer standard,
-score table) comes before the candidate's answer, so providers' prompt caches hit across
-models; the answer comes last, inside tags it cannot close.
-"""
+"""Our judge prompt (PROMPT_VERSION): what every candidate shares first, so prompt caches hit across
+models; the answer last, inside tags it cannot close."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Upstream's judge prompts (`--prompt upstream-v1|upstream-v2`), loaded from their file and filled
-exactly as upstream fills them from the row's `upstream` texts; checked against its published
-judgments. v1: one call per turn in legacy mode; v2: one structured call per questão (turns joined
-under `# A:` / `# B:`), its score the sum of its item scores. A score outside 0..the value told is a
-parse error."""
+"""Upstream's judge prompts (`upstream-v1`: a legacy call per turn; `upstream-v2`: one structured
+call per questão), filled exactly as upstream fills them from the row's `upstream` texts."""
 
 from __future__ import annotations
 

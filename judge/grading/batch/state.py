@@ -1,10 +1,5 @@
-"""The Batch API state of a judgment cache (tables of its `judgments.sqlite`), so a run killed at
-any point reattaches instead of submitting again: each chunk (one batch input file and the batch
-made from it) is recorded before anything is uploaded (its requests: custom_id = cache key ->
-question, model), then its file, its batch and its end, each a row of its own. Replies a batch
-brought back to judgments the collecting run did not make are paid for: `kept` (table `kept`, by
-cache key) until a later run stores their judgments, then `prune_kept` deletes them.
-"""
+"""The Batch API state of a judgment cache (tables of its database), so a killed run reattaches:
+each chunk recorded before upload, then its file, batch and end; replies `kept` until stored."""
 
 from __future__ import annotations
 
