@@ -16,7 +16,6 @@ from oab_bench.judge.redact import redact
 
 # Expected answer length when the answers do not exist yet (`run --estimate`, before generation).
 DEFAULT_ANSWER_TOKENS = PerKind(peca=2000, questao=600)
-_SUMMED = ("calls", "prompt_tokens", "completion_tokens")
 
 
 class ModelEstimate(BaseModel):
@@ -28,7 +27,7 @@ class ModelEstimate(BaseModel):
     cost_usd_batch: float | None = None
 
     def add(self, other: ModelEstimate) -> None:
-        for field in _SUMMED:
+        for field in ("calls", "prompt_tokens", "completion_tokens"):
             setattr(self, field, getattr(self, field) + getattr(other, field))
         for field in ("cost_usd", "cost_usd_batch"):  # unknown as soon as one part has no price
             mine, theirs = getattr(self, field), getattr(other, field)
@@ -58,8 +57,7 @@ def _paid_in_batches(judge: Judge) -> set[str]:
 
 
 def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
-    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing. A jury
-    (its members) or a repeated judge (its runs) costs what each of its judges costs."""
+    """What judging `pairs` would cost now (cached and empty: nothing); a jury or repeats: each judge's."""
     parts = getattr(judge, "members", None) or getattr(judge, "runs", None)
     if parts:
         return added([estimate(p, pairs) for p in parts], getattr(judge, "name", judge.settings.judge_model))
@@ -97,8 +95,7 @@ def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
 
 
 def added(parts: list[Estimate], judge_model: str) -> Estimate:
-    """Estimates added per candidate model: several judges of the same answers (a jury, repeats), or
-    the bills of different answers judged together (`--panel`)."""
+    """Estimates added per candidate model (a jury's judges, repeats, or `--panel`'s answers beside)."""
     per: dict[str, ModelEstimate] = {}
     total = ModelEstimate(model="total", cost_usd=0.0, cost_usd_batch=0.0)
     for part in parts:

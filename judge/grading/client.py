@@ -75,8 +75,7 @@ def _missing_keys(model: str, present: tuple[str, ...], blank: tuple[str, ...]) 
 
 
 def call_key(settings: JudgeSettings) -> str | None:
-    """OAB_JUDGE_API_KEY, else litellm reads the provider's variable; a local server with neither
-    gets a dummy key (vLLM and most local servers take any)."""
+    """OAB_JUDGE_API_KEY, else the provider's variable (litellm's); a local server with neither: a dummy."""
     if key := api_key():
         return key
     return "EMPTY" if settings.api_base and missing_keys(settings.judge_model) else None
@@ -246,8 +245,7 @@ def _worker() -> None:
 
 
 async def in_thread(call: Callable[[], Any]) -> Any:
-    """`call()` on a pool of daemon threads, one more whenever none is idle (docs/performance.md): a
-    stopped run never waits for a call it left."""
+    """`call()` on daemon threads (one more when none is idle): a stopped run never waits for a call."""
     future: concurrent.futures.Future = concurrent.futures.Future()
     if not _IDLE.acquire(blocking=False):
         threading.Thread(target=_worker, name="oab-judge-call", daemon=True).start()

@@ -47,8 +47,7 @@ DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)
 
 
 def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
-    """(turns, text, size) as the judge sees them: reasoning removed, fitted to max_answer_tokens
-    (size: the answer's tokens when over it, else None)."""
+    """(turns, text, tokens when over max_answer_tokens) as the judge sees them, reasoning removed."""
     turns = [strip_reasoning(t) for t in answer.turns]
     cut = settings.long_answers == "truncate"
     turns, size = fit_answer(turns, settings.judge_model, settings.max_answer_tokens, cut=cut)
@@ -119,8 +118,7 @@ class Judge:
         return turns, text, size, self.key(row, text), skip
 
     def to_call(self, row: QuestionRow, answer: Answer) -> tuple[str, list[str], str | None]:
-        """(cache key, turns, text) as the judge would read `answer`; text None when grading it
-        calls nothing: an empty or too long answer, or a trusted cache hit."""
+        """(cache key, turns, text); text None when grading calls nothing (empty, too long, cached)."""
         turns, text, _, key, skip = self._read(row, answer)
         return key, turns, None if skip or self._trusted(self.store.get(key), row, quiet=True) else text
 
@@ -253,8 +251,7 @@ def count_tokens(judge_model: str, messages: list[dict]) -> int:
 
 
 def completion_history(judge: Judge) -> tuple[dict[str, float], str]:
-    """Mean completion tokens per judgment and question kind from this judge's cached judgments
-    (DEFAULT_COMPLETION_TOKENS without any), and where they come from."""
+    """Mean completion tokens per question kind of this judge's cached judgments, and their source."""
     got: dict[str, list[int]] = {"peca": [], "questao": []}
     me = tuple(judge.identity().values())
     for j in judge.store.judgments():

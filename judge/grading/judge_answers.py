@@ -105,8 +105,7 @@ def command_judge(args: argparse.Namespace, settings):
 
 
 def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
-    """Totals and the first failures on stderr (`jury_lines`: a jury's members' costs and agreement,
-    which validity computes); returns the judgments that are not ok."""
+    """Totals, a jury's lines and the first failures on stderr; returns the judgments not ok."""
     print(summary(judgments), file=sys.stderr)
     if jury_lines is not None and any(j.members for j in judgments):
         for line in jury_lines([j.record() for j in judgments]):

@@ -28,8 +28,7 @@ def default_cache_dir() -> Path:
 
 
 def check_folder(folder: Path | str, *, write: bool = False) -> None:
-    """What opening the cache at `folder` (`write`: to write) would refuse, creating nothing; a folder
-    holding a `judgments.jsonl` (a run's, another tool's) is not a cache."""
+    """What opening the cache at `folder` would refuse, creating nothing (a `judgments.jsonl`: no cache)."""
     path = Path(folder) / STORE_FILE
     check_store(path)
     if (path.parent / JUDGMENTS_FILE).exists():

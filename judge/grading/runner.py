@@ -24,8 +24,7 @@ from oab_bench.judge.records import Judgment
 async def judge_all(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
 ) -> list[Judgment]:
-    """Grade every pair, at most `concurrency` calls at a time; results in input order. Stopped
-    (the task cancelled: Ctrl-C), calls already paid for finish and are stored, briefly."""
+    """Every pair graded, in input order; cancelled (Ctrl-C), calls already paid for finish and are stored."""
     if judge.settings.batch:  # the replies through the provider's Batch API first, kept in the log (batch/)
         await judge_batch(judge, pairs, progress=progress)
     batches = isinstance(judge, Judge) and judge.store.path is not None  # a cache that may have batches
@@ -81,9 +80,8 @@ def run_judge_all(
     progress: bool = True,
     stopping: threading.Event | None = None,
 ) -> list[Judgment]:
-    """judge_all on a loop of its own (loop.py); under a running loop (a notebook) in a thread of its
-    own. Once `stopping` is set no judgment starts, those in flight finish and are stored, and
-    RuntimeError is raised (a signal: Stopped)."""
+    """judge_all on a loop of its own (a notebook's: in a thread). Once `stopping` is set nothing starts,
+    calls in flight finish and are stored, and RuntimeError is raised (a signal: Stopped)."""
 
     async def until_stopped() -> list[Judgment]:
         task = asyncio.ensure_future(judge_all(judge, pairs, progress=progress))

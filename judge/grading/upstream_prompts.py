@@ -117,14 +117,12 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
 
 
 async def grade_upstream(judge, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
-    """Upstream's protocol: one call per turn (v1) or per question (v2), each through the grader's
-    `judge.call` (until it parses); the score is the sum of the parts."""
+    """Upstream's protocol: a `judge.call` per turn (v1) or question (v2); the score is the parts' sum."""
     calls = upstream_calls(row, turns, judge.settings.prompt, judge.upstream)
     outcomes: list[tuple[UpstreamCall, Outcome]] = []
     for c in calls:
-        outcomes.append(
-            (c, await judge.call(c.messages, UPSTREAM_V2_FORMAT if c.structured else None, _parser(c)))
-        )
+        fmt = UPSTREAM_V2_FORMAT if c.structured else None
+        outcomes.append((c, await judge.call(c.messages, fmt, _parser(c))))
         if outcomes[-1][1].status != "ok":
             break
     texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]

@@ -33,8 +33,7 @@ def provider(settings: JudgeSettings) -> tuple[str, str]:
 def request_line(
     custom_id: str, settings: JudgeSettings, messages: list[dict], response_format: dict | None
 ) -> bytes:
-    """The line of one request: the body litellm would send for a direct call (its parameter
-    mapping and dropping of unsupported parameters included), with the provider's model name."""
+    """One request's line: the body litellm would send for a direct call, with the provider's model."""
     name, found = provider(settings)
     params = request_params(settings, messages, response_format)
     messages = params.pop("messages")
@@ -70,12 +69,9 @@ class BatchAPIError(ValueError):
 
 
 def _credentials(settings: JudgeSettings) -> dict[str, Any]:
-    kw: dict[str, Any] = {"custom_llm_provider": provider(settings)[1], "timeout": settings.timeout}
-    if settings.api_base:
-        kw["api_base"] = settings.api_base
-    if key := call_key(settings):
-        kw["api_key"] = key
-    return kw
+    kw = {"custom_llm_provider": provider(settings)[1], "timeout": settings.timeout}
+    kw |= {"api_base": settings.api_base, "api_key": call_key(settings)}
+    return {k: v for k, v in kw.items() if v}
 
 
 async def _call(settings: JudgeSettings, what: str, fn, **kwargs) -> Any:
@@ -109,16 +105,13 @@ async def retrieve(settings: JudgeSettings, batch_id: str) -> Any:
 
 
 async def content(settings: JudgeSettings, file_id: str | None) -> bytes:
-    return (
-        (await _call(settings, f"file {file_id}", litellm.afile_content, file_id=file_id)).content
-        if file_id
-        else b""
-    )
+    if not file_id:
+        return b""
+    return (await _call(settings, f"file {file_id}", litellm.afile_content, file_id=file_id)).content
 
 
 async def find(settings: JudgeSettings, file_id: str) -> str | None:
-    """The batch already made from `file_id` (a run killed between creating it and recording it),
-    looked for page by page, newest first: on a busy account it may not be on the first page."""
+    """The batch already made from `file_id` (killed before recording it), page by page, newest first."""
     after = None
     for _ in range(FIND_PAGES):
         page = await _call(
@@ -133,8 +126,7 @@ async def find(settings: JudgeSettings, file_id: str) -> str | None:
 
 
 def check_batch_api(settings: JudgeSettings) -> None:
-    """The provider's files and batches endpoints answer a one-item listing (one try each, no retry):
-    an endpoint without them (a vLLM server, a proxy) fails before anything is generated."""
+    """The provider's files and batches endpoints answer a one-item listing, before anything is generated."""
     for what, fn in (("files", litellm.file_list), ("batches", litellm.list_batches)):
         try:
             fn(limit=1, **_credentials(settings) | {"timeout": 30})

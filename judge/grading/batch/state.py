@@ -89,9 +89,8 @@ class BatchLog(KeyedStore):
 
 
 def prune_kept(store: JudgmentStore) -> int:
-    """Delete the kept replies whose judgments `store` holds, committed (until then a kept reply is
-    the only copy of a paid judgment; a failed judgment is not stored, so its reply stays). Nothing
-    when the cache cannot be written; a failure (a full disk) is a warning. The number deleted."""
+    """Delete the kept replies whose judgments `store` holds (never before: docs/operations.md); how many.
+    Nothing when the cache cannot be written; a failure (a full disk) is a warning."""
     if store.path is None or not store.writable:
         return 0
     log = BatchLog(store.path.parent)

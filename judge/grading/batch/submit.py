@@ -107,8 +107,7 @@ async def _submit(judge: Judge, log: BatchLog, todo: Todo) -> list[Chunk]:
 
 
 async def _collect(judge: Judge, log: BatchLog, chunk: Chunk, batch, todo: Todo) -> int:
-    """A finished batch's replies kept in the log (committed) before the batch counts as collected;
-    the number of this run's requests it did not answer (they are called directly)."""
+    """A finished batch's replies kept (committed) before it counts as collected; how many it left unanswered."""
     bodies = answered(await api.content(judge.settings, batch.output_file_id))
     replies = {key: body for key, body in bodies.items() if judge.store.get(key) is None}  # custom_id: key
     log.append("kept", chunk.chunk, replies=replies)
