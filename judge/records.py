@@ -128,8 +128,7 @@ class Outcome(NamedTuple):  # one judge call, retried until its reply parsed (or
 
 
 def cost_now(cost: float | None, cached: bool) -> float | None:
-    """What a judgment costs this run: nothing when it came from the cache, but unknown stays
-    unknown (an unpriced judge's rerun must not claim $0 where its first run said unknown)."""
+    """What a judgment costs this run: nothing from the cache, but unknown stays unknown (never $0)."""
     return 0.0 if cached and cost is not None else cost
 
 

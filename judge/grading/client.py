@@ -150,8 +150,8 @@ class Breaker:
             self.last = describe_error(exc)
 
     def why(self) -> str:
-        last = f"last: {self.last}"
-        return f"{UNREACHABLE}: {self.failures} connection failures in a row ({last}); not called again in this run"
+        why = f"{self.failures} connection failures in a row (last: {self.last})"
+        return f"{UNREACHABLE}: {why}; not called again in this run"
 
 
 def describe_error(exc: BaseException) -> str:

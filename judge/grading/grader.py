@@ -55,8 +55,7 @@ def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str
 
 
 class Judge:
-    """What every grading of a run shares: settings, upstream prompts, the store, the breaker.
-    `repeat` > 0 (`--repeats`): the cache entries of that repeat, apart from the plain ones."""
+    """What a run's gradings share; `repeat` > 0 (`--repeats`): that repeat's own cache entries."""
 
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None, repeat: int = 0):
         self.settings = settings

@@ -49,8 +49,7 @@ def pairs_to_grade(rows, answers: list[Answer], questions) -> tuple[list, list]:
 
 @dataclass
 class Beside:
-    """Answers judged after the candidates' by the same judge (`judge --panel`), their bill apart
-    (`print_estimate(candidates, beside, fmt)`), their judgments written after them (`dump`)."""
+    """Answers judged after the candidates' (`judge --panel`): their own bill and judgments lines."""
 
     pairs: list
     print_estimate: Callable[..., int]

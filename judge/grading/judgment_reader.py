@@ -35,8 +35,7 @@ def _annulled_value(row: QuestionRow, item_id: str) -> float | None:
 
 
 def problem(record: Judgment | JudgmentLine, row: QuestionRow | None = None) -> tuple[str, str] | None:
-    """(field, why) when a typed record is impossible; with the row, our structured judgment must
-    score exactly the rubric's items, each with an allowed score."""
+    """(field, why) when a record is impossible (with the row: our items must be the rubric's, allowed)."""
     top = record.max_score
     if not math.isfinite(top) or top <= 0:
         return "max_score", f"{top!r} is not a positive number"
@@ -79,8 +78,7 @@ def problem(record: Judgment | JudgmentLine, row: QuestionRow | None = None) -> 
 
 
 def typed(raw: dict | str) -> JudgmentLine:
-    """The record's shape (`raw`: a record or a JSON line), or SourceError naming the field; a
-    repeated run's record is repeat 0's, with repeats 0..K-1 under `repeats`."""
+    """The record's shape (a dict or a JSON line), or SourceError naming the field."""
     try:
         validate = JudgmentLine.model_validate_json if isinstance(raw, str) else JudgmentLine.model_validate
         line = validate(raw, strict=True)
@@ -109,8 +107,7 @@ def typed(raw: dict | str) -> JudgmentLine:
 def read_judgment(
     raw: dict, *, file: str, line: int, rows: dict[str, QuestionRow] | None = None
 ) -> JudgmentLine:
-    """One record typed and checked against its row in `rows` (when known); one that disagrees with
-    the row on the question's exam or value comes back as `mismatch`."""
+    """One record typed and checked against its row (one disagreeing on exam or value: `mismatch`)."""
     try:
         got = typed(raw)
     except SourceError as e:

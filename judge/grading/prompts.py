@@ -92,8 +92,7 @@ def marks_cache(judge_model: str) -> bool:
 
 
 def build_messages(row: QuestionRow, answer: str, mode: Mode, cache_prefix: bool = False) -> list[dict]:
-    """System prompt and user message; with `cache_prefix`, everything before the answer is one
-    text block marked `cache_control` (Anthropic), the same text as without it."""
+    """System and user message; `cache_prefix`: all before the answer one block marked `cache_control`."""
     shared = "\n\n".join([question_block(row), reference_block(row), rubric_block(row, mode)])
     tail = f"\n\n# Resposta do candidato\n\n{OPEN_TAG}\n{neutralise(answer)}\n{CLOSE_TAG}"
     system = {"role": "system", "content": system_prompt(mode)}
