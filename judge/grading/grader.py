@@ -13,7 +13,7 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer, strip_reasoning
 from oab_bench.judge.grading.answer_limit import fit_answer
-from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, prices
+from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, prices
 from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
 from oab_bench.judge.grading.prompts import PROMPT_VERSION, build_messages, marks_cache
@@ -265,10 +265,8 @@ def completion_history(judge: Judge) -> tuple[dict[str, float], str]:
 
 def price_of(judge: Judge, prompt: int, completion: int) -> float | None:
     """Unknown without a price, except for nothing at all: no call costs $0 whatever the price."""
-    if prompt == 0 and completion == 0:
-        return 0.0
-    p = prices(judge.settings)
-    return None if p.input is None or p.output is None else prompt * p.input + completion * p.output
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion)
+    return priced(cost(judge.settings, usage), usage)
 
 
 class Budget:
