@@ -22,6 +22,7 @@ from oab_bench.judge.grading.upstream_prompts import (
     grade_upstream,
     load_upstream_prompts,
     prompt_version,
+    score_within,
     upstream_calls,
 )
 from oab_bench.judge.legacy import parse_legacy_score_detailed
@@ -224,9 +225,7 @@ class Judge:
             found = parse_legacy_score_detailed(content)
             if found is None:
                 raise GradingError("no [[nota]] in the reply")
-            gradable_max = sum(r.max_score for r in row.rubric if not r.annulled)
-            if not 0 <= found.score <= gradable_max + 1e-9:
-                raise GradingError(f"score {found.score} outside 0..{gradable_max}")
+            score_within(found.score, sum(r.max_score for r in row.rubric if not r.annulled))
             return found
 
         o = await self.call(*self.request(row, text), parse, first)

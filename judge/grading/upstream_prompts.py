@@ -84,7 +84,8 @@ def upstream_calls(row: QuestionRow, answers: list[str], version: str, prompts: 
     return calls
 
 
-def _within(total: float, value: float) -> float:
+def score_within(total: float, value: float) -> float:
+    """`total`, or GradingError when it is not a score within 0..`value`."""
     if not (math.isfinite(total) and 0 <= total <= value + 1e-9):
         raise GradingError(f"score {total} outside 0..{value}")
     return total
@@ -98,7 +99,7 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
             found = parse_legacy_score_detailed(content)
             if found is None:
                 raise GradingError("no score found (upstream would record -1)")
-            return _within(found.score, c.max_score), [], found.method
+            return score_within(found.score, c.max_score), [], found.method
         items = [
             ItemScore(
                 item_id=str(i.get("item_id", "")),
@@ -111,7 +112,7 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
         bad = [i.score for i in items if not (math.isfinite(i.score) and i.score >= 0)]
         if bad:
             raise GradingError(f"item score {bad[0]} is not a score (finite, >= 0)")
-        return _within(round(sum(i.score for i in items), 4), c.max_score), items, None
+        return score_within(round(sum(i.score for i in items), 4), c.max_score), items, None
 
     return parse
 
