@@ -1,11 +1,5 @@
-"""Benchmark: the same N judge requests to one local stub server (latency L seconds, concurrency C),
-sent by our judge (`run_judge_all`: litellm, cache, validation, records) and by a plain peer
-(litellm.completion in a thread pool of C, the same bodies), each in a process of its own, taking
-turns for `--rounds`; medians over the rounds (a shared machine drifts). Target at L = 1 s: ours /
-peer <= 1.10.
-
-    python -m benchmarks.bench_judge [--n 640] [--concurrency 64] [--latency 1.0] [--rounds 3]
-"""
+"""Benchmark: N judge requests to a local stub (latency L, concurrency C), by our judge and by
+litellm.completion in a thread pool, in turns; target at L = 1 s: ours / peer <= 1.10."""
 
 from __future__ import annotations
 
@@ -38,28 +32,20 @@ def run_client(client: str, args: argparse.Namespace) -> dict:
     from oab_bench.judge.settings import JudgeSettings
 
     os.environ.setdefault("OAB_JUDGE_API_KEY", "sk-bench")
-    rows, _ = build_rows(Path(args.source))
+    rows = build_rows(Path(args.source))[0]
+    rows = (rows * (args.n // len(rows) + 1))[: args.n]
     pairs = [
-        (row, Answer(model=f"m{i}", question_id=row.question_id, turns=[f"Resposta {i}."]))
-        for i, row in enumerate(rows * (args.n // len(rows) + 1))
-    ][: args.n]
-    settings = JudgeSettings(
-        judge_model=args.judge_model, api_base=args.url, concurrency=args.concurrency, timeout=60
-    )
-    judge = Judge(settings, JudgmentStore(args.cache))
-    common = {
-        "model": args.judge_model,
-        "api_base": args.url,
-        "api_key": "sk-bench",
-        "max_tokens": settings.max_tokens,
-    }
-    requests = [
-        dict(zip(("messages", "response_format"), judge.request(row, a.text), strict=True))
-        for row, a in pairs
+        (r, Answer(model=f"m{i}", question_id=r.question_id, turns=[f"Resposta {i}."]))
+        for i, r in enumerate(rows)
     ]
+    settings = JudgeSettings(judge_model=args.judge_model, api_base=args.url, concurrency=args.concurrency)
+    judge = Judge(settings, JudgmentStore(args.cache))
+    requests = [judge.request(row, a.text) for row, a in pairs]  # the same bodies, built before timing
+    sent = {"model": args.judge_model, "api_base": args.url, "api_key": "sk-bench", "temperature": 0.0}
 
-    def peer(body: dict) -> bool:
-        reply = litellm.completion(**common, **body, temperature=0.0, drop_params=True, num_retries=0)
+    def peer(request: tuple[list[dict], dict | None]) -> bool:
+        kw = {"max_tokens": settings.max_tokens, "drop_params": True, "num_retries": 0}
+        reply = litellm.completion(**sent, **kw, messages=request[0], response_format=request[1])
         return json.loads(reply.choices[0].message.content) is not None
 
     if client == "peer":
@@ -80,9 +66,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--judge-model", default="openai/gpt-5.2", help="the name sent (the stub answers any)"
-    )
+    parser.add_argument("--judge-model", default="openai/gpt-5.2", help="the name sent (any)")
     parser.add_argument("--source", default=str(REPO.parent / "shared/data/oab_bench_v1"))
     parser.add_argument("--one", choices=list(CLIENTS), help=argparse.SUPPRESS)  # a child: one contender
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -100,49 +84,24 @@ def main() -> None:
         try:
             for n in range(args.rounds):
                 for client in CLIENTS:
-                    cmd = [
-                        sys.executable,
-                        "-m",
-                        "benchmarks.bench_judge",
-                        "--one",
-                        client,
-                        "--url",
-                        url,
-                        "--n",
-                        str(args.n),
-                    ]
-                    cmd += [
-                        "--cache",
-                        f"{tmp}/cache{n}",
-                        "--concurrency",
-                        str(args.concurrency),
-                        "--source",
-                        args.source,
-                    ]
-                    out = subprocess.run(
-                        [*cmd, "--judge-model", args.judge_model],
-                        cwd=REPO,
-                        capture_output=True,
-                        text=True,
-                        check=True,
-                    )
+                    cmd = [sys.executable, "-m", "benchmarks.bench_judge", *sys.argv[1:], "--one", client]
+                    cmd += ["--url", url, "--cache", f"{tmp}/cache{n}"]
+                    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
                     results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         finally:
             server.terminate()
             server.wait()
     ideal = math.ceil(args.n / args.concurrency) * args.latency
-    print(
-        f"N={args.n} C={args.concurrency} L={args.latency}s, ideal {ideal:.2f} s, {os.cpu_count()} CPUs, median of {args.rounds} round(s)"
-    )
+    setup = f"N={args.n} C={args.concurrency} L={args.latency}s, ideal {ideal:.2f} s, {os.cpu_count()} CPUs"
+    print(f"{setup}, median of {args.rounds} round(s)")
     print("\n| client | ok | wall s | x ideal | CPU ms/call |\n|---|---:|---:|---:|---:|")
     wall = {}
     for client, label in CLIENTS.items():
         runs = [r for r in results if r["client"] == client]
         wall[client] = statistics.median(r["wall"] for r in runs)
         cpu = statistics.median(r["cpu"] for r in runs) / args.n * 1000
-        print(
-            f"| {label} | {min(r['ok'] for r in runs)}/{args.n} | {wall[client]:.2f} | {wall[client] / ideal:.2f} | {cpu:.2f} |"
-        )
+        ok = min(r["ok"] for r in runs)
+        print(f"| {label} | {ok}/{args.n} | {wall[client]:.2f} | {wall[client] / ideal:.2f} | {cpu:.2f} |")
     print(f"\nours / peer wall time: {wall['ours'] / wall['peer']:.2f} (target <= 1.10)")
 
 

@@ -1,9 +1,5 @@
-"""A judge's label in every table and report: its model (a jury: its name), its prompt and mode, and
-the recorded settings (a judgment's `settings`) that differ from the defaults. One model at two
-reasoning efforts is two judges: `openai/x [oab-pt-v1, structured]` and `openai/x [oab-pt-v1,
-structured, reasoning_effort=high]`. A jury's members are named with their own settings, as a jury
-member is written (`openai/a reasoning_effort=low`); a record naming no settings is at the defaults.
-"""
+"""A judge's label in every table and report: model (a jury: its name), prompt and mode, and the
+recorded settings off their defaults (`openai/x [oab-pt-v1, structured, reasoning_effort=high]`)."""
 
 from __future__ import annotations
 
@@ -55,8 +51,7 @@ def settings_tag(settings: object) -> str | None:
 
 
 def _changed(settings: dict, where: str) -> list[str]:
-    """`key=value` for each recorded setting off its default; one spelling per value (1 and 1.0 are
-    `1`, None is `none`, as the flags take it)."""
+    """`key=value` for each recorded setting off its default (1 and 1.0 are `1`, None is `none`)."""
     out = []
     for key, default in DEFAULTS.items():
         if key not in settings:  # not recorded: as the defaults
@@ -81,8 +76,7 @@ def _text(value: str | int | float | None) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _valid(key: str, value: str | int | float | None) -> str | int | float | None:
-    """The value as the setting holds it (`temperature` 0 is 0.0); a ValueError for one the setting
-    could never have had: text for a number, a number for text, out of range, not a whole number."""
+    """The value as the setting holds it (`temperature` 0 is 0.0); ValueError for an impossible one."""
     try:
         got = getattr(JudgeSettings(**{"judge_model": "-", key: value}), key)
     except ValidationError as e:
@@ -93,14 +87,12 @@ def _valid(key: str, value: str | int | float | None) -> str | int | float | Non
 
 
 def member_label(record: dict, member: str) -> str:
-    """A jury member's own label, from the jury's record: the member with its recorded settings, so
-    one model sitting at two efforts in two juries is two judges under `leaderboard --members`."""
+    """A jury member's own label, with its recorded settings (`leaderboard --members`)."""
     return judge_label(member, our_prompt(record), _own(record, member))
 
 
 def member_spec(record: dict, member: str) -> str:
-    """The member as a jury member is written, with its settings off the defaults (`openai/a
-    reasoning_effort=high`): its name among the jury's members."""
+    """The member as a jury member is written (`openai/a reasoning_effort=high`)."""
     own = _own(record, member)
     return " ".join([member, *(_changed(own, "settings.members") if own else [])])
 

@@ -1,8 +1,5 @@
-"""Free-text judgments ending in `[[nota]]`, read exactly as upstream reads them: the first match of
-`\\[\\[(\\d+[.,]?\\d*)\\]\\]`, else of `\\[(\\d+[,.]?\\d*)\\]`, comma as decimal point, -1 (None here) when
-nothing matches. Five of upstream's published o3 judgments carry no bracketed score but close with a
-total line (`Nota total: 0,65`) and were fixed by hand; the fallback reproduces them and says so.
-"""
+"""Free-text judgments ending in `[[nota]]`, read as upstream reads them (None for its -1); a closing
+`Nota total: 0,65` line reproduces upstream's five hand-fixed o3 judgments, and says so."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here);
-the settings that go in live in settings.py."""
+"""Typed records at the judge's boundaries: judgments out, and their projections (defined once here)."""
 
 from __future__ import annotations
 
@@ -9,24 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from oab_bench.judge.settings import Mode
 
-# One vocabulary for every judged (model, question); only "ok" carries a score. "missing": expected
-# but judged by nobody (reports); "missing_turn": an upstream judgment file lacks one of its turns;
-# "mismatch": a judgment disagreeing with the dataset on its question's value or exam (reports);
-# "budget": not judged, --max-cost-usd would have been passed; "too_long": an answer over
-# max_answer_tokens, never sent to the judge.
-Status = Literal[
-    "ok",
-    "parse_error",
-    "api_error",
-    "truncated",
-    "refused",
-    "no_answer",
-    "missing",
-    "missing_turn",
-    "mismatch",
-    "budget",
-    "too_long",
-]
+# One vocabulary for every judged (model, question); only "ok" carries a score (docs/judge.md).
+JUDGED = ("ok", "parse_error", "api_error", "truncated", "refused", "no_answer", "budget", "too_long")
+Status = Literal[(*JUDGED, "missing", "missing_turn", "mismatch")]  # the last three: what reports add
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
@@ -63,12 +47,8 @@ class MemberScore(BaseModel):
     def of(cls, j: Judgment, repeat: int | None = None) -> MemberScore:
         """A member's (or repeat's) judgment as the jury's record keeps it; a cached one cost nothing now."""
         kept = j.model_dump(include={"judge_model", "status", "score", "cached", "error"})
-        return cls(
-            **kept,
-            repeat=repeat,
-            items={i.item_id: i.score for i in j.items},
-            cost_usd=cost_now(j.cost_usd, j.cached),
-        )
+        items = {i.item_id: i.score for i in j.items}
+        return cls(**kept, repeat=repeat, items=items, cost_usd=cost_now(j.cost_usd, j.cached))
 
 
 class Judgment(BaseModel):
@@ -110,9 +90,8 @@ class Judgment(BaseModel):
 
 
 class JudgmentLine(BaseModel):
-    """A judgment as every reader takes it back (judgments files, lighteval details, the cache): the
-    shape, checked before any number is read (judgment_reader.py). Looser than Judgment where files
-    are (upstream's name no prompt version), never on types: validated strict, "0.5" is no score."""
+    """A judgment as every reader takes it back (files, details, the cache), validated strict before
+    any number is read: looser than Judgment where files are, never on types ("0.5" is no score)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -138,9 +117,7 @@ RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
 
 
-class Outcome(NamedTuple):
-    """One judge call, retried until its reply parsed (or gave up)."""
-
+class Outcome(NamedTuple):  # one judge call, retried until its reply parsed (or gave up)
     status: str
     content: str
     usage: Usage
@@ -151,8 +128,7 @@ class Outcome(NamedTuple):
 
 
 def cost_now(cost: float | None, cached: bool) -> float | None:
-    """What a judgment costs this run: nothing when it came from the cache, but unknown stays
-    unknown (an unpriced judge's rerun must not claim $0 where its first run said unknown)."""
+    """What a judgment costs this run: nothing from the cache, but unknown stays unknown (never $0)."""
     return 0.0 if cached and cost is not None else cost
 
 

@@ -1,11 +1,5 @@
-"""Keep API keys out of everything we write: records, caches, logs, stderr.
-
-Providers sometimes echo the key (a 401 quoting the Authorization header), and litellm and
-lighteval put such messages in exceptions and logs. `redact` removes the value of every key-like
-variable in the environment (OPENAI_API_KEY, OAB_JUDGE_API_KEY, HF_TOKEN, ...), anything shaped
-like a bearer token, and credentials inside URLs (`https://user:pass@host`, `?key=...`: an
-`--api-base` given with one is in no variable).
-"""
+"""Keep API keys out of everything we write (providers echo them in errors): the values of key-like
+variables, bearer tokens and credentials inside URLs are masked."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ def annulled_items(row: QuestionRow) -> list[ItemScore]:
 
 
 def annulled_part(row: QuestionRow, part: str) -> bool:
-    """Every rubric row of item `part` ("" for the peça, "A", "B") annulled: a judge scoring the item
-    as one number (upstream's protocol) cannot be asked, the item counts in full."""
+    """Every rubric row of item `part` ("", "A", "B") annulled: the item counts in full, unasked."""
     rows = row.rubric_for(part)
     return bool(rows) and all(r.annulled for r in rows)
 

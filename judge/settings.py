@@ -1,15 +1,11 @@
-"""The judge's settings, defined once: `oab-bench judge`, `oab-bench run` and the lighteval task take
-their flags and OAB_JUDGE_* variables from these fields, so they cannot drift. Field `max_tokens` is
-`--max-tokens` for `judge`, `--judge-max-tokens` for `run` and OAB_JUDGE_MAX_TOKENS; `judge_model` is
-`--judge-model` and OAB_JUDGE_MODEL. Flags win over the environment, the environment over the
-defaults. The API key is never a setting: it stays in the environment.
-"""
+"""The judge's settings, defined once: `judge`, `run` (`--judge-` prefix) and the lighteval task
+(OAB_JUDGE_*) take their flags and variables from these fields; flags win over the environment, the
+environment over the defaults. The API key is never a setting."""
 
 from __future__ import annotations
 
 import argparse
 import re
-import types
 import typing
 from collections.abc import Mapping
 from typing import Literal
@@ -21,6 +17,7 @@ UNPREFIXED = {"jury_combine": "--jury-combine", "repeats": "--repeats"}  # the s
 ENV_PREFIX = "OAB_JUDGE_"
 NULL = object()  # what "none"/"null" converts to (`--temperature none`: send none), unlike an unset flag
 # A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
+SAMPLING = ("max_tokens", "temperature", "reasoning_effort")
 JURY_WIDE = {"judge_model", "jury_combine", "repeats", "batch", "batch_wait", "max_cost_usd", "concurrency"}
 
 
@@ -31,12 +28,8 @@ class JudgeSettings(BaseModel):
 
     judge_model: str = Field(description="litellm model name, e.g. openai/gpt-5.2 (several: a jury)")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (local vLLM server, proxy...)")
-    mode: Mode = Field(
-        "structured", description="structured: JSON scores per rubric item; legacy: a [[nota]] total"
-    )
-    prompt: Literal["oab", "upstream-v1", "upstream-v2"] = Field(
-        "oab", description="oab (ours) or upstream-v1/v2 (parity with upstream)"
-    )
+    mode: Mode = Field("structured", description="structured (JSON per rubric item) or legacy ([[nota]])")
+    prompt: Literal["oab", "upstream-v1", "upstream-v2"] = Field("oab", description="ours or upstream's")
     upstream_prompts: str | None = Field(None, description="upstream's judge_prompts.jsonl (upstream-*)")
     concurrency: int = Field(16, ge=1, description="judge calls at a time")
     max_tokens: int = Field(16000, ge=1, description="judge reply budget (reasoning included)")
@@ -50,32 +43,18 @@ class JudgeSettings(BaseModel):
     price_input: float | None = Field(None, ge=0, description="USD per 1M prompt tokens (overrides litellm)")
     price_cached_input: float | None = Field(None, ge=0, description="USD per 1M cached prompt tokens")
     price_output: float | None = Field(None, ge=0, description="USD per 1M completion tokens")
-    max_cost_usd: float | None = Field(
-        None, ge=0, description="stop starting judgments once spent + in-flight cost could pass this (USD)"
-    )
-    max_answer_tokens: int = Field(
-        32768, ge=1, description="longer answers are not sent to the judge (status too_long)"
-    )
-    long_answers: Literal["too_long", "truncate"] = Field(
-        "too_long",
-        description="an answer over max_answer_tokens: too_long (not judged) or truncate (judged cut, noted)",
-    )
+    max_cost_usd: float | None = Field(None, ge=0, description="no judgment starts that could pass it (USD)")
+    max_answer_tokens: int = Field(32768, ge=1, description="longer answers are not judged (too_long)")
+    long_answers: Literal["too_long", "truncate"] = Field("too_long", description="too long: skipped or cut")
     batch: bool = Field(False, description="judge through the provider's Batch API (OpenAI-style)")
-    batch_wait: float | None = Field(
-        None, ge=0, description="seconds to wait for batches; then exit non-zero (rerun to reattach)"
-    )
-    price_batch_discount: float = Field(
-        0.5, ge=0, le=1, description="batch price as a fraction of the direct one"
-    )
+    batch_wait: float | None = Field(None, ge=0, description="seconds to wait for batches (then exit)")
+    price_batch_discount: float = Field(0.5, ge=0, le=1, description="batch price / direct price")
     repeats: int = Field(1, ge=1, description="grade each answer K times, to measure the judge's own noise")
-    jury_combine: Literal["median", "mean", "min"] = Field(
-        "median", description="a jury (several --judge-model, or A,B,C): how members' item scores combine"
-    )
+    jury_combine: Literal["median", "mean", "min"] = Field("median", description="a jury's combining rule")
 
     @model_validator(mode="before")
     @classmethod
     def _mode_follows_prompt(cls, data):
-        """upstream-v1 grades in legacy mode and upstream-v2 in structured: a contrary --mode is an error."""
         implied = {"upstream-v1": "legacy", "upstream-v2": "structured"}.get(data.get("prompt") or "oab")
         if implied is None:
             return data
@@ -93,15 +72,13 @@ class JudgeSettings(BaseModel):
     @field_validator("api_base")
     @classmethod
     def _api_base_is_a_url(cls, value: str | None) -> str | None:
-        """Blank is none (litellm's default); anything else an http(s) URL, or every call would fail."""
         value = (value or "").strip()
         if value and not value.startswith(("http://", "https://")):
             raise ValueError(f"{value!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
         return value or None
 
     @model_validator(mode="after")
-    def _batch_has_no_cap(self):
-        """A batch is submitted whole and paid as it comes back: a cap cannot stop it half-way."""
+    def _batch_has_no_cap(self):  # a batch is submitted whole: a cap cannot stop it half-way
         if self.batch and self.max_cost_usd is not None:
             raise ValueError(
                 "<batch> and <max_cost_usd> do not go together (a batch is submitted whole): "
@@ -111,20 +88,11 @@ class JudgeSettings(BaseModel):
 
     def sampling(self) -> dict:
         """The settings that change what the judge writes: part of the cache key."""
-        return {
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "reasoning_effort": self.reasoning_effort,
-        }
+        return self.model_dump(include=set(SAMPLING))
 
     def recorded(self) -> dict:
-        """What a judgment records of its judge's settings: the cache key's, and what decides which
-        answers the judge reads whole. Never an address or a key."""
-        return {
-            **self.sampling(),
-            "max_answer_tokens": self.max_answer_tokens,
-            "long_answers": self.long_answers,
-        }
+        """What a judgment records of its judge's settings (never an address or a key)."""
+        return self.model_dump(include={*SAMPLING, "max_answer_tokens", "long_answers"})
 
 
 def _member(spec: str) -> tuple[str, dict]:
@@ -151,14 +119,8 @@ def _member_specs(judge_model: str) -> list[str]:
     return [m.strip() for m in judge_model.split(",") if m.strip()]
 
 
-def member_names(judge_model: str) -> list[str]:
-    """The judges a judge model names: several for a jury (`A,B,C`, or --judge-model given twice)."""
-    return [_member(spec)[0] for spec in _member_specs(judge_model)]
-
-
 def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
-    """One judge's settings per member, with the member's own where its spec gives them:
-    `--judge-model "openai/a temperature=0.6"`; each member is called, keyed and checked on its own."""
+    """One judge's settings per jury member (`A,B` or --judge-model twice), with the member's own."""
     specs = _member_specs(settings.judge_model)
     if len(specs) <= 1:
         if specs and len(specs[0].split()) > 1:
@@ -186,20 +148,19 @@ def flag(field: str, prefix: str = "") -> str:
     return "--judge-model" if field == "judge_model" else f"--{prefix}{field.replace('_', '-')}"
 
 
-def _base_type(annotation) -> tuple[type, tuple[str, ...] | None]:
-    """(python type, choices) of a field: `int | None` -> int; a Literal -> str with its values."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
-        annotation = args[0]
+def _kind(field: str) -> tuple[type, tuple[str, ...] | None, bool]:
+    """(type, choices, nullable) of a field: `int | None` -> int; a Literal -> str with its values."""
+    annotation = JudgeSettings.model_fields[field].annotation
+    nullable = type(None) in typing.get_args(annotation)
+    if nullable:
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     if typing.get_origin(annotation) is Literal:
-        return str, typing.get_args(annotation)
-    return annotation, None
+        return str, typing.get_args(annotation), nullable
+    return annotation, None, nullable
 
 
 def _converter(field: str):
-    annotation = JudgeSettings.model_fields[field].annotation
-    kind, _ = _base_type(annotation)
-    nullable = type(None) in typing.get_args(annotation)
+    kind, _, nullable = _kind(field)
 
     def convert(text: str):
         text = text.strip()  # ' 2 ' and 'True ' alike: surrounding blanks are never meant
@@ -215,11 +176,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
     """One flag per setting; unset flags stay None so the environment and the defaults can apply."""
     group = parser.add_argument_group("judge settings (also OAB_JUDGE_* variables)")
     for name, info in JudgeSettings.model_fields.items():
-        kind, choices = _base_type(info.annotation)
+        kind, choices, _ = _kind(name)
         default = "" if info.is_required() else f" (default {info.default})"
         group.add_argument(
             flag(name, prefix),
-            dest=flag(name, prefix)[2:].replace("-", "_"),
             type=_converter(name),
             choices=choices,
             action="append" if name == "judge_model" else "store",  # given twice or more: a jury
@@ -243,13 +203,9 @@ def values_from_env(env: Mapping[str, str]) -> dict:
 
 
 def settings_from(
-    args: argparse.Namespace | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    prefix: str = "",
-    defaults=None,
+    args=None, env: Mapping[str, str] | None = None, *, prefix="", defaults=None
 ) -> JudgeSettings:
-    """Defaults, then the environment, then the flags."""
+    """Defaults, then the environment, then the flags (`args`, from add_arguments)."""
     values = {**(defaults or {}), **values_from_env(env or {})}
     for name in JudgeSettings.model_fields if args is not None else ():
         got = getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
@@ -267,27 +223,21 @@ def settings_from(
 
 
 def _problem(err: dict, prefix: str) -> str:
-    """A pydantic error named as the user wrote it: `--flag (OAB_JUDGE_X): what`; a rule over several
-    settings names each (`<field>` in its message)."""
+    """A pydantic error as `--flag (OAB_JUDGE_X): what`; a rule over several names each (`<field>`)."""
     field = err["loc"][0] if err["loc"] else None
     raw = err["msg"].removeprefix("Value error, ")
     if err["type"] == "finite_number":  # NaN passes no comparison: "greater than or equal to 0" misled
         raw = f"{err['input']!r} is not {'a number' if err['input'] != err['input'] else 'finite'}"
-    named = re.sub(
-        r"<(\w+)>",
-        lambda m: f"{flag(m[1], prefix)} ({env_var(m[1])})" if m[1] in JudgeSettings.model_fields else m[0],
-        raw,
-    )
+    named = re.sub(r"<(\w+)>", lambda m: f"{flag(m[1], prefix)} ({env_var(m[1])})", raw)
     if field not in JudgeSettings.model_fields:
         return named if named != raw else f"judge settings: {named}"
     return f"{flag(field, prefix)} ({env_var(field)}): {named}"
 
 
-def settings_env(settings: JudgeSettings) -> dict[str, str | None]:
-    """The variables that carry `settings` to a child process (None: unset it there)."""
-    out: dict[str, str | None] = {}
-    for name, info in JudgeSettings.model_fields.items():
-        value = getattr(settings, name)
-        unset = None if info.default is None else "none"  # a None that is not the default: sent as "none"
-        out[env_var(name)] = unset if value is None else str(value)
-    return out
+def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--estimate` and `--format` of the commands that judge (grading/bill.py)."""
+    what = "print calls, tokens and cost of the judgments still to make (direct and batch), call nothing"
+    parser.add_argument("--estimate", action="store_true", help=what)
+    parser.add_argument(
+        "--format", choices=["text", "json"], default="text", help="--estimate output (json: a contract)"
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from oab_bench.judge import settings as judge_settings
-from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
 from oab_bench.judge.panel.option import add_panel_argument
 from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
 
@@ -38,5 +37,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
     p.add_argument("--no-progress", action="store_true")
     judge_settings.add_arguments(p)
-    add_estimate_arguments(p)
+    judge_settings.add_estimate_arguments(p)
     add_panel_argument(p)

@@ -12,9 +12,9 @@ from oab_bench.judge.generation.run_settings import (
     LOCAL_CONCURRENCY,
     RunSettings,
 )
-from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
 from oab_bench.judge.panel.option import add_panel_argument
 from oab_bench.judge.settings import add_arguments as add_judge_arguments
+from oab_bench.judge.settings import add_estimate_arguments
 from oab_bench.scripts.arguments import number
 
 HELP = "generate with lighteval (litellm backend), judge, score"

@@ -20,7 +20,7 @@ from oab_bench.judge.generation.answer_store import (
     StoredAnswer,
 )
 from oab_bench.judge.grading import grader
-from oab_bench.judge.grading.check_call import CHECK_PROMPT
+from oab_bench.judge.grading.client import CHECK_PROMPT
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.leaderboard import tables as lb

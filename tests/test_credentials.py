@@ -8,7 +8,7 @@ import pytest
 
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.generation.run_checks import drop_empty_keys
-from oab_bench.judge.grading.check_call import CHECK_PROMPT
+from oab_bench.judge.grading.client import CHECK_PROMPT
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.grading.runner import run_judge_all

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from oab_bench.judge.grading.bill import estimate
 from oab_bench.judge.grading.client import cost, map_prices
-from oab_bench.judge.grading.estimate.core import estimate
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judge_answers import summary
 from oab_bench.judge.grading.judgment_store import JudgmentStore
@@ -238,9 +238,9 @@ def test_the_budget_expects_completion_tokens_per_question_kind():
         ]
     )
     judge = SimpleNamespace(
-        store=store, settings=SimpleNamespace(judge_model="j"), mode="structured", prompt_version="p"
+        store=store, identity=lambda: dict(judge_model="j", prompt_version="p", mode="structured")
     )
-    means, _ = completion_history(judge, {})
+    means, _ = completion_history(judge)
     assert means == {"peca": 3000, "questao": 600}
 
 
@@ -277,15 +277,12 @@ def test_an_estimate_with_nothing_left_to_judge_costs_zero_even_unpriced(stub, j
     assert est.total.calls == 0 and est.total.cost_usd == 0.0 and est.total.cost_usd_batch == 0.0
 
 
-def test_an_unpriced_estimate_says_so_in_words_and_names_the_price_flags(stub, judge_key):
+def test_an_unpriced_estimate_says_so_in_words_and_names_the_price_flags(stub, judge_key, capsys):
     """It printed "unknown" and `{'peca': 2500, 'questao': 1000}`, naming no way to give a price."""
-    import io
+    from oab_bench.judge.grading.bill import print_estimate
 
-    from oab_bench.judge.grading.estimate.core import print_estimate
-
-    out = io.StringIO()
-    print_estimate(estimate(Judge(settings(stub())), _pairs(2)), file=out)
-    text = out.getvalue()
+    print_estimate(estimate(Judge(settings(stub())), _pairs(2)))
+    text = capsys.readouterr().out
     assert "defaults of 2500 (peça) and 1000 (questão) tokens" in text and "{" not in text
     assert "cost unknown: litellm's cost map has no price for the judge openai/judge-test" in text
     assert "--price-input and --price-output" in text and "--judge-price-input" in text

@@ -131,7 +131,7 @@ def test_a_stopped_run_keeps_judgments_with_more_than_one_call(
 def test_the_cost_cap_never_hangs_on_rounding(stub, judge_key):
     """The cap waits for calls in flight to settle; float sums of reservations once left 4e-16
     'in flight' with nothing running, and the run waited forever (jury, repeats, one judge)."""
-    from oab_bench.judge.grading.estimate.core import estimate
+    from oab_bench.judge.grading.bill import estimate
     from oab_bench.judge.grading.jury import make_judge
 
     server = stub(latency=0.01)

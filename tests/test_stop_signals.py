@@ -18,7 +18,7 @@ from oab_bench.conventions import SUMMARY_FILE
 from oab_bench.judge.audit import write as report
 from oab_bench.judge.generation import answer_store, run, run_checks
 from oab_bench.judge.generation.answer_store import AnswerStore
-from oab_bench.judge.grading import lighteval_judge, runner
+from oab_bench.judge.grading import runner
 from oab_bench.scripts.cli import main
 from tests.helpers import candidate_calls, judge_calls
 
@@ -58,14 +58,14 @@ def bench(stub, built_dataset, tmp_path, monkeypatch):
                 put = AnswerStore.put
                 m.setattr(answer_store.AnswerStore, "put", lambda self, a: (put(self, a), send(sig)())[0])
             elif phase == "judging":
-                judge_all = lighteval_judge.judge_all
+                judge_all = runner.judge_all
                 signalled = send(sig)
 
                 async def judging(*a, **k):
                     signalled()
                     return await judge_all(*a, **k)
 
-                m.setattr(lighteval_judge, "judge_all", judging)
+                m.setattr(runner, "judge_all", judging)
             elif phase == "summary":  # the signal lands as the summary is being made
                 m.setattr(runner, "dump_jsonl", lambda j, real=runner.dump_jsonl: (send(sig)(), real(j))[1])
             else:  # after it was written

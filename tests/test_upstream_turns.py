@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -109,7 +110,8 @@ def test_upstream_v1_grading_gives_an_annulled_item_in_full():
         "mode": "legacy",
         "max_score": 1.25,
     }
-    j = asyncio.run(grade_upstream(call, row, ["resposta A", "resposta B"], "upstream-v1", prompts, base))
+    judge = SimpleNamespace(call=call, settings=SimpleNamespace(prompt="upstream-v1"), upstream=prompts)
+    j = asyncio.run(grade_upstream(judge, row, ["resposta A", "resposta B"], base))
     assert len(call.seen) == 2  # both turns still asked, as upstream does
     assert j.status == "ok" and j.score == pytest.approx(1.15)
     assert [(i.item_id, i.score) for i in j.items] == [("A", 0.55), ("B", 0.6)]
@@ -190,7 +192,8 @@ def _graded_by(replies, version="upstream-v1", row=None):
         "max_score": 1.25,
     }
     row = row or made_up_row()
-    return asyncio.run(grade_upstream(call, row, ["resposta A", "resposta B"], version, prompts, base))
+    judge = SimpleNamespace(call=call, settings=SimpleNamespace(prompt=version), upstream=prompts)
+    return asyncio.run(grade_upstream(judge, row, ["resposta A", "resposta B"], base))
 
 
 @pytest.mark.parametrize(

@@ -127,7 +127,7 @@ def estimate(s: RunSettings, panel) -> int:
     cost nothing), answers still to generate assumed of DEFAULT_ANSWER_TOKENS; calls and writes nothing."""
     from oab_bench.judge.answers import Answer
     from oab_bench.judge.generation.answer_store import stored_texts
-    from oab_bench.judge.grading.estimate import core
+    from oab_bench.judge.grading import bill
     from oab_bench.judge.grading.judgment_store import JudgmentStore
 
     rows, model = selected_rows(s), s.litellm_model
@@ -136,14 +136,14 @@ def estimate(s: RunSettings, panel) -> int:
     stored = [(r, t) for r, t in zip(rows, texts, strict=True) if t is not None]
     pairs = [(r, Answer(model=model, question_id=r.question_id, turns=[t])) for r, t in stored]
     missing = [r for r, t in zip(rows, texts, strict=True) if t is None]
-    est = core.estimate(judge, pairs + core.placeholder_pairs(missing, model, judge))
+    est = bill.estimate(judge, pairs + bill.placeholder_pairs(missing, model, judge))
     est.generations_cached, est.generations_to_pay = len(pairs), len(missing)
-    note = f"Answers to generate assumed of {core.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
+    note = f"Answers to generate assumed of {bill.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
     if panel is None:
-        return core.print_estimate(est, s.format, note)
+        return bill.print_estimate(est, s.format, note)
     from oab_bench.judge.panel.estimate import print_with_panel
 
-    return print_with_panel(est, core.estimate(judge, panel[1]), panel[0], s.format, note)
+    return print_with_panel(est, bill.estimate(judge, panel[1]), panel[0], s.format, note)
 
 
 def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:

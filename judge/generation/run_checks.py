@@ -257,7 +257,7 @@ def check_reachable(api_base: str | None, who: str) -> None:
 def check_remote(s: RunSettings, panel=None) -> None:
     """Keys, servers that answer, and one minimal real call to each remote model this run will pay
     (`--no-check-call` skips it; none when everything is stored, the panel's judgments included)."""
-    from oab_bench.judge.grading.check_call import check_call, check_judges
+    from oab_bench.judge.grading.client import check_call, check_judges
 
     check_credentials(s.model, s.api_base, s.judge)
     check_reachable(None if vllm_target(s.model) else s.api_base, "candidate")

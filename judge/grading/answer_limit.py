@@ -1,10 +1,5 @@
-"""Answers too long for the judge: found cheaply and never sent (or cut, when the user asks).
-
-Counting a 5 MB answer's tokens is slow too, so two bounds decide first: a token is at least one
-UTF-8 byte (no more bytes than the limit: it fits), and no real text averages more than
-CHARS_PER_TOKEN characters a token (longer than that many times the limit: too long). Only an
-answer between the two is counted, with the judge model's tokenizer (litellm).
-"""
+"""Answers too long for the judge: never sent (or cut, when asked). Two bounds decide before counting
+(a token is at least one byte, at most CHARS_PER_TOKEN characters); only between them is counted."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""One judge call through litellm (its sync `completion`, on a thread): retried, classified, priced.
-
-A 429 waits what Retry-After says (capped at backoff_max); 5xx, timeouts and connection errors back
-off exponentially with jitter (tenacity); anything else (401/403/404, a refused request) fails at
-once. A Breaker shared by a run's calls stops calling a server that does not answer. The key comes
-from OAB_JUDGE_API_KEY, else litellm reads the provider's usual variable; it goes to litellm and
-nowhere else. Cost is priced from usage: our per-1M prices, else litellm's cost map.
-"""
+"""One judge call through litellm (its sync `completion`, on a daemon thread): retried (tenacity),
+classified, priced; the breaker for a dead server; the minimal check call before spending. The key
+(OAB_JUDGE_API_KEY, else the provider's variable) goes to litellm and nowhere else."""
 
 from __future__ import annotations
 
@@ -16,6 +11,7 @@ import logging
 import os
 import queue
 import re
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -28,6 +24,7 @@ from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings
 
 API_KEY_ENV = "OAB_JUDGE_API_KEY"
+CHECK_PROMPT = "Responda apenas: ok"  # the check call's whole prompt (tests tell check calls by it)
 UNREACHABLE = "judge server unreachable"
 REFUSED_STATUSES = (401, 403, 404)
 _FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError")
@@ -49,17 +46,14 @@ class CallResult(NamedTuple):
     attempts: int
 
 
-class Prices(NamedTuple):
-    """USD per token: input, cached input, output (None: unknown)."""
-
+class Prices(NamedTuple):  # USD per token (None: unknown)
     input: float | None
     cached_input: float | None
     output: float | None
 
 
 def api_key() -> str | None:
-    """OAB_JUDGE_API_KEY without surrounding blanks (a pasted key often ends in a newline, which no
-    HTTP header may carry); blank counts as unset."""
+    """OAB_JUDGE_API_KEY without surrounding blanks (a pasted key often ends in a newline); blank is unset."""
     return (os.environ.get(API_KEY_ENV) or "").strip() or None
 
 
@@ -81,8 +75,7 @@ def _missing_keys(model: str, present: tuple[str, ...], blank: tuple[str, ...]) 
 
 
 def call_key(settings: JudgeSettings) -> str | None:
-    """OAB_JUDGE_API_KEY, else litellm reads the provider's variable; a local server with neither
-    gets a dummy key (vLLM and most local servers take any)."""
+    """OAB_JUDGE_API_KEY, else the provider's variable (litellm's); a local server with neither: a dummy."""
     if key := api_key():
         return key
     return "EMPTY" if settings.api_base and missing_keys(settings.judge_model) else None
@@ -114,8 +107,7 @@ def connection_failed(exc: BaseException) -> bool:
 
 
 def refused_for_good(error: str | None) -> bool:
-    """A judgment's recorded error (describe_error's or Breaker.why's) saying the judge cannot be
-    called at all: a rejected or missing key, no such model, nothing answering."""
+    """A recorded error saying the judge cannot be called at all (key, model, nothing answering)."""
     text = error or ""
     head = _REFUSED.match(text)
     if head and (head.group(1) in _FOR_GOOD or int(head.group(2) or 0) in REFUSED_STATUSES):
@@ -124,8 +116,7 @@ def refused_for_good(error: str | None) -> bool:
 
 
 def permanent(exc: BaseException) -> bool:
-    """An error every retry would meet again: the key, model name or URL is wrong, or the request
-    is refused. A prompt too long or a content filter is one question's problem, not the run's."""
+    """An error every retry would meet again (a prompt too long or a content filter is one question's)."""
     if isinstance(exc, (litellm.ContextWindowExceededError, litellm.ContentPolicyViolationError)):
         return False
     refused = (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
@@ -159,12 +150,12 @@ class Breaker:
             self.last = describe_error(exc)
 
     def why(self) -> str:
-        last = f"last: {self.last}"
-        return f"{UNREACHABLE}: {self.failures} connection failures in a row ({last}); not called again in this run"
+        why = f"{self.failures} connection failures in a row (last: {self.last})"
+        return f"{UNREACHABLE}: {why}; not called again in this run"
 
 
 def describe_error(exc: BaseException) -> str:
-    """An error message for records; scrubbed of every key, since providers may echo one."""
+    """An error message for records, scrubbed of every key (providers may echo one)."""
     status = getattr(exc, "status_code", None)
     name = f"{type(exc).__name__} ({status})" if isinstance(status, int) else type(exc).__name__
     text = f"{name}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -185,21 +176,16 @@ def backoff(settings: JudgeSettings, state: tenacity.RetryCallState) -> float:
             max(0.0, float(headers.get("retry-after") or headers.get("Retry-After"))), settings.backoff_max
         )
     except (TypeError, ValueError):
-        initial = settings.backoff_initial
-        return tenacity.wait_exponential_jitter(multiplier=initial, max=settings.backoff_max, jitter=initial)(
-            state
-        )
+        first, most = settings.backoff_initial, settings.backoff_max
+        return tenacity.wait_exponential_jitter(multiplier=first, max=most, jitter=first)(state)
 
 
 def usage_of(resp: Any) -> Usage:
     u = getattr(resp, "usage", None)
-    details_in = getattr(u, "prompt_tokens_details", None)
-    cached = getattr(details_in, "cached_tokens", 0) or getattr(
-        u, "cache_read_input_tokens", 0
-    )  # Anthropic's
+    cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0)
     return Usage(
         prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
-        cached_tokens=cached or 0,
+        cached_tokens=cached or getattr(u, "cache_read_input_tokens", 0) or 0,  # or Anthropic's
         completion_tokens=getattr(u, "completion_tokens", 0) or 0,
         reasoning_tokens=getattr(getattr(u, "completion_tokens_details", None), "reasoning_tokens", 0) or 0,
     )
@@ -217,9 +203,8 @@ def map_prices(model: str) -> Prices:
 
 
 def prices(settings: JudgeSettings) -> Prices:
-    """Each price given (USD per 1M tokens) wins, each one not given is the cost map's (a price
-    given alone never makes the others free). Cached input without its own price costs the map's
-    cached price when the map's input price is used, else the input price."""
+    """Each price given (USD per 1M tokens) wins, each one not given is the cost map's; cached input
+    without its own price: the map's cached price with the map's input price, else the input price."""
     known = map_prices(settings.judge_model)
 
     def per_token(given: float | None, default: float | None) -> float | None:
@@ -243,12 +228,9 @@ def cost(settings: JudgeSettings, usage: Usage) -> float | None:
 
 def request_params(settings: JudgeSettings, messages: list[dict], response_format: dict | None) -> dict:
     """What a judge request asks for: the same for a direct call and a Batch API line."""
-    params: dict[str, Any] = {"messages": messages, "max_tokens": settings.max_tokens}
-    if settings.temperature is not None:
-        params["temperature"] = settings.temperature
-    if settings.reasoning_effort:
-        params["reasoning_effort"] = settings.reasoning_effort
-    return params | ({"response_format": response_format} if response_format is not None else {})
+    params = {"messages": messages, "max_tokens": settings.max_tokens, "temperature": settings.temperature}
+    params |= {"reasoning_effort": settings.reasoning_effort or None, "response_format": response_format}
+    return {k: v for k, v in params.items() if v is not None}
 
 
 def _worker() -> None:
@@ -263,8 +245,7 @@ def _worker() -> None:
 
 
 async def in_thread(call: Callable[[], Any]) -> Any:
-    """`call()` on a pool of daemon threads, one more whenever none is idle: calls in flight go as
-    fast as a thread pool's (docs/performance.md), and a stopped run never waits for one it left."""
+    """`call()` on daemon threads (one more when none is idle): a stopped run never waits for a call."""
     future: concurrent.futures.Future = concurrent.futures.Future()
     if not _IDLE.acquire(blocking=False):
         threading.Thread(target=_worker, name="oab-judge-call", daemon=True).start()
@@ -278,22 +259,13 @@ async def call_judge(
     response_format: dict | None,
     breaker: Breaker | None = None,
 ) -> CallResult:
-    kwargs: dict[str, Any] = {
-        "model": settings.judge_model,
-        **request_params(settings, messages, response_format),
-        "timeout": settings.timeout,
-        "num_retries": 0,
-        "max_retries": 0,
-        "drop_params": True,
-        "no-log": True,  # no litellm logging callbacks: we record what we need ourselves
-    }
-    if settings.api_base:
-        kwargs["api_base"] = settings.api_base
-    if key := call_key(settings):
-        kwargs["api_key"] = key
     breaker = breaker or Breaker()
     if breaker.open:  # it opened while this judgment waited for its call slot: no call
         return CallResult("api_error", "", Usage(), None, breaker.why(), 0)
+    kwargs = {"model": settings.judge_model, **request_params(settings, messages, response_format)}
+    kwargs |= {"timeout": settings.timeout, "api_base": settings.api_base, "api_key": call_key(settings)}
+    # retries are ours (tenacity, below); no litellm logging callbacks: we record what we need
+    kwargs |= {"num_retries": 0, "max_retries": 0, "drop_params": True, "no-log": True}
     attempts = 0
 
     async def attempt() -> Any:
@@ -317,9 +289,8 @@ async def call_judge(
         resp = await retrying(attempt)
     except Exception as e:
         status = "refused" if isinstance(e, litellm.ContentPolicyViolationError) else "api_error"
-        return CallResult(
-            status, "", Usage(), None, breaker.why() if breaker.open else describe_error(e), attempts
-        )
+        why = breaker.why() if breaker.open else describe_error(e)
+        return CallResult(status, "", Usage(), None, why, attempts)
     usage = usage_of(resp)
     return classify(resp, usage, cost(settings, usage), attempts)
 
@@ -339,3 +310,38 @@ def classify(resp: Any, usage: Usage, price: float | None, attempts: int) -> Cal
     elif not content.strip():
         status, error = "parse_error", "empty reply"
     return CallResult(status, content, usage, price, error, attempts)
+
+
+def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
+    """One minimal real call (1 output token, 16 for a reasoning model) before a command spends on
+    `model`: refused for good or unreachable is an error, a transient failure a warning."""
+    try:
+        reasoning = bool(litellm.supports_reasoning(model))
+    except Exception:  # a model litellm does not know
+        reasoning = False
+    messages = [{"role": "user", "content": CHECK_PROMPT}]
+    kwargs = {"model": model, "messages": messages, "max_tokens": 16 if reasoning else 1, "timeout": 60}
+    kwargs |= {"api_base": api_base, "api_key": api_key, "num_retries": 0, "max_retries": 0}
+    kwargs["drop_params"] = True
+    where = api_base or "its provider"
+    for attempt in range(2):
+        try:
+            litellm.completion(**kwargs)
+            return
+        except Exception as e:
+            text = redact(f"{type(e).__name__}: {e}".replace("\n", " "))[:1000]
+            if isinstance(e, litellm.BadRequestError) and not attempt:  # a budget too small: once more
+                kwargs["max_tokens"] = 256
+                continue
+            if permanent(e) or missing_credentials(e) or malformed_header(e):
+                raise ValueError(f"the {who} {model} at {where} refused the check call: {text}") from None
+            if connection_failed(e):
+                raise ValueError(f"the {who} {model} at {where} does not answer: {text}") from None
+            print(f"preflight: warning: the {who}'s check call failed ({text}); going on", file=sys.stderr)
+            return
+
+
+def check_judges(members: list[JudgeSettings]) -> None:
+    """The check call to each judge (each member of a jury) with the key its calls will carry."""
+    for m in members:
+        check_call("judge", m.judge_model, api_base=m.api_base, api_key=call_key(m))

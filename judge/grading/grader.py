@@ -1,5 +1,4 @@
-"""One judge grading one answer: the prompt, the call(s), the parse, the score; and the cost cap
-(`--max-cost-usd`) each judgment reserves against, at the cost the estimate expects."""
+"""One judge grading one answer (prompt, calls, parse, score), and the `--max-cost-usd` cap."""
 
 from __future__ import annotations
 
@@ -8,14 +7,13 @@ import contextlib
 import contextvars
 import hashlib
 import logging
-from collections import defaultdict
-from functools import cached_property
+import statistics
 
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer, strip_reasoning
 from oab_bench.judge.grading.answer_limit import fit_answer
-from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, prices
+from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, prices
 from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
 from oab_bench.judge.grading.prompts import PROMPT_VERSION, build_messages, marks_cache
@@ -24,6 +22,7 @@ from oab_bench.judge.grading.upstream_prompts import (
     grade_upstream,
     load_upstream_prompts,
     prompt_version,
+    score_within,
     upstream_calls,
 )
 from oab_bench.judge.legacy import parse_legacy_score_detailed
@@ -32,17 +31,14 @@ from oab_bench.judge.scoring import annulled_items, question_score
 from oab_bench.judge.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
-# A run being stopped: set by judge_all and seen by every grading it started, so that a judgment
-# that has not called yet never starts a call, while one that has paid for a call finishes its
-# other calls (upstream's second turn, a parse retry): _CALLED, set per judgment by Judge.grade.
+# A run stopping (set by judge_all): a judgment that has not called never starts; one that has
+# (_CALLED, per judgment) finishes its other calls (upstream's second turn, a parse retry).
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 
 
-class PerKind(dict):
-    """Tokens per question kind, printed in words."""
-
+class PerKind(dict):  # tokens per question kind, printed in words
     def __str__(self) -> str:
         return f"{self['peca']} (peça) and {self['questao']} (questão)"
 
@@ -52,8 +48,7 @@ DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)
 
 
 def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
-    """(turns, text, size) of an answer as the judge sees it: reasoning blocks removed, then fitted
-    to max_answer_tokens (size: the answer's tokens when over it, else None; cut when asked)."""
+    """(turns, text, tokens when over max_answer_tokens) as the judge sees them, reasoning removed."""
     turns = [strip_reasoning(t) for t in answer.turns]
     cut = settings.long_answers == "truncate"
     turns, size = fit_answer(turns, settings.judge_model, settings.max_answer_tokens, cut=cut)
@@ -61,8 +56,7 @@ def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str
 
 
 class Judge:
-    """What every grading of a run shares: settings, upstream prompts, the store, the breaker.
-    `repeat` > 0 (`--repeats`): the cache entries of that repeat, apart from the plain ones."""
+    """What a run's gradings share; `repeat` > 0 (`--repeats`): that repeat's own cache entries."""
 
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None, repeat: int = 0):
         self.settings = settings
@@ -73,16 +67,11 @@ class Judge:
         self.breaker = Breaker(limit=max(8, settings.concurrency))  # a whole wave of calls refused
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._per_row: dict[tuple[str, int], tuple[str, dict | None, str]] = {}
+        self.mode, up = settings.mode, self.upstream
+        self.prompt_version = PROMPT_VERSION if up is None else prompt_version(settings.prompt, up)
 
-    @cached_property
-    def prompt_version(self) -> str:
-        return (
-            PROMPT_VERSION if self.upstream is None else prompt_version(self.settings.prompt, self.upstream)
-        )
-
-    @property
-    def mode(self) -> str:
-        return self.settings.mode
+    def identity(self) -> dict:
+        return dict(judge_model=self.settings.judge_model, prompt_version=self.prompt_version, mode=self.mode)
 
     def _row_facts(self, row: QuestionRow) -> tuple[str, dict | None, str]:
         """(content hash, response format, schema id) of a row, computed once per row."""
@@ -97,57 +86,44 @@ class Judge:
 
     def key(self, row: QuestionRow, answer_text: str) -> str:
         row_hash, _, schema_id = self._row_facts(row)
-        plain = cache_key(
-            judge_model=self.settings.judge_model,
-            prompt_version=self.prompt_version,
-            mode=self.mode,
-            schema=schema_id,
-            row=row_hash,
-            answer=hashlib.sha256(answer_text.encode()).hexdigest(),
-            sampling=self.settings.sampling(),
-        )
+        answer = hashlib.sha256(answer_text.encode()).hexdigest()
+        sampling = self.settings.sampling()
+        plain = cache_key(**self.identity(), schema=schema_id, row=row_hash, answer=answer, sampling=sampling)
         return cache_key(judgment=plain, repeat=self.repeat) if self.repeat else plain
 
-    def _base(self, row: QuestionRow, model: str, key: str) -> dict:
+    def base(self, row: QuestionRow, model: str, key: str = "") -> dict:
+        """The fields every judgment of `row` by this judge carries."""
+        question = {"question_id": row.question_id, "exam_id": row.exam_id, "max_score": row.max_score}
         return {
-            "question_id": row.question_id,
-            "exam_id": row.exam_id,
+            **question,
+            **self.identity(),
             "model": model,
-            "judge_model": self.settings.judge_model,
-            "prompt_version": self.prompt_version,
-            "mode": self.mode,
-            "max_score": row.max_score,
             "cache_key": key,
             "settings": self.settings.recorded(),
         }
 
-    def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:
+    def unanswered(self, row: QuestionRow, model: str, why: str) -> Judgment:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
-        return Judgment(**self._base(row, model, key), status="no_answer", error=why, cost_usd=0.0)
+        return Judgment(**self.base(row, model), status="no_answer", error=why, cost_usd=0.0)
 
     def _read(self, row: QuestionRow, answer: Answer) -> tuple[list[str], str, int | None, str, tuple | None]:
-        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer` as the judge reads it."""
+        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer`."""
         turns, text, size = judged_text(answer, self.settings)
         skip = None
         if not any(t.strip() for t in turns):
             skip = ("no_answer", "empty answer (nothing left after removing reasoning blocks)")
         elif size and self.settings.long_answers != "truncate":  # never sent, cached or stored
-            limit = self.settings.max_answer_tokens
-            skip = (
-                "too_long",
-                f"answer of about {size} tokens, over max_answer_tokens {limit}: not sent to the judge",
-            )
+            over = f"over max_answer_tokens {self.settings.max_answer_tokens}: not sent to the judge"
+            skip = ("too_long", f"answer of about {size} tokens, {over}")
         return turns, text, size, self.key(row, text), skip
 
     def to_call(self, row: QuestionRow, answer: Answer) -> tuple[str, list[str], str | None]:
-        """(cache key, turns, text) as the judge would read `answer`; text None when grading it
-        calls nothing: an empty or too long answer, or a trusted cache hit."""
+        """(cache key, turns, text); text None when grading calls nothing (empty, too long, cached)."""
         turns, text, _, key, skip = self._read(row, answer)
         return key, turns, None if skip or self._trusted(self.store.get(key), row, quiet=True) else text
 
     def prompts(self, row: QuestionRow, answer: Answer) -> tuple[str, list[list[dict]]]:
-        """(cache key, the messages of every call) grading `answer` takes, before any retry: what
-        `--estimate` and the budget count."""
+        """(cache key, the messages of every call before any retry): what estimates and the cap count."""
         key, turns, text = self.to_call(row, answer)
         if text is None:
             return key, []
@@ -158,7 +134,7 @@ class Judge:
     async def grade(self, row: QuestionRow, answer: Answer, first: CallResult | None = None) -> Judgment:
         """`first`: a reply already in hand (a Batch API result), checked as the first call's would be."""
         turns, text, size, key, skip = self._read(row, answer)
-        base = self._base(row, answer.model, key)
+        base = self.base(row, answer.model, key)
         if skip:
             return Judgment(**base, status=skip[0], error=skip[1], cost_usd=0.0)
         cut = f"answer cut from about {size} to {self.settings.max_answer_tokens} tokens before judging"
@@ -176,12 +152,10 @@ class Judge:
             judgment = None
             called = _CALLED.set([False])
             try:
-                if self.upstream is not None:
-                    judgment = await grade_upstream(
-                        self._call, row, turns, self.settings.prompt, self.upstream, base
-                    )
-                else:
+                if self.upstream is None:
                     judgment = await self._grade_ours(row, text, base, first)
+                else:
+                    judgment = await grade_upstream(self, row, turns, base)
             finally:
                 _CALLED.reset(called)
                 if self.budget:
@@ -197,9 +171,7 @@ class Judge:
             logger.warning(what, self.store.path, row.question_id, *bad)
         return None if bad else cached
 
-    async def _call(
-        self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None
-    ) -> Outcome:
+    async def call(self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None):
         """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
         usage, costs, attempts = Usage(), [], 0
         status, content, error, parsed = "api_error", "", None, None
@@ -226,9 +198,8 @@ class Judge:
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
-        """Held during one judge call only (not while a request is built or a reply stored): at
-        most `concurrency` in flight, a semaphore per event loop. Once the run is stopping, no
-        judgment starts calling (one that has called finishes its calls)."""
+        """Held during one judge call only: at most `concurrency` in flight (a semaphore per event
+        loop); once the run is stopping, a judgment that has not called yet never does."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
             self._slots = (loop, asyncio.Semaphore(self.settings.concurrency))
@@ -245,9 +216,7 @@ class Judge:
         cache_prefix = marks_cache(self.settings.judge_model)  # Anthropic: the shared prefix is cached
         return build_messages(row, text, self.mode, cache_prefix=cache_prefix), self._row_facts(row)[1]
 
-    async def _grade_ours(
-        self, row: QuestionRow, text: str, base: dict, first: CallResult | None
-    ) -> Judgment:
+    async def _grade_ours(self, row: QuestionRow, text: str, base: dict, first: CallResult | None):
         structured = self.mode == "structured"
 
         def parse(content: str):
@@ -256,12 +225,10 @@ class Judge:
             found = parse_legacy_score_detailed(content)
             if found is None:
                 raise GradingError("no [[nota]] in the reply")
-            gradable_max = sum(r.max_score for r in row.rubric if not r.annulled)
-            if not 0 <= found.score <= gradable_max + 1e-9:
-                raise GradingError(f"score {found.score} outside 0..{gradable_max}")
+            score_within(found.score, sum(r.max_score for r in row.rubric if not r.annulled))
             return found
 
-        o = await self._call(*self.request(row, text), parse, first)
+        o = await self.call(*self.request(row, text), parse, first)
         fields = dict(base, usage=o.usage, cost_usd=o.cost_usd, judge_text=o.content, attempts=o.attempts)
         if o.status != "ok":
             return Judgment(**fields, status=o.status, error=o.error)
@@ -281,40 +248,29 @@ def count_tokens(judge_model: str, messages: list[dict]) -> int:
     return litellm.token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
 
 
-def completion_history(judge: Judge, kinds: dict[str, str]) -> tuple[dict[str, float], str]:
-    """Mean completion tokens per judgment and question kind (told by `kinds`, else by the id), from
-    this judge's cached judgments; DEFAULT_COMPLETION_TOKENS with no history. And where they come from."""
-    got: dict[str, list[int]] = defaultdict(list)
-    me = (judge.settings.judge_model, judge.mode, judge.prompt_version)
+def completion_history(judge: Judge) -> tuple[dict[str, float], str]:
+    """Mean completion tokens per question kind of this judge's cached judgments, and their source."""
+    got: dict[str, list[int]] = {"peca": [], "questao": []}
+    me = tuple(judge.identity().values())
     for j in judge.store.judgments():
-        if (j.judge_model, j.mode, j.prompt_version) == me and j.usage.completion_tokens:
-            kind = kinds.get(j.question_id)
-            with contextlib.suppress(ValueError):
-                kind = kind or parse_question_id(j.question_id).kind
-            got[kind or ""].append(j.usage.completion_tokens)
-    everything = [n for ns in got.values() for n in ns]
+        if (j.judge_model, j.prompt_version, j.mode) == me and j.usage.completion_tokens:
+            got[parse_question_id(j.question_id).kind].append(j.usage.completion_tokens)
+    everything = got["peca"] + got["questao"]
     if not everything:
-        return dict(
-            DEFAULT_COMPLETION_TOKENS
-        ), f"no history in the cache: defaults of {DEFAULT_COMPLETION_TOKENS} tokens"
-    overall = sum(everything) / len(everything)
-    means = {k: sum(got[k]) / len(got[k]) if got.get(k) else overall for k in DEFAULT_COMPLETION_TOKENS}
+        return dict(DEFAULT_COMPLETION_TOKENS), f"no history: defaults of {DEFAULT_COMPLETION_TOKENS} tokens"
+    means = {kind: statistics.fmean(ns or everything) for kind, ns in got.items()}
     return means, f"mean of {len(everything)} cached judgments by this judge"
 
 
 def price_of(judge: Judge, prompt: int, completion: int) -> float | None:
     """Unknown without a price, except for nothing at all: no call costs $0 whatever the price."""
-    if prompt == 0 and completion == 0:
-        return 0.0
-    p = prices(judge.settings)
-    return None if p.input is None or p.output is None else prompt * p.input + completion * p.output
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion)
+    return priced(cost(judge.settings, usage), usage)
 
 
 class Budget:
-    """`--max-cost-usd`: a judgment starts only while what was spent, plus the expected cost of the
-    calls in flight and of this one, stays within the cap; the others get status `budget`. The
-    expectation: the prompt's counted tokens and the completion tokens of completion_history. A
-    call can cost more than expected, so the cap can be passed by the calls in flight, never more."""
+    """`--max-cost-usd`: a judgment starts only while spent + expected cost in flight + its own stays
+    within the cap (else status `budget`); only the calls in flight can pass it (docs/operations.md)."""
 
     def __init__(self, judge: Judge, cap: float):
         p = prices(judge.settings)
@@ -329,20 +285,18 @@ class Budget:
         self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
 
     def _condition(self) -> asyncio.Condition:
-        """Signalled when a call in flight settles (one per event loop: a judge may serve several runs)."""
+        """Signalled when a call in flight settles (one per event loop)."""
         loop = asyncio.get_running_loop()
         if self._settled is None or self._settled[0] is not loop:
             self._settled = (loop, asyncio.Condition())
         return self._settled[1]
 
     async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
-        """The expected cost of judging `answer` by `judge` (at its own prices and history), now in
-        flight; None: over the cap. A judgment that does not fit waits while calls are in flight
-        (they usually cost less than expected), and is refused only when it does not fit with
-        nothing in flight; once one is refused, no later one starts."""
+        """The expected cost of `answer` by `judge`, now in flight; None: over the cap. One that does not
+        fit waits for calls in flight; refused with none in flight, and then so is every later one."""
         judge = judge or self.judge
         if judge not in self._history:
-            self._history[judge] = completion_history(judge, {})[0]
+            self._history[judge] = completion_history(judge)[0]
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in judge.prompts(row, answer)[1])
         expected = price_of(judge, prompt, round(self._history[judge][row.kind])) or 0.0
         settled = self._condition()

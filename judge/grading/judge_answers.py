@@ -23,8 +23,7 @@ from oab_bench.judge.settings import settings_from
 
 
 def pair_answers(rows, answers: list[Answer]):
-    """(pairs to grade by model, then dataset order; (row, model) a model did not answer, to record
-    as `no_answer`; ids of answered questions the dataset lacks)."""
+    """(pairs to grade, by model then dataset order; (row, model) not answered; ids the dataset lacks)."""
     by_id = {r.question_id: r for r in rows}
     unknown = sorted({a.question_id for a in answers} - set(by_id))
     models: dict[str, dict[str, Answer]] = {}
@@ -41,8 +40,7 @@ def pair_answers(rows, answers: list[Answer]):
 
 
 def pairs_to_grade(rows, answers: list[Answer], questions) -> tuple[list, list]:
-    """(pairs, missing) of `pair_answers`; an answer to a question the dataset lacks is an error,
-    unless `questions` (--questions) chose part of the dataset."""
+    """(pairs, missing) of `pair_answers`; an answer the dataset lacks is an error unless --questions chose."""
     pairs, missing, unknown = pair_answers(rows, answers)
     if unknown and not questions:
         raise ValueError(f"answers to questions the dataset does not have: {', '.join(unknown[:5])}")
@@ -51,9 +49,7 @@ def pairs_to_grade(rows, answers: list[Answer], questions) -> tuple[list, list]:
 
 @dataclass
 class Beside:
-    """Answers judged beside the candidates' (`judge --panel`, judge/panel/): after them, by the
-    same judge in the same pass; their bill shown apart by `print_estimate(candidates, beside,
-    fmt)`; their judgments written after the candidates' by `dump`."""
+    """Answers judged after the candidates' (`judge --panel`): their own bill and judgments lines."""
 
     pairs: list
     print_estimate: Callable[..., int]
@@ -78,7 +74,7 @@ def run_judge_command(
     extra_pairs = extra.pairs if extra is not None else []
     judge = command_judge(args, settings)
     if args.estimate:
-        from oab_bench.judge.grading.estimate.core import estimate, print_estimate
+        from oab_bench.judge.grading.bill import estimate, print_estimate
 
         if extra is not None:
             return extra.print_estimate(estimate(judge, pairs), estimate(judge, extra_pairs), args.format)
@@ -99,7 +95,7 @@ def run_judge_command(
 
 
 def command_judge(args: argparse.Namespace, settings):
-    """The judge (or jury, or repeated judge) of a command, with the cache its --cache/--no-cache flags ask for."""
+    """The judge (or jury, or repeats) of a command, with the cache of --cache/--no-cache."""
     try:
         store = JudgmentStore(Path(args.cache) if args.cache else default_cache_dir(), read=not args.no_cache)
     except StoreError as e:
@@ -108,8 +104,7 @@ def command_judge(args: argparse.Namespace, settings):
 
 
 def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | None = None) -> list:
-    """Totals and the first failures on stderr (with `jury_lines`: a jury's members' costs and
-    agreement, which validity computes); returns the judgments that are not ok."""
+    """Totals, a jury's lines and the first failures on stderr; returns the judgments not ok."""
     print(summary(judgments), file=sys.stderr)
     if jury_lines is not None and any(j.members for j in judgments):
         for line in jury_lines([j.record() for j in judgments]):
@@ -124,15 +119,14 @@ def print_outcome(judgments, jury_lines: Callable[[list[dict]], list[str]] | Non
 
 def summary(judgments) -> str:
     """Statuses, tokens and cost of what was called now (cached judgments cost nothing)."""
-    statuses = Counter(j.status for j in judgments)
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(Counter(j.status for j in judgments).items()))
     fresh = [j for j in judgments if not j.cached]
     u = sum((j.usage for j in fresh), Usage())
     unpriced = sum(1 for j in fresh if j.cost_usd is None and j.usage.prompt_tokens)
     share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
-    return (
-        f"{len(judgments)} judgments ({len(judgments) - len(fresh)} from cache): "
-        f"{', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}; tokens: prompt {u.prompt_tokens} "
-        f"(cached {u.cached_tokens}{share}), completion {u.completion_tokens} (reasoning {u.reasoning_tokens}); "
-        f"cost ${sum(j.cost_usd or 0.0 for j in fresh):.4f}"
-        + (f" (+{unpriced} calls with no known price)" if unpriced else "")
+    tokens = f"prompt {u.prompt_tokens} (cached {u.cached_tokens}{share}), completion {u.completion_tokens}"
+    cost = f"${sum(j.cost_usd or 0.0 for j in fresh):.4f}" + (
+        f" (+{unpriced} calls with no known price)" if unpriced else ""
     )
+    head = f"{len(judgments)} judgments ({len(judgments) - len(fresh)} from cache)"
+    return f"{head}: {statuses}; tokens: {tokens} (reasoning {u.reasoning_tokens}); cost {cost}"

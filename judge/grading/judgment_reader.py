@@ -1,10 +1,6 @@
-"""One reader of judgment records, whoever reads them back (leaderboard, report, `agreement`, the
-judgment cache): a record is typed first (records.JudgmentLine, strict: "0.5" is not a score, a
-dict is not a list of items), then its numbers are checked (`problem`): a NaN, a negative score,
-one above the question's value, or item scores that are not the rubric's would flow straight into
-exam totals. What is wrong is told as `file:line: field: what`, the same in every command; the
-cache skips such a line in the same words (and judges it again), never averages it.
-"""
+"""The one reader of judgment records (reports, `agreement`, the cache): typed strictly first
+(records.JudgmentLine), then its numbers checked (`problem`), so that nothing impossible reaches an
+exam total; what is wrong is told as `file:line: field: what` in every command."""
 
 from __future__ import annotations
 
@@ -28,8 +24,7 @@ def _within(x: float | None, top: float) -> bool:
 
 
 def _annulled_value(row: QuestionRow, item_id: str) -> float | None:
-    """The full value of `item_id` when FGV annulled it: a rubric row, or an item (A, B) scored as
-    one number whose every row was annulled; None otherwise."""
+    """The full value of `item_id` (a rubric row, or an item A/B scored whole) when FGV annulled it."""
     for r in row.rubric:
         if r.item_id == item_id:
             return r.max_score if r.annulled else None
@@ -40,9 +35,7 @@ def _annulled_value(row: QuestionRow, item_id: str) -> float | None:
 
 
 def problem(record: Judgment | JudgmentLine, row: QuestionRow | None = None) -> tuple[str, str] | None:
-    """(field, why) when a typed record is impossible; None when it is sound. With the dataset row,
-    an `ok` judgment made with our structured prompt must score exactly the rubric's items, each
-    with an allowed score, adding up to its score."""
+    """(field, why) when a record is impossible (with the row: our items must be the rubric's, allowed)."""
     top = record.max_score
     if not math.isfinite(top) or top <= 0:
         return "max_score", f"{top!r} is not a positive number"
@@ -85,9 +78,7 @@ def problem(record: Judgment | JudgmentLine, row: QuestionRow | None = None) -> 
 
 
 def typed(raw: dict | str) -> JudgmentLine:
-    """The record's shape, or SourceError naming the field (the caller knows the place); `raw`: a
-    record, or a JSON line (the cache's). A repeated run's record is repeat 0's grading, with
-    repeats 0..K-1 under `repeats`."""
+    """The record's shape (a dict or a JSON line), or SourceError naming the field."""
     try:
         validate = JudgmentLine.model_validate_json if isinstance(raw, str) else JudgmentLine.model_validate
         line = validate(raw, strict=True)
@@ -116,9 +107,7 @@ def typed(raw: dict | str) -> JudgmentLine:
 def read_judgment(
     raw: dict, *, file: str, line: int, rows: dict[str, QuestionRow] | None = None
 ) -> JudgmentLine:
-    """One record, typed and its numbers checked against its question's row in `rows` (the
-    dataset, when known). A record that disagrees with the row on the question's exam or value
-    comes back as `mismatch` (records.Status), checked without the row."""
+    """One record typed and checked against its row (one disagreeing on exam or value: `mismatch`)."""
     try:
         got = typed(raw)
     except SourceError as e:

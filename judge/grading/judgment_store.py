@@ -1,8 +1,5 @@
-"""The judgment cache: `ok` judgments (a failure is judged again next time), keyed by everything
-that determines them, in table `judgments` of the cache folder's `judgments.sqlite`
-(oab_bench/keyed_store.py). A judgment is committed before its key is released, so a process
-that waited for the key reads it instead of paying again, and a killed run keeps it.
-"""
+"""The judgment cache: `ok` judgments keyed by everything that determines them (table `judgments` of
+`judgments.sqlite`), each committed before its key is released: whoever waited reads it, never pays."""
 
 from __future__ import annotations
 
@@ -31,9 +28,7 @@ def default_cache_dir() -> Path:
 
 
 def check_folder(folder: Path | str, *, write: bool = False) -> None:
-    """What opening the cache at `folder` would refuse (`write`: to write), creating nothing: for a
-    command to fail before any work, naming its flag. A folder holding a `judgments.jsonl` (a run's
-    or another tool's) is not a cache: nothing is added to it."""
+    """What opening the cache at `folder` would refuse, creating nothing (a `judgments.jsonl`: no cache)."""
     path = Path(folder) / STORE_FILE
     check_store(path)
     if (path.parent / JUDGMENTS_FILE).exists():
@@ -47,7 +42,7 @@ def check_folder(folder: Path | str, *, write: bool = False) -> None:
 
 
 def _parse(text: str) -> Judgment:
-    """A row the reports would refuse is skipped (and judged again), said in their words."""
+    """A row the reports would refuse is skipped (and judged again), in their words."""
     try:
         typed(text)  # the shape every reader of judgments checks (judgment_reader.py)
     except SourceError as e:
@@ -56,8 +51,7 @@ def _parse(text: str) -> Judgment:
 
 
 class JudgmentStore(KeyedStore[Judgment]):
-    """`folder` None: judgments held in memory only. `access` "read": a cache only looked at, or
-    one the run may not write (--cache-read-only). `read=False` (--no-cache): judge again."""
+    """`folder` None: in memory only; `access` "read": looked at, never written; `read=False`: --no-cache."""
 
     def __init__(self, folder: Path | str | None, *, read: bool = True, access: Access = "write"):
         if folder:

@@ -1,15 +1,6 @@
-"""Several gradings of each answer: a jury of judges, or K repeats of one judge (`--repeats`).
-
-A jury's members (`--judge-model A --judge-model B`, or A,B,C) are ordinary Judges, kept in their
-names' sorted order, sharing every setting but those a member gives itself (`"openai/b
-temperature=0.6"`). An item's jury score is the median (or mean, or min: `--jury-combine`) of its
-members' scores, rounded DOWN to the item's allowed grid; the question's is the sum of its items
-(annulled ones in full). The jury grades a question only when a strict majority of its members
-did; otherwise it fails with their most common failure status (a tie: the first by name).
-
-Repeat 0 uses the ordinary cache key (an existing cache still serves it); repeats 1..K-1 have keys
-of their own. The record is repeat 0's, with every repeat's grading under `repeats`.
-"""
+"""Several gradings of each answer: a jury of judges (members in sorted order, item scores combined
+and rounded down to the grid, a strict majority needed), or K repeats of one judge (`--repeats`:
+repeat 0 keeps the ordinary cache key, the record is its). The rules: docs/judge.md."""
 
 from __future__ import annotations
 
@@ -26,7 +17,7 @@ from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.judge_label import jury_name
 from oab_bench.judge.records import ItemScore, Judgment, MemberScore, Usage, total_cost
 from oab_bench.judge.scoring import question_score
-from oab_bench.judge.settings import JudgeSettings, member_names, member_settings
+from oab_bench.judge.settings import JudgeSettings, member_settings
 
 COMBINE = {"median": statistics.median, "mean": statistics.fmean, "min": min}
 
@@ -55,7 +46,7 @@ def _fresh_totals(got: list[Judgment]) -> dict:
 
 
 class Repeated:
-    """Grades like a Judge (`grade`, `unanswered`, `settings`): run_judge_all takes either."""
+    """Grades like a Judge (`grade`, `unanswered`, `settings`)."""
 
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
         self.settings = settings
@@ -63,8 +54,8 @@ class Repeated:
         for r in self.runs[1:]:  # one --max-cost-usd for all repeats, not one per repeat
             r.budget = self.runs[0].budget
 
-    def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:
-        return self.runs[0].unanswered(row, model, why, key).model_copy(update={"repeats": []})
+    def unanswered(self, row: QuestionRow, model: str, why: str) -> Judgment:
+        return self.runs[0].unanswered(row, model, why).model_copy(update={"repeats": []})
 
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         got = await asyncio.gather(*(r.grade(row, answer) for r in self.runs))
@@ -73,20 +64,21 @@ class Repeated:
 
 
 def round_down(score: float, grid: list[float]) -> float:
-    """The highest allowed score not above `score` (a jury never awards more than its members' middle)."""
+    """The highest allowed score not above `score`."""
     return grid[max(0, bisect.bisect_right(grid, score + 1e-9) - 1)]
 
 
 class Jury:
-    """Grades like a Judge (`grade`, `unanswered`, `settings`): run_judge_all takes either."""
+    """Grades like a Judge (`grade`, `unanswered`, `settings`)."""
 
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
-        names = member_names(settings.judge_model)
+        self.settings = settings
+        self.members = [
+            Judge(m, store) for m in sorted(member_settings(settings), key=lambda m: m.judge_model)
+        ]
+        names = [m.settings.judge_model for m in self.members]
         if len(set(names)) != len(names):
             raise ValueError(f"a jury member is named twice: {settings.judge_model}")
-        self.settings = settings
-        members = sorted(member_settings(settings), key=lambda m: m.judge_model)  # `c,a` is `a,c`
-        self.members = [Judge(member, store) for member in members]
         first = self.members[0]
         for m in self.members[1:]:  # the jury's record names one prompt version and mode
             if (m.prompt_version, m.mode) != (first.prompt_version, first.mode):
@@ -100,31 +92,23 @@ class Jury:
         self.prompt_version, self.mode = first.prompt_version, first.mode
         self.graded: list[list[Judgment]] = [[] for _ in names]  # each member's judgments, for its summary
 
-    def _base(self, row: QuestionRow, model: str) -> dict:
+    def base(self, row: QuestionRow, model: str) -> dict:
         members = [{"judge_model": m.settings.judge_model, **m.settings.recorded()} for m in self.members]
-        return {
-            "question_id": row.question_id,
-            "exam_id": row.exam_id,
-            "model": model,
-            "judge_model": self.name,
-            "prompt_version": self.prompt_version,
-            "mode": self.mode,
-            "max_score": row.max_score,
-            "settings": {"jury_combine": self.settings.jury_combine, "members": members},
-        }
+        settings = {"jury_combine": self.settings.jury_combine, "members": members}
+        return {**self.members[0].base(row, model), "judge_model": self.name, "settings": settings}
 
-    def unanswered(self, row: QuestionRow, model: str, why: str, key: str = "") -> Judgment:
-        return Judgment(**self._base(row, model), status="no_answer", error=why, cost_usd=0.0, members=[])
+    def unanswered(self, row: QuestionRow, model: str, why: str) -> Judgment:
+        return Judgment(**self.base(row, model), status="no_answer", error=why, cost_usd=0.0, members=[])
 
     async def grade(self, row: QuestionRow, answer: Answer) -> Judgment:
         got = await asyncio.gather(*(m.grade(row, answer) for m in self.members))
         for mine, j in zip(self.graded, got, strict=True):
             mine.append(j)
-        return combine(row, list(got), self.settings.jury_combine, self._base(row, answer.model))
+        return combine(row, list(got), self.settings.jury_combine, self.base(row, answer.model))
 
 
 def combine(row: QuestionRow, got: list[Judgment], how: str, base: dict) -> Judgment:
-    """The jury's judgment of one question from its members' (the rule: module docstring)."""
+    """The jury's judgment of one question from its members'."""
     fields = dict(base, members=[MemberScore.of(j) for j in got], **_fresh_totals(got))
     ok = [j for j in got if j.status == "ok"]
     if any(j.status == "no_answer" for j in got):

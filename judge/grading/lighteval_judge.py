@@ -1,14 +1,9 @@
-"""The judge as the lighteval task uses it: one batch of answers per task.
-
-`oab-bench run` hands the task its judge, built from the run's settings; under the plain lighteval
-CLI it comes from the environment: OAB_JUDGE_MODEL (required) and every other judge setting as
-OAB_JUDGE_<FIELD> (settings.py), OAB_JUDGE_API_KEY (else the provider's usual variable),
-OAB_JUDGE_CACHE (a folder, or "off"). No lighteval import here: the task file wires this in.
-"""
+"""The judge as the lighteval task uses it: the run's, or under the plain lighteval CLI one from
+OAB_JUDGE_MODEL, OAB_JUDGE_<SETTING> and OAB_JUDGE_CACHE (a folder, or "off"), checked before any
+answer is generated. No lighteval import here: the task file wires this in."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from pathlib import Path
@@ -18,8 +13,7 @@ from oab_bench.judge.answers import Answer
 from oab_bench.judge.dataset import knob
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, check_folder, default_cache_dir
 from oab_bench.judge.grading.jury import make_judge
-from oab_bench.judge.grading.loop import run as run_own_loop
-from oab_bench.judge.grading.runner import judge_all
+from oab_bench.judge.grading.runner import run_judge_all
 from oab_bench.judge.records import Judgment
 from oab_bench.judge.settings import JudgeSettings, env_var, member_settings, settings_from
 from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
@@ -27,10 +21,6 @@ from oab_bench.keyed_store import READ_ONLY_ENV, NotWritable, env_access
 
 class JudgeNotConfigured(RuntimeError):
     pass
-
-
-class JudgingStopped(RuntimeError):
-    """Judging stopped (calls in flight finished and were stored): the run was told to stop."""
 
 
 def settings_from_env() -> JudgeSettings:
@@ -43,8 +33,7 @@ def settings_from_env() -> JudgeSettings:
 
 
 def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
-    """What each judge (each member of a jury) lacks: a key, or a local server (`base`, the flag or
-    variable of its address, names where to give one). A blank key is none."""
+    """What each judge (each member of a jury) lacks: a key, or a local server (`base`: where to give one)."""
     from oab_bench.judge.grading.client import API_KEY_ENV, api_key, missing_keys
 
     problems = []
@@ -67,20 +56,18 @@ def _cache_folder() -> Path | None:
 
 
 def check_env() -> None:
-    """The plain CLI's judge: its settings, its key and its cache, checked before any answer is
-    generated (and paid for) only to stay unjudged."""
+    """The plain CLI's judge: its settings, key and cache, checked before any answer is generated."""
     if problems := missing_judge_keys(settings_from_env(), knob("judge_api_base", "lighteval")):
         raise JudgeNotConfigured("no API key: " + "; ".join(problems))
     try:
         if (folder := _cache_folder()) is not None:
             check_folder(folder, write=env_access() == "write")
+    except NotWritable as e:
+        raise NotWritable(
+            f"OAB_JUDGE_CACHE: {e} (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
+        ) from None
     except StoreError as e:
-        hint = (
-            f" (or {READ_ONLY_ENV}=1 to judge without keeping new judgments)"
-            if isinstance(e, NotWritable)
-            else ""
-        )
-        raise type(e)(f"OAB_JUDGE_CACHE: {e}{hint}") from None
+        raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
 
 
 def judge_from_env():
@@ -90,25 +77,9 @@ def judge_from_env():
 def judge_answers(
     judge, rows: list[QuestionRow], texts: list[str], candidate: str, stopping: threading.Event
 ) -> list[Judgment]:
-    """Every answer graded, at most the judge's concurrency at a time. Once `stopping` is set (or
-    on Ctrl-C, SIGTERM, SIGHUP in the main thread) no judgment starts, those in flight finish and
-    are stored, and JudgingStopped (Stopped for a signal) is raised."""
-    answers = [
-        Answer(model=candidate, question_id=r.question_id, turns=[t])
+    """Every answer graded, until `stopping` is set (runner.run_judge_all)."""
+    pairs = [
+        (r, Answer(model=candidate, question_id=r.question_id, turns=[t]))
         for r, t in zip(rows, texts, strict=True)
     ]
-    pairs = list(zip(rows, answers, strict=True))
-
-    async def until_stopped() -> list[Judgment]:
-        task = asyncio.ensure_future(judge_all(judge, pairs))
-        while not task.done() and not stopping.is_set():
-            await asyncio.wait({task}, timeout=0.2)
-        task.cancel()  # nothing once done; else calls in flight finish, then it ends (runner.py)
-        return await task
-
-    if stopping.is_set():
-        raise JudgingStopped("stopped before judging")
-    try:
-        return run_own_loop(until_stopped())
-    except asyncio.CancelledError:
-        raise JudgingStopped("stopped while judging") from None
+    return run_judge_all(judge, pairs, stopping=stopping)

@@ -1,9 +1,5 @@
-"""The event loop a judge run owns, and how a signal stops it.
-
-Ctrl-C, SIGTERM and SIGHUP stop a run alike: calls in flight finish and are stored (they are paid
-for), nothing new starts, then `Stopped` is raised; a second signal must not break that off, as
-asyncio's own Ctrl-C handling would.
-"""
+"""The event loop a judge run owns: Ctrl-C, SIGTERM or SIGHUP stops it once (calls in flight finish
+and are stored, then `Stopped`); a second signal does not break that off, as asyncio's would."""
 
 from __future__ import annotations
 
@@ -26,9 +22,8 @@ class Stopped(KeyboardInterrupt):
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(coro)` where a signal cancels the running task once and later ones are ignored.
-    A signal that lands before the task starts or after it ends still raises `Stopped`. Ctrl-C
-    ignored or left to the default action stays so; outside the main thread signals are left alone."""
+    """`asyncio.run(coro)` where the first signal cancels the task (before or after it: `Stopped`);
+    an ignored or default Ctrl-C stays so, and outside the main thread signals are left alone."""
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
         main_task: list[asyncio.Task] = []

@@ -1,9 +1,5 @@
-"""Our judge prompt (Portuguese, our own wording). Versioned: every judgment records PROMPT_VERSION.
-
-Everything that is the same for every candidate (instructions, question, answer standard,
-score table) comes before the candidate's answer, so providers' prompt caches hit across
-models; the answer comes last, inside tags it cannot close.
-"""
+"""Our judge prompt (PROMPT_VERSION): what every candidate shares first, so prompt caches hit across
+models; the answer last, inside tags it cannot close."""
 
 from __future__ import annotations
 
@@ -96,8 +92,7 @@ def marks_cache(judge_model: str) -> bool:
 
 
 def build_messages(row: QuestionRow, answer: str, mode: Mode, cache_prefix: bool = False) -> list[dict]:
-    """System prompt and user message; with `cache_prefix`, everything before the answer is one
-    text block marked `cache_control` (Anthropic), the same text as without it."""
+    """System and user message; `cache_prefix`: all before the answer one block marked `cache_control`."""
     shared = "\n\n".join([question_block(row), reference_block(row), rubric_block(row, mode)])
     tail = f"\n\n# Resposta do candidato\n\n{OPEN_TAG}\n{neutralise(answer)}\n{CLOSE_TAG}"
     system = {"role": "system", "content": system_prompt(mode)}

@@ -1,9 +1,5 @@
-"""The structured reply a question's rubric allows, and its validation.
-
-One property per gradable rubric item (annulled ones are not graded), each `{analysis, score:
-enum(allowed_scores)}`, analysis first so the judge reasons before it scores. Strict mode (OpenAI)
-makes an invalid reply impossible; other servers may ignore the schema, so every reply is checked.
-"""
+"""The structured reply a rubric allows (per gradable item `{analysis, score: enum}`, analysis first)
+and its validation: servers may ignore the schema, so every reply is checked."""
 
 from __future__ import annotations
 
@@ -44,11 +40,12 @@ def grading_schema(row: QuestionRow) -> dict:
     return strict_object({"items": strict_object(items)})
 
 
+def json_format(name: str, schema: dict) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
 def response_format(row: QuestionRow) -> dict:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "schema": grading_schema(row), "strict": True},
-    }
+    return json_format(SCHEMA_NAME, grading_schema(row))
 
 
 def schema_hash(schema: dict) -> str:
@@ -56,8 +53,7 @@ def schema_hash(schema: dict) -> str:
 
 
 def validate_grading(row: QuestionRow, content: str) -> list[ItemScore]:
-    """Every gradable item scored exactly once with an allowed score; raise GradingError otherwise.
-    A reply inside a ```json fence is read, and a score written as text ("0,30") is a number."""
+    """Every gradable item scored once with an allowed score (a ```json fence and "0,30" are read)."""
     text = content.strip()
     if text.startswith("```"):
         text = text.split("\n", 1)[1].rsplit("```", 1)[0] if "\n" in text else ""

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import gc
 import json
+import threading
 from collections.abc import Iterable
 
 from tqdm import tqdm
@@ -23,12 +24,9 @@ from oab_bench.judge.records import Judgment
 async def judge_all(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
 ) -> list[Judgment]:
-    """Grade every pair, at most `concurrency` calls at a time; results in input order. Stopped
-    (the task cancelled: Ctrl-C), calls already paid for finish and are stored, briefly."""
-    if judge.settings.batch:  # through the provider's Batch API (batch/)
-        done = await judge_batch(judge, pairs, progress=progress)
-        prune_kept(judge.store)  # stored and committed: the replies kept for them may go (batch/state.py)
-        return done
+    """Every pair graded, in input order; cancelled (Ctrl-C), calls already paid for finish and are stored."""
+    if judge.settings.batch:  # the replies through the provider's Batch API first, kept in the log (batch/)
+        await judge_batch(judge, pairs, progress=progress)
     batches = isinstance(judge, Judge) and judge.store.path is not None  # a cache that may have batches
     kept = direct_from_log(judge, pairs) if batches else {}
     semaphore = asyncio.Semaphore(2 * judge.settings.concurrency)  # under way; calling: Judge.call_slot
@@ -76,16 +74,34 @@ async def judge_all(
 
 
 def run_judge_all(
-    judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
+    judge,
+    pairs: list[tuple[QuestionRow, Answer]],
+    *,
+    progress: bool = True,
+    stopping: threading.Event | None = None,
 ) -> list[Judgment]:
-    """Sync wrapper, on a loop of its own (loop.py); from inside a running event loop (a notebook,
-    lighteval) in a thread of its own, so that loop's thread is left alone."""
+    """judge_all on a loop of its own (a notebook's: in a thread). Once `stopping` is set nothing starts,
+    calls in flight finish and are stored, and RuntimeError is raised (a signal: Stopped)."""
+
+    async def until_stopped() -> list[Judgment]:
+        task = asyncio.ensure_future(judge_all(judge, pairs, progress=progress))
+        while not task.done() and not stopping.is_set():
+            await asyncio.wait({task}, timeout=0.2)
+        task.cancel()  # nothing once done; else calls in flight finish, then it ends
+        try:
+            return await task
+        except asyncio.CancelledError:
+            raise RuntimeError("judging stopped while judging") from None
+
+    if stopping is not None and stopping.is_set():
+        raise RuntimeError("judging stopped before it began")
+    coro = judge_all(judge, pairs, progress=progress) if stopping is None else until_stopped()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return loop.run(judge_all(judge, pairs, progress=progress))
+        return loop.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(loop.run, judge_all(judge, pairs, progress=progress)).result()
+        return pool.submit(loop.run, coro).result()
 
 
 def dump_jsonl(judgments: Iterable[Judgment]) -> str:

@@ -1,50 +1,28 @@
-"""Upstream's judge prompts, loaded from their file at run time and filled exactly as upstream does,
-from the row's `upstream` texts (unnormalised, values as published, swapped ones included).
-
-upstream-v1: one call per turn, free-text replies read with upstream's regexes (legacy.py); turn 1
-uses `single-oab-v1` with `statement + "\\n" + turns[0]`, turn 2 `single-oab-v1-multi-turn` with
-both turns, grading item B only; `{value}` is that turn's value. Verified against the published
-judgments. upstream-v2 (`single-oab-v2`): one call per questão, statement and turns joined as
-`statement\\n\\n# A:\\n...\\n\\n# B:\\n...` (answer and reference alike), `{value}` their sum, a JSON
-reply whose score is the sum of its item scores. The peça is filled as in v1 (upstream's newer code
-could not be checked). A score outside 0..the value told (or an item's below 0) is a parse error.
-"""
+"""Upstream's judge prompts (`upstream-v1`: a legacy call per turn; `upstream-v2`: one structured
+call per questão), filled exactly as upstream fills them from the row's `upstream` texts."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.grading.reply_schema import GradingError, strict_object
+from oab_bench.judge.grading.reply_schema import GradingError, json_format, strict_object
 from oab_bench.judge.legacy import parse_legacy_score_detailed
 from oab_bench.judge.records import ItemScore, Judgment, Outcome, Usage, total_cost
 from oab_bench.judge.scoring import annulled_part
 
-CallJudge = Callable[[list[dict], dict | None, Callable[[str], object]], Awaitable[Outcome]]
 V1_SINGLE, V1_MULTI, V2 = "single-oab-v1", "single-oab-v1-multi-turn", "single-oab-v2"
-_TEXT = {"type": "string"}
-UPSTREAM_V2_SCHEMA = strict_object(
-    {
-        "items": {
-            "type": "array",
-            "items": strict_object(
-                {"item_id": _TEXT, "item_description": _TEXT, "analysis": _TEXT, "score": {"type": "number"}}
-            ),
-        },
-        "total_score": {"type": "number"},
-    }
-)
-UPSTREAM_V2_FORMAT = {
-    "type": "json_schema",
-    "json_schema": {"name": "OABJudgment", "schema": UPSTREAM_V2_SCHEMA, "strict": True},
-}
+_TEXT, _NUMBER = {"type": "string"}, {"type": "number"}
+_ITEM = strict_object({"item_id": _TEXT, "item_description": _TEXT, "analysis": _TEXT, "score": _NUMBER})
+_V2_SCHEMA = strict_object({"items": {"type": "array", "items": _ITEM}, "total_score": _NUMBER})
+UPSTREAM_V2_FORMAT = json_format("OABJudgment", _V2_SCHEMA)
 
 
 class UpstreamCall(NamedTuple):
@@ -73,65 +51,41 @@ def prompt_version(version: str, prompts: dict[str, dict]) -> str:
     return f"{version}@{hashlib.sha256(blob).hexdigest()[:8]}"
 
 
-def _call(label: str, prompt: dict, max_score: float, structured: bool, **fill) -> UpstreamCall:
+def _call(label: str, prompt: dict, max_score: float, structured: bool, fill: dict) -> UpstreamCall:
     user = prompt["prompt_template"].format(**fill, value=max_score, value_half=max_score / 2)
     messages = [{"role": "system", "content": prompt["system_prompt"]}, {"role": "user", "content": user}]
     return UpstreamCall(label, messages, max_score, structured)
 
 
-def upstream_calls(
-    row: QuestionRow, answer_turns: list[str], version: str, prompts: dict[str, dict]
-) -> list[UpstreamCall]:
+def _joined(texts: list[str]) -> str:
+    return "\n\n".join(f"# {chr(65 + i)}:\n{t}" for i, t in enumerate(texts))
+
+
+def upstream_calls(row: QuestionRow, answers: list[str], version: str, prompts: dict) -> list[UpstreamCall]:
     up, refs = row.upstream, row.upstream.reference_turns
     first = up.statement + "\n" + up.turns[0]
-    if version == "upstream-v1" or row.kind == "peca":
-        if len(answer_turns) != len(up.turns):
-            raise ValueError(f"{row.question_id}: {version} grades each turn and needs one answer per turn")
-        structured = version == "upstream-v2"  # the peça, structured
-        label = "" if row.kind == "peca" else "A"
-        prompt = prompts[V2 if structured else V1_SINGLE]
-        calls = [
-            _call(
-                label,
-                prompt,
-                up.values[0],
-                structured,
-                question=first,
-                ref_answer_1=refs[0],
-                answer=answer_turns[0],
-            )
-        ]
-        if row.kind == "questao":
-            texts = dict(question_1=first, question_2=up.turns[1], ref_answer_1=refs[0], ref_answer_2=refs[1])
-            calls.append(
-                _call(
-                    "B",
-                    prompts[V1_MULTI],
-                    up.values[1],
-                    False,
-                    **texts,
-                    answer_1=answer_turns[0],
-                    answer_2=answer_turns[1],
-                )
-            )
-        return calls
-
-    def joined(texts: list[str]) -> str:
-        return "\n\n".join(f"# {chr(65 + i)}:\n{t}" for i, t in enumerate(texts))
-
-    question = "\n\n".join(
-        [up.statement, *(f"# {chr(65 + i)}:\n{t}" for i, t in enumerate(up.turns) if t.strip())]
-    )
-    # one text for the whole question (lighteval's) is already the candidate's A and B
-    answer = joined(answer_turns) if len(answer_turns) == len(up.turns) else answer_turns[0]
-    return [
-        _call(
-            "", prompts[V2], sum(up.values), True, question=question, ref_answer_1=joined(refs), answer=answer
-        )
-    ]
+    if version == "upstream-v2" and row.kind == "questao":
+        turns = [f"# {chr(65 + i)}:\n{t}" for i, t in enumerate(up.turns) if t.strip()]
+        # one text for the whole question (lighteval's) is already the candidate's A and B
+        answer = _joined(answers) if len(answers) == len(up.turns) else answers[0]
+        question = "\n\n".join([up.statement, *turns])
+        fill = {"question": question, "ref_answer_1": _joined(refs), "answer": answer}
+        return [_call("", prompts[V2], sum(up.values), True, fill)]
+    if len(answers) != len(up.turns):
+        raise ValueError(f"{row.question_id}: {version} grades each turn and needs one answer per turn")
+    structured = version == "upstream-v2"  # the peça, structured
+    fill = {"question": first, "ref_answer_1": refs[0], "answer": answers[0]}
+    label, prompt = ("" if row.kind == "peca" else "A"), prompts[V2 if structured else V1_SINGLE]
+    calls = [_call(label, prompt, up.values[0], structured, fill)]
+    if row.kind == "questao":
+        fill = dict(question_1=first, question_2=up.turns[1], ref_answer_1=refs[0], ref_answer_2=refs[1])
+        fill |= {"answer_1": answers[0], "answer_2": answers[1]}
+        calls.append(_call("B", prompts[V1_MULTI], up.values[1], False, fill))
+    return calls
 
 
-def _within(total: float, value: float) -> float:
+def score_within(total: float, value: float) -> float:
+    """`total`, or GradingError when it is not a score within 0..`value`."""
     if not (math.isfinite(total) and 0 <= total <= value + 1e-9):
         raise GradingError(f"score {total} outside 0..{value}")
     return total
@@ -145,7 +99,7 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
             found = parse_legacy_score_detailed(content)
             if found is None:
                 raise GradingError("no score found (upstream would record -1)")
-            return _within(found.score, c.max_score), [], found.method
+            return score_within(found.score, c.max_score), [], found.method
         items = [
             ItemScore(
                 item_id=str(i.get("item_id", "")),
@@ -158,20 +112,18 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
         bad = [i.score for i in items if not (math.isfinite(i.score) and i.score >= 0)]
         if bad:
             raise GradingError(f"item score {bad[0]} is not a score (finite, >= 0)")
-        return _within(round(sum(i.score for i in items), 4), c.max_score), items, None
+        return score_within(round(sum(i.score for i in items), 4), c.max_score), items, None
 
     return parse
 
 
-async def grade_upstream(
-    call: CallJudge, row: QuestionRow, turns: list[str], version: str, prompts: dict[str, dict], base: dict
-) -> Judgment:
-    """Upstream's protocol: one call per turn (v1) or per question (v2); the score is the sum of the
-    parts. `call(messages, response_format, parse)` is the grader's call-until-it-parses."""
-    calls = upstream_calls(row, turns, version, prompts)
+async def grade_upstream(judge, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
+    """Upstream's protocol: a `judge.call` per turn (v1) or question (v2); the score is the parts' sum."""
+    calls = upstream_calls(row, turns, judge.settings.prompt, judge.upstream)
     outcomes: list[tuple[UpstreamCall, Outcome]] = []
     for c in calls:
-        outcomes.append((c, await call(c.messages, UPSTREAM_V2_FORMAT if c.structured else None, _parser(c))))
+        fmt = UPSTREAM_V2_FORMAT if c.structured else None
+        outcomes.append((c, await judge.call(c.messages, fmt, _parser(c))))
         if outcomes[-1][1].status != "ok":
             break
     texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]

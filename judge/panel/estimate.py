@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from oab_bench.judge.grading.estimate.core import Estimate, added, print_estimate
+from oab_bench.judge.grading.bill import Estimate, added, print_estimate
 from oab_bench.judge.panel.published import Panel
 
 

@@ -148,7 +148,7 @@ def share_budget(judges, cap: float | None) -> None:
 
 def print_bill(judges, pairs, fmt: str) -> int:
     """--estimate: the sweep's whole bill, per judge; nothing is called or written."""
-    from oab_bench.judge.grading.estimate.core import added, estimate
+    from oab_bench.judge.grading.bill import added, estimate
     from oab_bench.judge.sweep.decide import text_table
 
     bills = [estimate(judge, pairs) for _, judge in judges]

@@ -90,11 +90,11 @@ def run_probe_command(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.estimate:
-        from oab_bench.judge.grading.estimate.core import estimate, print_estimate
+        from oab_bench.judge.grading.bill import estimate, print_estimate
 
         return print_estimate(estimate(judge, pairs), args.format)
     if cached < len(wanted) and not args.no_check_call:  # a refused key fails now, with its message
-        from oab_bench.judge.grading.check_call import check_judges
+        from oab_bench.judge.grading.client import check_judges
         from oab_bench.judge.settings import member_settings
 
         check_judges(member_settings(settings))

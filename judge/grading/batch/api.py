@@ -1,17 +1,67 @@
-"""The provider's files and batches endpoints, through litellm (retried like judge calls)."""
+"""The provider's side of a batch: the uploaded JSONL (one direct-call body per judgment, split at the
+provider's limits), its files and batches endpoints through litellm (retried like judge calls)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import litellm
 import tenacity
 
-from oab_bench.judge.grading.batch.lines import ENDPOINT, provider
-from oab_bench.judge.grading.client import call_key, describe_error, transient
+from oab_bench.judge.grading.client import call_key, describe_error, request_params, transient
 from oab_bench.judge.settings import JudgeSettings
 
 FIND_PAGES = 20  # the newest 2,000 batches: a kill is followed by a rerun, not by 2,000 batches
+ENDPOINT = "/v1/chat/completions"
+MAX_REQUESTS, MAX_BYTES = 50_000, 200 * 1024 * 1024  # OpenAI's limits per batch input file
+
+
+def provider(settings: JudgeSettings) -> tuple[str, str]:
+    """(model name the provider knows, litellm provider for the files/batches calls)."""
+    name, found, _, _ = litellm.get_llm_provider(settings.judge_model)
+    if found in ("openai", "azure"):
+        return name, found
+    if settings.api_base:  # an OpenAI-compatible server (vLLM, a proxy) that implements the Batch API
+        return name, "openai"
+    raise ValueError(
+        f"--batch: {settings.judge_model} ({found}) has no OpenAI-style Batch API through litellm; "
+        "use an openai/ or azure/ judge, or an OpenAI-compatible server with --api-base"
+    )
+
+
+def request_line(
+    custom_id: str, settings: JudgeSettings, messages: list[dict], response_format: dict | None
+) -> bytes:
+    """One request's line: the body litellm would send for a direct call, with the provider's model."""
+    name, found = provider(settings)
+    params = request_params(settings, messages, response_format)
+    messages = params.pop("messages")
+    mapped = litellm.get_optional_params(model=name, custom_llm_provider=found, drop_params=True, **params)
+    mapped.pop("stream", None)
+    extra = mapped.pop("extra_body", None) or {}
+    body = {"model": name, "messages": messages, **mapped, **extra}
+    line = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode()
+
+
+def split(
+    lines: list[bytes], max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES
+) -> list[list[bytes]]:
+    """Consecutive groups of lines, each within the provider's limits per input file."""
+    groups: list[list[bytes]] = []
+    size = 0
+    for line in lines:
+        if len(line) > max_bytes:
+            raise ValueError(
+                f"--batch: one request is {len(line)} bytes, over the {max_bytes}-byte file limit"
+            )
+        if not groups or len(groups[-1]) >= max_requests or size + len(line) > max_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(line)
+        size += len(line)
+    return groups
 
 
 class BatchAPIError(ValueError):
@@ -19,12 +69,9 @@ class BatchAPIError(ValueError):
 
 
 def _credentials(settings: JudgeSettings) -> dict[str, Any]:
-    kw: dict[str, Any] = {"custom_llm_provider": provider(settings)[1], "timeout": settings.timeout}
-    if settings.api_base:
-        kw["api_base"] = settings.api_base
-    if key := call_key(settings):
-        kw["api_key"] = key
-    return kw
+    kw = {"custom_llm_provider": provider(settings)[1], "timeout": settings.timeout}
+    kw |= {"api_base": settings.api_base, "api_key": call_key(settings)}
+    return {k: v for k, v in kw.items() if v}
 
 
 async def _call(settings: JudgeSettings, what: str, fn, **kwargs) -> Any:
@@ -58,16 +105,13 @@ async def retrieve(settings: JudgeSettings, batch_id: str) -> Any:
 
 
 async def content(settings: JudgeSettings, file_id: str | None) -> bytes:
-    return (
-        (await _call(settings, f"file {file_id}", litellm.afile_content, file_id=file_id)).content
-        if file_id
-        else b""
-    )
+    if not file_id:
+        return b""
+    return (await _call(settings, f"file {file_id}", litellm.afile_content, file_id=file_id)).content
 
 
 async def find(settings: JudgeSettings, file_id: str) -> str | None:
-    """The batch already made from `file_id` (a run killed between creating it and recording it),
-    looked for page by page, newest first: on a busy account it may not be on the first page."""
+    """The batch already made from `file_id` (killed before recording it), page by page, newest first."""
     after = None
     for _ in range(FIND_PAGES):
         page = await _call(
@@ -82,8 +126,7 @@ async def find(settings: JudgeSettings, file_id: str) -> str | None:
 
 
 def check_batch_api(settings: JudgeSettings) -> None:
-    """The provider's files and batches endpoints answer a one-item listing (one try each, no retry):
-    an endpoint without them (a vLLM server, a proxy) fails before anything is generated."""
+    """The provider's files and batches endpoints answer a one-item listing, before anything is generated."""
     for what, fn in (("files", litellm.file_list), ("batches", litellm.list_batches)):
         try:
             fn(limit=1, **_credentials(settings) | {"timeout": 30})

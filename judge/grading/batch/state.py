@@ -1,10 +1,5 @@
-"""The Batch API state of a judgment cache (tables of its `judgments.sqlite`), so a run killed at
-any point reattaches instead of submitting again: each chunk (one batch input file and the batch
-made from it) is recorded before anything is uploaded (its requests: custom_id = cache key ->
-question, model), then its file, its batch and its end, each a row of its own. Replies a batch
-brought back to judgments the collecting run did not make are paid for: `kept` (table `kept`, by
-cache key) until a later run stores their judgments, then `prune_kept` deletes them.
-"""
+"""The Batch API state of a judgment cache (tables of its database), so a killed run reattaches:
+each chunk recorded before upload, then its file, batch and end; replies `kept` until stored."""
 
 from __future__ import annotations
 
@@ -33,7 +28,7 @@ class Request(BaseModel):
 class Chunk(BaseModel):
     chunk: str
     judge_model: str
-    endpoint: str | None = None  # a hash of the --api-base it went to
+    endpoint: str  # a hash of the --api-base it went to
     requests: dict[str, Request]  # custom_id -> what it judges
     file_id: str | None = None
     batch_id: str | None = None
@@ -94,9 +89,8 @@ class BatchLog(KeyedStore):
 
 
 def prune_kept(store: JudgmentStore) -> int:
-    """Delete the kept replies whose judgments `store` holds, committed (until then a kept reply is
-    the only copy of a paid judgment; a failed judgment is not stored, so its reply stays). Nothing
-    when the cache cannot be written; a failure (a full disk) is a warning. The number deleted."""
+    """Delete the kept replies whose judgments `store` holds (never before: docs/operations.md); how many.
+    Nothing when the cache cannot be written; a failure (a full disk) is a warning."""
     if store.path is None or not store.writable:
         return 0
     log = BatchLog(store.path.parent)

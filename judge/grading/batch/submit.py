@@ -1,9 +1,6 @@
-"""Judge every uncached pair through Batch API batches: submit (or reattach), wait, take results.
-
-Results go through `Judge.grade(..., first=reply)`: the same parsing, validation, statuses and
-store as a direct call (an invalid reply is retried directly, like a direct one). A request that
-failed or expired inside its batch is retried directly and counted.
-"""
+"""Submit (or reattach to) the batches of every judgment still to pay for, wait, and keep each finished
+batch's replies in the log before it counts as collected; the runner then grades them like any kept
+reply (the same parsing, statuses and store as a direct call)."""
 
 from __future__ import annotations
 
@@ -20,16 +17,14 @@ from tqdm import tqdm
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.grading.batch import api
-from oab_bench.judge.grading.batch.lines import request_line, split
 from oab_bench.judge.grading.batch.state import BatchLog, Chunk, Request
 from oab_bench.judge.grading.client import CallResult, classify, cost, usage_of
-from oab_bench.judge.grading.grader import Judge, judged_text
-from oab_bench.judge.records import Judgment
+from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.settings import JudgeSettings
 
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 POLL_FIRST, POLL_MAX = 0.5, 30.0
-Pair = tuple[int, QuestionRow, Answer]
+Todo = dict[str, tuple[QuestionRow, Answer, str]]  # cache key -> (row, answer, the text judged)
 
 
 class BatchPending(RuntimeError):
@@ -63,16 +58,15 @@ def endpoint(settings: JudgeSettings) -> str:
     return hashlib.sha256((settings.api_base or "").rstrip("/").encode()).hexdigest()[:12]
 
 
-async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> list[Chunk]:
+async def _submit(judge: Judge, log: BatchLog, todo: Todo) -> list[Chunk]:
     """Reattach to the recorded batches that judge keys of `todo`; submit the rest as new batches."""
     settings = judge.settings
     attached: list[Chunk] = []
-    covered: set[str] = set()
     for chunk in log.chunks().values():
         mine = {r.key for r in chunk.requests.values()} & set(todo)
         if chunk.done or not mine or chunk.judge_model != settings.judge_model:
             continue
-        if chunk.endpoint not in (None, endpoint(settings)):  # polling another server would fail, or worse
+        if chunk.endpoint != endpoint(settings):  # polling another server would fail, or worse
             raise ValueError(
                 f"batch {chunk.batch_id or chunk.chunk} (in {log.path}) holds {len(mine)} of these "
                 "judgments and was submitted through another --api-base than this run's: rerun with "
@@ -87,16 +81,14 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
             log.append("batch", chunk.chunk, batch_id=chunk.batch_id)
         _say(f"batch {chunk.batch_id}: reattached ({len(chunk.requests)} requests)")
         attached.append(chunk)
-        covered |= mine
-    new = [k for k in todo if k not in covered]
-    lines = []
-    for key in new:
-        _, row, answer = todo[key][0]
-        lines.append(request_line(key, settings, *judge.request(row, judged_text(answer, settings)[1])))
-    for group in split(lines):
+        todo = {k: v for k, v in todo.items() if k not in mine}
+    lines = [
+        api.request_line(key, settings, *judge.request(row, text)) for key, (row, _, text) in todo.items()
+    ]
+    for group in api.split(lines):
         keys = [json.loads(line)["custom_id"] for line in group]
         requests = {
-            k: Request(key=k, question_id=todo[k][0][1].question_id, model=todo[k][0][2].model) for k in keys
+            k: Request(key=k, question_id=todo[k][0].question_id, model=todo[k][1].model) for k in keys
         }
         chunk = Chunk(
             chunk=uuid.uuid4().hex,
@@ -114,53 +106,26 @@ async def _submit(judge: Judge, log: BatchLog, todo: dict[str, list[Pair]]) -> l
     return attached
 
 
-async def _grade(judge: Judge, todo: list[tuple[list[Pair], CallResult | None]], results: list) -> None:
-    """Grade each group of pairs, the first with the reply in hand (None: a direct call), the others
-    from the judgment it stores; `concurrency` at a time."""
-    semaphore = asyncio.Semaphore(judge.settings.concurrency)
-
-    async def one(pair: Pair, first: CallResult | None) -> None:
-        i, row, answer = pair
-        async with semaphore:
-            results[i] = await judge.grade(row, answer, first)
-
-    await asyncio.gather(
-        *(one(pair, first if n == 0 else None) for pairs, first in todo for n, pair in enumerate(pairs))
-    )
-
-
-async def _collect(
-    judge: Judge, log: BatchLog, chunk: Chunk, batch, todo: dict[str, list[Pair]], results: list
-) -> int:
-    """Take a finished batch's results into the store; retry directly what it did not answer. A reply
-    to a judgment this run does not make (the batch was submitted by a run over more answers) is
-    paid for: it is kept in the batch log for the run that makes it, never dropped."""
+async def _collect(judge: Judge, log: BatchLog, chunk: Chunk, batch, todo: Todo) -> int:
+    """A finished batch's replies kept (committed) before it counts as collected; how many it left unanswered."""
     bodies = answered(await api.content(judge.settings, batch.output_file_id))
-    retried, jobs, kept = 0, [], {}
-    for custom_id, request in chunk.requests.items():
-        pairs, body = todo.pop(request.key, []), bodies.get(custom_id)
-        if not pairs and body is not None and judge.store.get(request.key) is None:
-            kept[custom_id] = body
-        retried += bool(pairs) and body is None
-        jobs.append((pairs, None if body is None else reply(judge.settings, body)))
-    if kept:  # fsynced before this run grades anything: a kill loses none of them
-        log.append("kept", chunk.chunk, replies=kept)
+    replies = {key: body for key, body in bodies.items() if judge.store.get(key) is None}  # custom_id: key
+    log.append("kept", chunk.chunk, replies=replies)
+    if others := len(set(replies) - set(todo)):
         _say(
-            f"batch {batch.id}: {len(kept)} result(s) belong to judgments not in this run: kept for a later run"
+            f"batch {batch.id}: {others} result(s) belong to judgments not in this run: kept for a later run"
         )
-    await _grade(judge, jobs, results)
-    return retried
+    log.append("done", chunk.chunk, status=batch.status)
+    return sum(r.key in todo and r.key not in bodies for r in chunk.requests.values())
 
 
 def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> dict[int, CallResult]:
-    """For a direct (not --batch) run over a cache that has batches: the replies kept in the log
-    (paid for, graded from there: index -> reply), and a refusal if a batch not yet collected holds
-    any of these judgments, since calling them directly would pay for them twice."""
+    """The replies kept in the cache's batch log for these pairs (paid for, graded from there: index ->
+    reply), and a refusal if a batch not yet collected holds any of them (a call would pay twice)."""
     log = BatchLog(judge.store.path.parent, access="read")
     if not log.path.exists():
         return {}
-    chunks = log.chunks()  # the log read once
-    kept, open_ = log.kept(), log.open_keys(chunks)
+    kept, open_ = log.kept(), log.open_keys()
     first: dict[int, CallResult] = {}
     waiting: dict[str, int] = {}
     for i, (row, answer) in enumerate(pairs):
@@ -180,33 +145,25 @@ def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> di
 
 async def judge_batch(
     judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
-) -> list[Judgment]:
+) -> None:
+    """The replies of every judgment of `pairs` still to pay for, through batches, kept in the log."""
     if judge.upstream is not None:
         raise ValueError("--batch: only the oab prompt is judged in batches (upstream prompts call per turn)")
     if judge.store.path is None:
         raise ValueError("--batch needs a judgment cache folder: its batches are recorded there")
     log = BatchLog(judge.store.path.parent, access="write" if judge.store.writable else "read")
-    results: list[Judgment | None] = [None] * len(pairs)
-    todo: dict[str, list[Pair]] = {}
-    for i, (row, answer) in enumerate(pairs):
+    kept, todo = log.kept(), {}
+    for row, answer in pairs:
         key, _, text = judge.to_call(row, answer)
-        if text is None:
-            results[i] = await judge.grade(row, answer)  # no answer, too long, or cached: no call
-        else:
-            todo.setdefault(key, []).append((i, row, answer))
-    kept = log.kept() if todo else {}
-    # replies a batch brought back for an earlier run that did not make them: no call
-    await _grade(
-        judge, [(todo.pop(k), reply(judge.settings, kept[k])) for k in list(todo) if k in kept], results
-    )
+        if text is not None and key not in kept:  # a second identical answer: one request
+            todo.setdefault(key, (row, answer, text))
     if todo:
         async with log.submitting():
             chunks = await _submit(judge, log, todo)
-        await _wait(judge, log, chunks, todo, results, progress)
-    return results  # type: ignore[return-value]
+        await _wait(judge, log, chunks, todo, progress)
 
 
-async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results, progress: bool) -> None:
+async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo: Todo, progress: bool) -> None:
     settings = judge.settings
     total = sum(len(c.requests) for c in chunks)
     bar = tqdm(total=total, desc="batch", unit="q", disable=not progress, dynamic_ncols=True)
@@ -228,9 +185,7 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo, results,
                     done = f"{counted[batch.id]}/{counts.total if counts else '?'} done, {counts.failed if counts else 0} failed"
                     _say(f"batch {batch.id}: {batch.status} ({done}{why})")
                 if batch.status in TERMINAL:
-                    chunk = pending.pop(batch.id)
-                    retried += await _collect(judge, log, chunk, batch, todo, results)
-                    log.append("done", chunk.chunk, status=batch.status)
+                    retried += await _collect(judge, log, pending.pop(batch.id), batch, todo)
             bar.n = min(total, sum(counted.values()))
             bar.set_postfix_str(", ".join(f"{b} {seen[b]}" for b in pending), refresh=False)
             bar.refresh()

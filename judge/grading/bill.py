@@ -1,25 +1,21 @@
-"""Calls, tokens and cost of the judgments still to make, per judged model and in total.
-
-Prompt tokens are counted on the exact messages the judge would send (grader.count_tokens);
-completion tokens per judgment are the mean of this judge's cached judgments per question kind,
-else a default (grader.completion_history). Cached-input discounts are not assumed (an upper
-bound); the structured-output schema is not counted.
-"""
+"""The bill before it is paid (`--estimate`): calls, tokens and cost of the judgments still to make,
+per judged model and in total; prompts counted on the exact messages, completions from the cache's
+history (grader.completion_history)."""
 
 from __future__ import annotations
 
-import sys
-
+import pandas
 from pydantic import BaseModel
 
+from oab_bench.conventions import BATCH_FILE
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
+from oab_bench.judge.grading.batch.state import BatchLog
 from oab_bench.judge.grading.grader import Judge, PerKind, completion_history, count_tokens, price_of
 from oab_bench.judge.redact import redact
 
 # Expected answer length when the answers do not exist yet (`run --estimate`, before generation).
 DEFAULT_ANSWER_TOKENS = PerKind(peca=2000, questao=600)
-_SUMMED = ("calls", "prompt_tokens", "completion_tokens")
 
 
 class ModelEstimate(BaseModel):
@@ -31,7 +27,7 @@ class ModelEstimate(BaseModel):
     cost_usd_batch: float | None = None
 
     def add(self, other: ModelEstimate) -> None:
-        for field in _SUMMED:
+        for field in ("calls", "prompt_tokens", "completion_tokens"):
             setattr(self, field, getattr(self, field) + getattr(other, field))
         for field in ("cost_usd", "cost_usd_batch"):  # unknown as soon as one part has no price
             mine, theirs = getattr(self, field), getattr(other, field)
@@ -39,9 +35,7 @@ class ModelEstimate(BaseModel):
 
 
 class Estimate(BaseModel):
-    """`--format json` contract: models[{model, calls, prompt_tokens, completion_tokens, cost_usd,
-    cost_usd_batch}] and total with the same keys; judgments_cached and judgments_to_pay (one per
-    judge: a jury's members count each), generations_cached and generations_to_pay (`run` only)."""
+    """`--format json`'s contract (docs/operations.md)."""
 
     judge_model: str
     completion_source: str
@@ -56,22 +50,18 @@ class Estimate(BaseModel):
 
 def _paid_in_batches(judge: Judge) -> set[str]:
     """Keys already paid for through the Batch API: kept replies and uploaded, uncollected batches."""
-    from oab_bench.judge.grading.batch.state import BATCH_FILE, BatchLog
-
     if judge.store.path is None or not (judge.store.path.parent / BATCH_FILE).exists():
         return set()
     log = BatchLog(judge.store.path.parent, access="read")
-    chunks = log.chunks()
-    return set(log.kept()) | set(log.open_keys(chunks))
+    return set(log.kept()) | set(log.open_keys())
 
 
 def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
-    """What judging `pairs` would cost now: cached judgments and empty answers cost nothing. A jury
-    (its members) or a repeated judge (its runs) costs what each of its judges costs."""
+    """What judging `pairs` would cost now (cached and empty: nothing); a jury or repeats: each judge's."""
     parts = getattr(judge, "members", None) or getattr(judge, "runs", None)
     if parts:
         return added([estimate(p, pairs) for p in parts], getattr(judge, "name", judge.settings.judge_model))
-    completion_per, source = completion_history(judge, {row.question_id: row.kind for row, _ in pairs})
+    completion_per, source = completion_history(judge)
     per: dict[str, ModelEstimate] = {}
     seen = _paid_in_batches(judge)  # replies kept, or batches still to collect: nothing more to pay
     cached = to_pay = 0
@@ -105,8 +95,7 @@ def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
 
 
 def added(parts: list[Estimate], judge_model: str) -> Estimate:
-    """Estimates added per candidate model: several judges of the same answers (a jury, repeats), or
-    the bills of different answers judged together (`--panel`)."""
+    """Estimates added per candidate model (a jury's judges, repeats, or `--panel`'s answers beside)."""
     per: dict[str, ModelEstimate] = {}
     total = ModelEstimate(model="total", cost_usd=0.0, cost_usd_batch=0.0)
     for part in parts:
@@ -134,40 +123,32 @@ def placeholder_pairs(rows: list[QuestionRow], model: str, judge) -> list[tuple[
     return pairs
 
 
-def print_estimate(est: Estimate, fmt: str = "text", note: str = "", file=None) -> int:
-    out = file or sys.stdout
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:.4f}"
+
+
+def print_estimate(est: Estimate, fmt: str = "text", note: str = "") -> int:
     if fmt == "json":
-        out.write(est.model_dump_json(indent=2) + "\n")
+        print(est.model_dump_json(indent=2))
         return 0
-
-    def usd(x: float | None) -> str:
-        return "unknown" if x is None else f"${x:.4f}"
-
-    print(f"estimate for judge {redact(est.judge_model)}; nothing was called. {note}".rstrip(), file=out)
-    print(f"completion tokens: {est.completion_source}; batch at {est.batch_discount:g}x", file=out)
+    print(f"estimate for judge {redact(est.judge_model)}; nothing was called. {note}".rstrip())
+    print(f"completion tokens: {est.completion_source}; batch at {est.batch_discount:g}x")
     if est.generations_cached is not None:
-        print(
-            f"generations: {est.generations_cached} in the answer store (cost 0), "
-            f"{est.generations_to_pay} to generate (not priced here)",
-            file=out,
-        )
+        to_make = f"{est.generations_to_pay} to generate (not priced here)"
+        print(f"generations: {est.generations_cached} in the answer store (cost 0), {to_make}")
     print(
-        f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {est.judgments_to_pay} to pay for",
-        file=out,
+        f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {est.judgments_to_pay} to pay for"
     )
-    header = ("model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
-    lines = [
-        (m.model, m.calls, m.prompt_tokens, m.completion_tokens, usd(m.cost_usd), usd(m.cost_usd_batch))
-        for m in [*est.models, est.total]
+    header = ["model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch"]
+    usd = {"cost_usd": _usd, "cost_usd_batch": _usd}
+    rows = [
+        {k: usd.get(k, lambda x: x)(v) for k, v in m.model_dump().items()} for m in [*est.models, est.total]
     ]
-    width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
-    for line in [header, *lines]:
-        print("  ".join(str(x).ljust(w) for x, w in zip(line, width, strict=True)), file=out)
+    print(pandas.DataFrame(rows).set_axis(header, axis=1).to_string(index=False))
     if est.total.cost_usd is None:
         print(
             f"cost unknown: litellm's cost map has no price for the judge {redact(est.judge_model)}; give its "
             "prices in USD per 1M tokens with --price-input and --price-output (`oab-bench run`: "
-            "--judge-price-input and --judge-price-output)",
-            file=out,
+            "--judge-price-input and --judge-price-output)"
         )
     return 0
