@@ -1,9 +1,6 @@
-"""What a shared results dataset holds: its files, configs, columns and the marker that says it is ours.
-
-A judgments row is one judgment as the leaderboard read it from one input; it keeps every field of our
-record, or each turn's score and text of upstream's, so that reading it back goes through the readers
-of the original files (judge/leaderboard/inputs.py). `oab-bench export` (judge/sharing/) writes it.
-"""
+"""What a shared results dataset holds: files, configs, columns, the marker that says it is ours. A
+judgments row keeps every field of our record (or upstream's turns), so that reading it back goes
+through the readers of the original files."""
 
 from __future__ import annotations
 
