@@ -187,7 +187,10 @@ def record_fields(v: dict) -> dict[str, Any]:
 
 def judgment_record(row: JudgmentRow) -> dict:
     """A row back as the judgment record it was (`model` included): what our readers take."""
-    out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "items", "usage"})
+    out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "usage"})
+    out["items"] = row.items and [
+        i.model_dump(exclude_none=True) for i in row.items
+    ]  # a field left out stays out
     out["settings"] = None if row.settings is None else json.loads(row.settings)
     for key in ("members", "repeats"):
         if getattr(row, key) is not None:
