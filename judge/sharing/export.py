@@ -23,7 +23,7 @@ from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
 from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
 from oab_bench.judge.results_source import open_shared, rows_at
-from oab_bench.judge.sharing.results_card import dataset_origins, render_card
+from oab_bench.judge.sharing.results_card import render_card
 
 EXPORT = Writer(
     "oab-bench export", EXPORT_MARKER, "written by `oab-bench export`; a later export may replace this folder"
@@ -166,10 +166,7 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
 
     exported = collect(args.sources, args.dataset, args.answers or [])
     configs = layout.config_names(sorted({r.judge for r in exported.judgments}))
-    datasets = dataset_origins({args.dataset, *(r.dataset for r in exported.judgments)}, args.dataset)
-    card = render_card(
-        exported, configs, args, made_by=f"oab-bench {args.command}", repo_id=repo_id, datasets=datasets
-    )
+    card = render_card(exported, configs, args, repo_id=repo_id)
 
     def write(path: Path, rows: list[BaseModel], model: type[BaseModel]) -> None:
         path.parent.mkdir(parents=True)
