@@ -162,9 +162,8 @@ def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
         line = {"question_id": p.question_id, "answer_id": answer_id, "model_id": p.model}
         line |= {"choices": [{"index": 0, "turns": p.turns}], "tstamp": 0.0}
         files[f"probe_{p.kind}.jsonl"] += json.dumps(line, ensure_ascii=False) + "\n"
-    for kind in PROBE_KINDS:
-        if f"probe_{kind}.jsonl" not in files:
-            (folder / f"probe_{kind}.jsonl").unlink(missing_ok=True)
+    for kind in set(PROBE_KINDS) - {p.kind for p in probes}:
+        (folder / f"probe_{kind}.jsonl").unlink(missing_ok=True)
     for name, text in files.items():
         write_atomic(folder / name, text)
     return [folder / name for name in files]
