@@ -147,9 +147,8 @@ def run_folder_of(file: Path) -> Path:
 
 
 def one_run(path: Path) -> list[Path]:
-    """The oab_bench details files of the one run under `path` (a file, or a folder). A folder of
-    several runs is refused: read as one, two runs of a model (at two temperatures, say) would collapse
-    into whichever sorts last."""
+    """The oab_bench details files of the one run under `path` (a file, or a folder); several runs
+    are refused (two runs of a model would collapse into whichever sorts last)."""
     path = Path(path)
     if path.is_file():
         return [path]

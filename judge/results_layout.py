@@ -1,9 +1,6 @@
-"""What a shared results dataset holds: its files, configs, columns and the marker that says it is ours.
-
-A judgments row is one judgment as the leaderboard read it from one input; it keeps every field of our
-record, or each turn's score and text of upstream's, so that reading it back goes through the readers
-of the original files (judge/leaderboard/inputs.py). `oab-bench export` (judge/sharing/) writes it.
-"""
+"""What a shared results dataset holds: files, configs, columns, the marker that says it is ours. A
+judgments row keeps every field of our record (or upstream's turns), so that reading it back goes
+through the readers of the original files."""
 
 from __future__ import annotations
 
@@ -190,7 +187,10 @@ def record_fields(v: dict) -> dict[str, Any]:
 
 def judgment_record(row: JudgmentRow) -> dict:
     """A row back as the judgment record it was (`model` included): what our readers take."""
-    out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "items", "usage"})
+    out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "usage"})
+    out["items"] = row.items and [
+        i.model_dump(exclude_none=True) for i in row.items
+    ]  # a field left out stays out
     out["settings"] = None if row.settings is None else json.loads(row.settings)
     for key in ("members", "repeats"):
         if getattr(row, key) is not None:

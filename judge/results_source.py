@@ -1,9 +1,6 @@
-"""A shared results dataset as an input: `hf:OWNER/NAME[@REV]`, `hf:/abs/folder`, or such a folder;
-`#CONFIG` picks one judge's config. A Hub repo is downloaded once into the Hub cache (offline, the cache
-is used). Only a card with our marker (`oab_bench: {kind: results}`) is read: anything else named with
-`hf:` is an error, never a guess. Rows are checked against the layout's types, then by the readers of
-any judgments file; messages name `SPEC:judgments/CONFIG/train-00000-of-00001.parquet:ROW`.
-"""
+"""A shared results dataset as an input: `hf:OWNER/NAME[@REV]`, `hf:/abs/folder` or such a folder,
+`#CONFIG` one judge's config. Only a card with our marker is read (an `hf:` without one is an error);
+rows are checked against the layout's types, then by the readers of any judgments file."""
 
 from __future__ import annotations
 
@@ -31,11 +28,8 @@ class Shared(NamedTuple):
         return [row for config in self.configs for row in _rows(self, layout.judge_file(config), JudgmentRow)]
 
     def answers(self) -> list[tuple[str, int, AnswerRow]]:
-        return (
-            _rows(self, layout.ANSWERS_FILE, AnswerRow)
-            if (self.folder / layout.ANSWERS_FILE).is_file()
-            else []
-        )
+        found = (self.folder / layout.ANSWERS_FILE).is_file()
+        return _rows(self, layout.ANSWERS_FILE, AnswerRow) if found else []
 
     def sources(self) -> list[tuple[str, str | None]]:
         """Each input the export read, with the dataset it recorded, as (label, dataset)."""
@@ -86,10 +80,8 @@ def _spec(name: str):
 
 
 def open_shared(path: str | Path) -> Shared | None:
-    """The shared results dataset `path` names, or None when it names none (a plain file or folder).
-
-    `hf:...` must be one (an error otherwise); a local folder is one when its card says so.
-    """
+    """The shared results dataset `path` names, or None (a plain file or folder). `hf:...` must be
+    one (an error otherwise); a local folder is one when its card says so."""
     given = str(path)
     name, _, picked = given.partition("#")
     name = name.rstrip("/") or name

@@ -442,6 +442,18 @@ def test_a_judgment_recorded_twice_is_exported_once(tmp_path, capsys):
     assert len(rows) == 10 and {(r["source"], r["cached"]) for r in rows} == {(str(source), None)}
 
 
+def test_items_recorded_without_an_analysis_read_back(tmp_path, capsys):
+    """Item scores a record gives no `analysis` (written by hand, say) read back as they were."""
+    from tests.helpers import source_a
+
+    source, out = source_a(tmp_path), tmp_path / "out"
+    rc, _, err = cli(capsys, "export", source, "--output", out, "--resamples", "50")
+    assert rc == 0, err
+    rc, text, err = cli(capsys, "agreement", source, f"hf:{out}", "--format", "json", "--resamples", "50")
+    assert rc == 0, err
+    assert json.loads(text)["item"]["exact"]["value"] == 1.0 and json.loads(text)["left_out"] == 0
+
+
 def test_two_answers_to_one_question_stop_the_export(tmp_path, capsys):
     source = made_up_judgments(tmp_path / "j.jsonl")
     a = answers_file(tmp_path / "a.jsonl", "model-a", "one answer")

@@ -1,11 +1,6 @@
-"""`oab-bench export`: judgment sources -> a Hub dataset folder (judge/results_layout.py) with its card.
-
-The sources are read by the leaderboard's reader (judge/leaderboard/inputs.py), with its checks; each
-record then takes everything its source says of it. A copy of a judgment (the same judgment of the same
-answer: a run made twice into one folder) is exported once, with a note. Answers come from run and probe
-folders, `--answers` files and shared datasets, once per (model, question). Every text goes through
-`redact`. The folder is written whole (oab_bench/folders.py).
-"""
+"""`oab-bench export`: judgment sources, read by the leaderboard's reader, -> a Hub dataset folder
+(judge/results_layout.py) with its card, written whole; each judgment and each answer once, every text
+through `redact`."""
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
 from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
 from oab_bench.judge.results_source import open_shared, rows_at
-from oab_bench.judge.sharing.results_card import dataset_origins, render_card
+from oab_bench.judge.sharing.results_card import render_card
 
 EXPORT = Writer(
     "oab-bench export", EXPORT_MARKER, "written by `oab-bench export`; a later export may replace this folder"
@@ -59,9 +54,8 @@ def _relative(file: str, given: str) -> str:
 
 
 def _source_of(file: str) -> tuple[str, dict]:
-    """(kind, line -> what the file says there) of a file records name as their source; for upstream's
-    files, the first line of each (judge, model, question) -> (judge model, each turn's score and text),
-    as leaderboard/upstream_turns.py reads them (a turn given twice: its first line)."""
+    """(kind, line -> what the file says there) of a records' source file; upstream's: the first line
+    of each (judge, model, question) -> (judge model, turn -> score, text), a turn twice its first."""
     shared = rows_at(file)
     if shared is not None:
         return "shared", shared
@@ -165,18 +159,14 @@ def collect(sources: list[str], dataset: str | None = None, answer_files: list[s
 
 
 def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = None) -> Path:
-    """`export`'s and `push-results`' shared work: read `args.sources` (with `--dataset`, `--answers`),
-    write the folder `output` (one parquet per judge, the answers, the card naming `repo_id` when
-    pushed), and say on stderr what was written and what the inputs' notes say."""
+    """`export`'s and `push-results`' work: read `args.sources`, write the folder `output` (the card
+    naming `repo_id` when pushed), say on stderr what was written and the inputs' notes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     exported = collect(args.sources, args.dataset, args.answers or [])
     configs = layout.config_names(sorted({r.judge for r in exported.judgments}))
-    datasets = dataset_origins({args.dataset, *(r.dataset for r in exported.judgments)}, args.dataset)
-    card = render_card(
-        exported, configs, args, made_by=f"oab-bench {args.command}", repo_id=repo_id, datasets=datasets
-    )
+    card = render_card(exported, configs, args, repo_id=repo_id)
 
     def write(path: Path, rows: list[BaseModel], model: type[BaseModel]) -> None:
         path.parent.mkdir(parents=True)

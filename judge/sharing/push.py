@@ -17,9 +17,8 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def push_results(args: argparse.Namespace) -> str | None:
-    """Check the repo id and that a token is there before anything is read; export; upload in one
-    commit, deleting judge and answers files an earlier push left that this export did not write.
-    The commit's URL (None: a dry run)."""
+    """Repo id and token checked before anything is read; export; upload in one commit that deletes
+    the data files an earlier push left. The commit's URL (None: a dry run)."""
     from huggingface_hub import HfApi, get_token
 
     if not REPO_ID.match(args.repo_id):

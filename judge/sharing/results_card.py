@@ -45,13 +45,13 @@ def dataset_origins(names: set[str | None], given: str | None) -> dict[str, str]
     return out
 
 
-def render_card(
-    exported, configs: dict[str, str], args, *, made_by: str, repo_id: str | None, datasets
-) -> str:
-    """`args`: `--dataset`, `--resamples`, `--seed`; `datasets`: dataset_origins of the datasets named."""
+def render_card(exported, configs: dict[str, str], args, *, repo_id: str | None) -> str:
+    """`args`: the command, `--dataset`, `--resamples`, `--seed`."""
     from huggingface_hub import DatasetCardData
 
     rows, got, where = exported.judgments, exported.inputs, repo_id or "<this repo>"
+    datasets = dataset_origins({args.dataset, *(r.dataset for r in rows)}, args.dataset)
+    made_by = f"oab-bench {args.command}"
     tables, notes = build_tables(
         got.records, expected_ids=got.expected, truth=got.truth, resamples=args.resamples, seed=args.seed
     )
@@ -78,10 +78,8 @@ def render_card(
         mine = [r for r in rows if r.judge == judge]
         statuses = ", ".join(f"{s} {n}" for s, n in sorted(Counter(r.status for r in mine).items()))
         cost = "unknown" if any(r.cost_usd is None for r in mine) else f"${sum(r.cost_usd for r in mine):.4f}"
-        cell = judge.replace("|", "\\|")
-        judges.append(
-            f"| `{name}` | {cell} | {len(mine)} | {len({r.model for r in mine})} | {statuses} | {cost} |"
-        )
+        cell, models = judge.replace("|", "\\|"), len({r.model for r in mine})
+        judges.append(f"| `{name}` | {cell} | {len(mine)} | {models} | {statuses} | {cost} |")
     made = [
         f"- oab-bench {_version('oab-bench')} (layout format {FORMAT}); lighteval {_version('lighteval')}"
     ]
@@ -90,12 +88,10 @@ def render_card(
         shown = text if text == "not recorded" else json.dumps(json.loads(text), sort_keys=True)
         made.append(f"  - {judge}: `{shown}` ({n} judgments)")
     made.append("- Inputs exported:")
-    for (source, kind, dataset), n in sorted(
-        Counter((r.source, r.source_kind, r.dataset or "") for r in rows).items()
-    ):
-        recorded = (
-            f", made with dataset `{dataset}` ({datasets.get(dataset, 'not read here')})" if dataset else ""
-        )
+    inputs = Counter((r.source, r.source_kind, r.dataset or "") for r in rows)
+    for (source, kind, dataset), n in sorted(inputs.items()):
+        recorded = f", made with dataset `{dataset}` ({datasets.get(dataset, 'not read here')})"
+        recorded = recorded if dataset else ""
         made.append(f"  - `{source}` ({kind}): {n} judgments{recorded}")
     checked = "the datasets the inputs recorded, if any"
     if args.dataset:

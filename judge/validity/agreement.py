@@ -18,9 +18,8 @@ TOP_DISAGREEMENTS = 10
 
 
 def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
-    """Pairs both sides graded ok, and why the others were left out. A grade naming no model (a
-    human CSV without `model`) pairs with the other side's grade of its question when that side
-    graded one model on it, and never with a grade that pairs by model already."""
+    """Pairs both sides graded ok, and why the others were left out. A grade naming no model pairs
+    with the other side's only model on its question, unless that grade pairs by model already."""
     why: Counter = Counter()
     by_q: dict[str, dict[str, list[Key]]] = {"a": defaultdict(list), "b": defaultdict(list)}
     for side, source in (("a", a), ("b", b)):
@@ -142,12 +141,9 @@ def compare_two(a: Source, b: Source, dataset: dict[str, QuestionRow] | None = N
         notes.append(
             "item: no item scores on both sides (upstream files and question-level grades have none)"
         )
-    shares = [
-        (100 * ga.score / ga.max_score, 100 * gb.score / gb.max_score) for ga, gb in pairs
-    ]  # % of value
-    pct = [
-        {"exam": ga.exam_id, "a": x, "b": y, "pair": (ga, gb)}
-        for (ga, gb), (x, y) in zip(pairs, shares, strict=True)
+    pct = [  # % of the question's value
+        dict(exam=ga.exam_id, a=100 * ga.score / ga.max_score, b=100 * gb.score / gb.max_score, pair=(ga, gb))
+        for ga, gb in pairs
     ]
     exams = _exam_rows(pairs, [a, b], dataset, notes)
     item = figures("item", "exact mae qwk", items, "ga", "gb", labels=labels)
@@ -196,9 +192,7 @@ def compare_two(a: Source, b: Source, dataset: dict[str, QuestionRow] | None = N
 
 def compare_all(sources: list[Source], dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
     """A against B in full; with 3+ sources, the pairwise exam CCC and MAE and Krippendorff's alpha.
-    A and B sharing no (model, question) graded ok is an error (every figure would be n/a, in a
-    report that reads like one); a further pair sharing nothing (a jury member that failed
-    everywhere) gets a note."""
+    A and B sharing no (model, question) graded ok is an error; a further such pair gets a note."""
     report = compare_two(sources[0], sources[1], dataset, **boot)
     if not report["n_pairs"]:
         raise ValueError(f"{sources[0].label} and {sources[1].label}: {_no_pairs(report)}")

@@ -1,7 +1,5 @@
-"""`oab-bench probe`: answers of known worth (probes.py) through the normal judge path (cache,
-retries, statuses, cost), then the checks and the verdict (probe_report.py). Answers, judgments and
-report go to the output folder, readable by `oab-bench judge` and `leaderboard`.
-"""
+"""`oab-bench probe`: answers of known worth (probes.py) through the normal judge path, then the
+checks and the verdict (probe_report.py); answers, judgments and report go to the output folder."""
 
 from __future__ import annotations
 

@@ -116,9 +116,8 @@ def build_report(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> ProbeReport:
-    """`variants`: question id -> injection variant, for the per-variant breakdown. A jury one of
-    whose members failed every grading was not probed as the jury it names: `incomplete`, whatever
-    the figures, naming the member (`failed_members`)."""
+    """`variants`: question id -> injection variant. A jury one of whose members failed every grading
+    was not probed as named: `incomplete` whatever the figures, naming the member."""
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
     by_kind = {k: [j for j in judgments if j.model == PROBE_PREFIX + k] for k in PROBE_KINDS}
     by_kind = {k: js for k, js in by_kind.items() if js}
@@ -137,10 +136,8 @@ def build_report(
             values[f"{a}_minus_{b}_pct"] = mean[a] - mean[b]
     if set(ORDERING_KINDS) <= set(pct):
         r, p, s = (pct[k] for k in ORDERING_KINDS)
-        ordered = [
-            q in r and q in p and q in s and r[q] > p[q] > s[q] for q in (row.question_id for row in rows)
-        ]
-        values["ordering"] = _mean(ordered)
+        ids = [row.question_id for row in rows]
+        values["ordering"] = _mean([q in r and q in p and q in s and r[q] > p[q] > s[q] for q in ids])
     if {"injection", "swapped"} <= set(pct):
         both = sorted(pct["injection"].keys() & pct["swapped"].keys())
         values["injection_lift"] = _mean([pct["injection"][q] - pct["swapped"][q] for q in both])

@@ -70,9 +70,8 @@ def sentence_ends(text: str) -> list[int]:
 
 
 def first_half(text: str) -> str:
-    """About the first half of an item, as a strict prefix: up to the sentence end nearest to half
-    the words when one falls between a quarter and three quarters of them (so "Sim. <the whole
-    reasoning>" does not become a bare "Sim."), else the first half of the words."""
+    """A strict prefix of about half the words: up to the sentence end nearest to half of them when one
+    falls between a quarter and three quarters (not a bare "Sim."), else the first half of the words."""
     words = [m.end() for m in re.finditer(r"\S+", text)]
     if len(words) < 2:
         return ""
@@ -140,17 +139,15 @@ def build_probes(
             "partial": [first_half(t) for t in reference],
             "empty": [EMPTY_ANSWER],
         }
-        more: dict[str, dict] = {k: {} for k in kinds}
+        more: dict[str, dict] = {}
         if {"swapped", "injection"} & set(kinds):
             donor = donor_for(row, pool, seed)
             swapped = turns["swapped"] = [candidate_text(t) for t in donor.reference]
             variant = _rng(seed, "injection", row.question_id).choice(sorted(INJECTIONS))
             turns["injection"] = [*swapped[:-1], swapped[-1] + _injection(variant, row)]
-            more |= {
-                "swapped": {"donor": donor.question_id},
-                "injection": {"donor": donor.question_id, "variant": variant},
-            }
-        out += [Probe(kind=k, question_id=row.question_id, turns=turns[k], **more[k]) for k in kinds]
+            more = {"swapped": {"donor": donor.question_id}, "injection": {"donor": donor.question_id}}
+            more["injection"]["variant"] = variant
+        out += [Probe(kind=k, question_id=row.question_id, turns=turns[k], **more.get(k, {})) for k in kinds]
     return out
 
 
@@ -165,9 +162,8 @@ def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
         line = {"question_id": p.question_id, "answer_id": answer_id, "model_id": p.model}
         line |= {"choices": [{"index": 0, "turns": p.turns}], "tstamp": 0.0}
         files[f"probe_{p.kind}.jsonl"] += json.dumps(line, ensure_ascii=False) + "\n"
-    for kind in PROBE_KINDS:
-        if f"probe_{kind}.jsonl" not in files:
-            (folder / f"probe_{kind}.jsonl").unlink(missing_ok=True)
+    for kind in set(PROBE_KINDS) - {p.kind for p in probes}:
+        (folder / f"probe_{kind}.jsonl").unlink(missing_ok=True)
     for name, text in files.items():
         write_atomic(folder / name, text)
     return [folder / name for name in files]

@@ -22,11 +22,8 @@ def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> 
     one per (model, question); with the dataset, each checked against its question's rubric."""
     path = Path(path)
     if path.is_dir() and open_shared(path) is None:
-        found = (
-            [path / JUDGMENTS_FILE]
-            if (path / JUDGMENTS_FILE).is_file()
-            else sorted(path.glob("*judgments*.jsonl"))
-        )
+        ours = path / JUDGMENTS_FILE
+        found = [ours] if ours.is_file() else sorted(path.glob("*judgments*.jsonl"))
         if len(found) != 1:
             names = ", ".join(p.name for p in found) or "none"
             raise ValueError(
@@ -40,9 +37,8 @@ def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> 
 
 
 def repeats_report(records: list[dict], *, dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
-    """With the dataset: only records of its questions that agree with it on exam and value count,
-    and an exam is complete when every one of its questions is there; without, an exam is complete
-    when its questions add up to the exam's 10 points. `boot`: the intervals' resamples and seed."""
+    """With the dataset, only records agreeing with it on exam and value count, and an exam needs its
+    every question; without, its questions adding up to 10 points. `boot`: resamples, seed."""
     notes: list[str] = []
     dataset = dataset or {}
     if dataset:

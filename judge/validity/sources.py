@@ -70,17 +70,14 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
 # --- records carrying nested gradings -------------------------------------------------------
 
 
-def read_nested_lines(
-    path: Path, key: str, rows: dict[str, QuestionRow] | None = None
-) -> list[tuple[int, dict]]:
-    """(line, record) of every record of `path` carrying `key` ("members" or "repeats"), in file
-    order, each checked by the judgment reader (its nested gradings too, with their defaults
-    filled; against the rubric of its row in `rows` where it agrees with it on exam and value)."""
+def read_nested_lines(path: Path, key: str, rows: dict | None = None) -> list[tuple[int, dict]]:
+    """(line, record) of each record of `path` carrying `key` ("members" or "repeats"), checked by the
+    judgment reader (against its row of `rows` where exam and value agree), nested defaults filled."""
     out = []
-    for file, lineno, r in judgment_objects(path):  # a judgments file, or a shared dataset's records
+    for file, n, r in judgment_objects(path):
         if r.get(key):
-            got = read_judgment(r, file=file, line=lineno, rows=rows)
-            out.append((lineno, {**r, key: [m.model_dump(mode="json") for m in getattr(got, key)]}))
+            got = getattr(read_judgment(r, file=file, line=n, rows=rows), key)
+            out.append((n, {**r, key: [m.model_dump(mode="json") for m in got]}))
     return out
 
 
@@ -101,15 +98,11 @@ def nested_graded(records: list[dict], key: str, name) -> dict:
     """name(record, grading) -> (model, question) -> that grading, for each nested grading of `key`."""
     graded: dict = defaultdict(dict)
     for r in records:
+        fields = {k: r[k] for k in RECORD_FIELDS - {"status", "score"}}
         for m in r.get(key) or []:
             score = m["score"] if m["status"] == "ok" else None
-            fields = {k: r[k] for k in RECORD_FIELDS - {"status", "score"}} | {
-                "status": m["status"],
-                "score": score,
-            }
-            graded[name(r, m)][(r["model"], r["question_id"])] = Graded(
-                **fields, items=m.get("items") or None
-            )
+            got = Graded(**fields, status=m["status"], score=score, items=m.get("items") or None)
+            graded[name(r, m)][(r["model"], r["question_id"])] = got
     return dict(sorted(graded.items()))
 
 
@@ -159,10 +152,8 @@ def _check_header(fields: list[str], path: Path) -> None:
 
 
 def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
-    """Item grades add up to the question's score; several graders are averaged, per item and per
-    question (unrounded: cents would bias every figure). With the dataset, item ids and values are
-    checked and what FGV annulled counts in full, as for the judges (trust.py, scoring.py): an
-    annulled item graded below full is raised to it, with a note, and one not graded is added."""
+    """Item grades add up to the question's score; graders are averaged per item and per question,
+    unrounded. With the dataset, items are checked and annulled ones count in full, as for judges."""
     grades: dict = defaultdict(dict)  # grader -> (model, question) -> {items, score, line}
     exams: dict[str, str] = {}
     reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
@@ -198,8 +189,8 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
             slot["items"][item] = score
         else:
             slot["score"] = score
-        if score > _max_of(qid, dataset) + 1e-6:
-            raise SourceError(f"{score} is above the question's {_max_of(qid, dataset)}", **at, field="score")
+        if score > (top := _max_of(qid, dataset)) + 1e-6:
+            raise SourceError(f"{score} is above the question's {top}", **at, field="score")
     if not grades:
         raise SourceError("no grades in it", file=str(path))
 
@@ -219,12 +210,12 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
                 full = {r.item_id: r.max_score for r in dataset[key[1]].rubric if r.annulled}
                 raised += sum(1 for i, v in items.items() if i in full and v < full[i] - 1e-6)
                 items |= full
-            score = math.fsum(items.values()) if items else slot["score"]
-            if score > _max_of(key[1], dataset) + 1e-6:
-                why = f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's"
-                raise SourceError(
-                    f"{why} {_max_of(key[1], dataset)}", file=str(path), line=slot["line"], field="score"
+            score, top = math.fsum(items.values()) if items else slot["score"], _max_of(key[1], dataset)
+            if score > top + 1e-6:
+                why = (
+                    f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's {top}"
                 )
+                raise SourceError(why, file=str(path), line=slot["line"], field="score")
             per_grader[grader][key] = graded(key, score, items)
     mean = {}
     for key in sorted({k for g in per_grader.values() for k in g}, key=lambda k: (k[0] or "", k[1])):

@@ -91,9 +91,8 @@ def _why_undefined(stat: str, cols: Columns) -> str:
 
 
 def figure(name: str, cols: Columns, notes: list[str], stat: str = "", **boot) -> dict:
-    """The figure `name` (of the statistic `stat`, else the one its name ends with: "exam.ccc") on
-    `cols` with its interval (`boot`: its resamples and seed), as Figure's keys; null, and a note
-    saying why, where it cannot be computed. One pair is enough for exact, mae and bias, not others."""
+    """The figure `name` (of `stat`, else of its name's end: "exam.ccc") on `cols`, with its interval
+    (`boot`: resamples, seed), as Figure's keys; null with a note saying why where undefined."""
     stat = stat or name.rpartition(".")[2]
     n = len(cols["exam"])
     value = quiet(STATS[stat], cols) if n >= (1 if stat in ("exact", "mae", "bias") else 2) else math.nan
