@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, Correction, ErrataEntry, load_errata
 from oab_bench.dataset_builder.errors import BuildError, SourceError
@@ -42,17 +42,13 @@ def _by_question(line: str) -> tuple[str, str]:
 
 
 class BuildReport(BaseModel):
-    """What a build did, each list sorted by question: the same input in another order prints and
-    writes the same bytes."""
+    """What a build did, each list sorted by question: input in another order prints the same bytes."""
 
     questions: int = 0
     exams: int = 0
-    corrections: list[str] = Field(default_factory=list)  # errata applied, one line each
-    normalisations: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-
-    def sorted_corrections(self) -> list[str]:
-        return sorted(self.corrections, key=_by_question)
+    corrections: list[str] = []  # errata applied, one line each
+    normalisations: list[str] = []
+    warnings: list[str] = []
 
     def lines(self) -> list[str]:
         out = [f"{self.questions} questions, {self.exams} exams of {EXAM_MAX:.2f} points"]
@@ -95,14 +91,7 @@ def _read(
 
 
 def _rubric(
-    name: str,
-    ref: ReferenceAnswer,
-    labels: list[str],
-    fix: Correction,
-    report: BuildReport,
-    *,
-    raw: RawSource,
-    errata: str,
+    name: str, ref: ReferenceAnswer, labels: list[str], fix: Correction, report: BuildReport, errata: str
 ) -> tuple[list[str], list[RubricItem]]:
     """The commented answers and the rubric of each part; the errata's scores and annulments applied,
     every other row that outscores its parenthesised parts reported (merged cells show so)."""
@@ -111,13 +100,12 @@ def _rubric(
         try:
             parsed = parse_reference(text)
         except SourceError as e:
-            raise SourceError(e.message, file=raw.guidelines_label, field=f"choices.0.turns.{i}") from None
+            raise SourceError(e.message, field=f"choices.0.turns.{i}") from None  # the guidelines' field
         references.append(parsed.commented_answer)
         number = itertools.count(1)  # ids count a part's rows: the source's labels repeat
         rows += [(f"{label or 'P'}{next(number)}", label, row) for row in parsed.rows]
     fixes = {f.item_id: f for f in fix.scores}
-    ids = {item_id for item_id, _, _ in rows}
-    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in ids]
+    missing = [i for i in [*fixes, *fix.annulled] if i not in {item_id for item_id, _, _ in rows}]
     if missing:
         raise BuildError(f"{name}: errata names rubric item {missing[0]!r}, which the source does not have")
     detected = sorted(item_id for item_id, _, row in rows if row.annulled)
@@ -145,20 +133,16 @@ def _rubric(
         if allowed[0] != 0.0:
             raise BuildError(f"{name} {item_id}: score cell {row.cell!r} does not start at 0")
         checked = item_id not in fixes and not row.annulled and " OU " not in row.description
-        parts = [float(p.replace(",", ".")) for p in _PART_RE.findall(row.description)] if checked else []
-        if parts and money(sum(parts)) < allowed[-1]:
-            why = f"max {allowed[-1]:.2f} exceeds its parenthesised parts ({money(sum(parts)):.2f})"
-            report.warnings.append(f"{name} {item_id}: {why}")
+        parts = _PART_RE.findall(row.description) if checked else []
+        total = money(sum(float(p.replace(",", ".")) for p in parts))
+        if parts and total < allowed[-1]:
+            report.warnings.append(
+                f"{name} {item_id}: max {allowed[-1]:.2f} exceeds its parenthesised parts ({total:.2f})"
+            )
+        row_fields = row._asdict()  # label, description, section, annulled (cell and scores are no field)
         rubric.append(
             RubricItem(
-                item_id=item_id,
-                part=part,
-                section=row.section,
-                label=row.label,
-                description=row.description,
-                max_score=allowed[-1],
-                allowed_scores=allowed,
-                annulled=row.annulled,
+                item_id=item_id, part=part, max_score=allowed[-1], allowed_scores=allowed, **row_fields
             )
         )
     return references, rubric
@@ -169,14 +153,11 @@ def _question(
     ref: ReferenceAnswer,
     entry: ErrataEntry | None,
     report: BuildReport,
-    *,
     raw: RawSource,
     errata: str,
 ) -> QuestionRow:
-    """One question. A SourceError names its field and, when it is the guidelines', their file (the
-    caller adds the line); a BuildError names the question."""
-    qid = parse_question_id(q.question_id)
-    name = q.question_id
+    """A SourceError names its field (the caller adds file and line), a BuildError the question."""
+    qid, name = parse_question_id(q.question_id), q.question_id
     fix = entry.correction if entry else Correction()
     labels = [""] if qid.kind == "peca" else ["A", "B"]
     if len(q.turns) != len(labels):
@@ -190,7 +171,6 @@ def _question(
         raise SourceError(
             f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}", field="turns"
         )
-
     upstream_values = values = [money(v) for v in q.values]
     if fix.values is not None:
         values = [money(v) for v in fix.values]
@@ -202,9 +182,7 @@ def _question(
             raise BuildError(f"{name}: errata gives {len(values)} values for {len(upstream_values)} turns")
         report.corrections.append(f"{name}: values {upstream_values} -> {values}: {entry.summary()}")
     try:
-        clean = clean_question(
-            q.statement, q.turns, values, kind=qid.kind, number=qid.number, wrong_valor=fix.wrong_valor
-        )
+        clean = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
     except SourceError as e:
         hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
         raise SourceError(
@@ -225,18 +203,15 @@ def _question(
         raise BuildError(
             f"{name}: item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
         )
-
-    references, rubric = _rubric(name, ref, labels, fix, report, raw=raw, errata=errata)
-    what = []
-    if fix.scores:
-        what.append("scores of " + ", ".join(f.item_id for f in fix.scores))
-    if fix.annulled:
-        what.append("annulled " + ", ".join(fix.annulled) + " (full marks to every candidate)")
+    references, rubric = _rubric(name, ref, labels, fix, report, errata)
+    what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
+    what += (
+        ["annulled " + ", ".join(fix.annulled) + " (full marks to every candidate)"] if fix.annulled else []
+    )
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
     items = [
-        Item(label=label, prompt=p, max_score=v)
-        for label, p, v in zip(labels, clean.prompts, values, strict=True)
+        Item(label=a, prompt=p, max_score=v) for a, p, v in zip(labels, clean.prompts, values, strict=True)
     ]
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
@@ -274,30 +249,27 @@ def build_rows(
     stale = [question_id for question_id in errata if question_id not in questions]
     if stale:
         raise BuildError(f"errata entry for {stale[0]}, which is not in {raw.questions_label} (stale entry?)")
-    report = BuildReport()
-    rows: list[QuestionRow] = []
-    problems: list[str] = []
+    report, rows, problems = BuildReport(), [], []
     for question_id, (line, q) in questions.items():
         if question_id not in refs:
             why = f"no reference answer for {question_id!r} in {raw.guidelines_label}"
             raise SourceError(why, file=raw.questions_label, line=line, field="question_id")
         ref_line, ref = refs[question_id]
         try:
-            rows.append(_question(q, ref, errata.get(question_id), report, raw=raw, errata=errata_path.name))
+            rows.append(_question(q, ref, errata.get(question_id), report, raw, errata_path.name))
         except SourceError as e:
-            raise e.at(
-                file=raw.questions_label, line=ref_line if e.file == raw.guidelines_label else line
-            ) from None
+            theirs = (e.field or "").startswith("choices.")  # the guidelines'
+            file = raw.guidelines_label if theirs else raw.questions_label
+            raise e.at(file=file, line=ref_line if theirs else line) from None
         except BuildError as e:
             problems.append(str(e))
-    if problems:
-        raise BuildError("\n".join(problems))
     exams: dict[str, list[QuestionRow]] = defaultdict(list)
     for row in rows:
         exams[row.exam_id].append(row)
+    if problems:
+        raise BuildError("\n".join(problems))
     for exam, members in sorted(exams.items()):
-        numbers = sorted(r.number for r in members)
-        total = money(sum(r.max_score for r in members))
+        numbers, total = sorted(r.number for r in members), money(sum(r.max_score for r in members))
         if numbers != [0, 1, 2, 3, 4]:
             problems.append(f"exam {exam} is incomplete: has {numbers}, needs the peça (0) and questões 1-4")
         elif total != EXAM_MAX:
@@ -307,6 +279,5 @@ def build_rows(
     rows.sort(key=lambda r: (r.edition, r.area, r.number))
     for lines in (report.corrections, report.normalisations, report.warnings):
         lines.sort(key=_by_question)
-    report.questions = len(rows)
-    report.exams = len(exams)
+    report.questions, report.exams = len(rows), len(exams)
     return rows, report

@@ -21,8 +21,8 @@ CITATION = """\
 
 
 def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
-    """The built folder's card. No `configs:` (`data/test-*.parquet` is found by name): with one,
-    `datasets` 5.2 caches a local folder by its name alone, and a rebuilt folder loads the old rows."""
+    """The built folder's card, without `configs:` (docs/dataset.md: a local folder declaring them is cached
+    by its name alone)."""
     from huggingface_hub import DatasetCardData
 
     meta = DatasetCardData(
@@ -37,11 +37,9 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
     )
     per_area = Counter(r.area for r in rows if r.kind == "peca")
     areas = ", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area))
-    corrections = "\n".join(f"- {c}" for c in report.sorted_corrections()) or "- none"
-    origins = sorted(
-        {(r.provenance.source, r.provenance.revision or "unknown") for r in rows if r.provenance}
-    )
-    origin = "; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins) or "not recorded"
+    corrections = "\n".join(f"- {c}" for c in report.corrections) or "- none"
+    origins = sorted({(r.provenance.source, r.provenance.revision) for r in rows})
+    origin = "; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins)
     editions = ", ".join(map(str, sorted({r.edition for r in rows})))
     return f"""---
 {meta.to_yaml()}

@@ -26,7 +26,7 @@ BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
 
 def is_our_build(folder: Path) -> bool:
-    """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build is reused)."""
+    """A folder `oab-bench build` wrote, holding nothing else, unchanged since."""
     try:
         check_replaceable(folder, BUILD)
     except OSError:  # NotOurFolder, FileExistsError
@@ -37,8 +37,6 @@ def is_our_build(folder: Path) -> bool:
 def write_dataset(
     rows: list[QuestionRow], report: BuildReport, output: Path, *, overwrite: bool = False
 ) -> Path:
-    """`data/test-*.parquet` and `README.md`, written whole or not at all (write_listed)."""
-
     def fill(tmp: Path) -> None:
         (tmp / "data").mkdir()
         pq.write_table(pa.Table.from_pylist([r.model_dump(mode="json") for r in rows]), tmp / DATA_FILE)
@@ -48,9 +46,8 @@ def write_dataset(
 
 
 def push_dataset(args: argparse.Namespace) -> str | None:
-    """`push`: a folder `oab-bench build` wrote (`args.dataset`), its parquet unchanged (its card may have
-    been edited, its front matter kept), in the pushed layout, behind the Hub guard; anything else fails
-    before the Hub is asked anything. The commit's URL (None: a dry run)."""
+    """`push`: a folder `oab-bench build` wrote, its parquet unchanged (its card may be edited), in the
+    pushed layout, behind the Hub guard; anything else fails before any call. The commit's URL or None."""
     from huggingface_hub import HfApi
 
     folder = Path(args.dataset)

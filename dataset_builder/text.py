@@ -1,7 +1,5 @@
-"""Upstream formatting that is not content, stripped from statements and item prompts; the legal text
-stays exact. Headings (`QUESTÃO 3`, `PEÇA PRÁTICO-PROFISSIONAL`), item labels (`A) `) and written
-values (`(Valor: 0,65)`, each checked against `values`) go; an `Obs.:` note appended to an item moves
-back to the statement (docs/dataset.md)."""
+"""Upstream formatting that is not content, stripped from statements and item prompts (headings, item
+labels, written values checked against `values`); the legal text stays exact (docs/dataset.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.ids import QuestionId
 
 _HEADING_RE = re.compile(
     r"^\s*(?:QUEST[ÃA]O(?:\s+(?P<n>\d+))?|PE[ÇC]A\s+PR[ÁA]TICO[-\s]?PROFISSIONAL|PE[ÇC]A\s+PROFISSIONAL)[ \t]*\n+"
@@ -27,18 +26,11 @@ class CleanQuestion(NamedTuple):
 
 
 def clean_question(
-    statement: str,
-    turns: list[str],
-    values: list[float],
-    *,
-    kind: str,
-    number: int,
-    wrong_valor: Collection[str] = (),
+    statement: str, turns: list[str], values: list[float], qid: QuestionId, wrong_valor: Collection[str]
 ) -> CleanQuestion:
-    """Statement and item prompts without headings, labels and `(Valor: ...)`. SourceError (its field
-    set) when a written value disagrees with `values`, unless the field is in `wrong_valor`."""
-    notes: list[str] = []
-    settled: list[str] = []
+    """SourceError (its field set) when a written value disagrees with `values`, unless the field is in
+    `wrong_valor`; an `Obs.:` note appended to an item moves back to the statement."""
+    kind, notes, settled = qid.kind, [], []
 
     def check(field: str, written: re.Match, value: float, message: str) -> None:
         if round(float(written["v"].replace(",", ".")), 2) == round(value, 2):
@@ -49,9 +41,9 @@ def clean_question(
         notes.append(f"{field}: {message}; the errata keeps the values")
 
     m = _HEADING_RE.match(statement)
-    if m and m["n"] is not None and int(m["n"]) != number:
+    if m and m["n"] is not None and int(m["n"]) != qid.number:
         raise SourceError(
-            f"heading says QUESTÃO {m['n']} but the id says questao_{number}", field="statement"
+            f"heading says QUESTÃO {m['n']} but the id says questao_{qid.number}", field="statement"
         )
     statement = statement[m.end() :] if m else statement
     found = list(_VALOR_RE.finditer(statement))

@@ -1,13 +1,7 @@
-"""The caches' one store: JSON texts by key in a table of an sqlite database in a cache folder.
+"""The caches' one store: JSON texts by key in a table of an sqlite database (docs/operations.md).
 
-Rollback journal, not WAL (WAL needs a writable `-shm` beside the file: no read-only copy, no
-network file system); a commit is whole or absent, so a killed process loses only what it had not
-committed. `claim(key)` holds a key while its value is paid for, so whoever waited reads it instead
-of paying again: an in-process hold plus a one-byte record lock at a key-derived offset of
-`<name>.lock` (dropped by the kernel when a process dies), tried without blocking and retried (a
-blocking record lock can be refused as a "deadlock" between threads of two processes). Files are
-made 0666 and folders 0777 less the umask (sqlite gives its journal the database's mode).
-"""
+`claim(key)` holds a key while its value is paid for, across threads and processes: an in-process hold
+plus a one-byte record lock of `<name>.lock`, tried without blocking (a blocking one can "deadlock")."""
 
 from __future__ import annotations
 
@@ -42,11 +36,11 @@ class StoreError(ValueError):
 
 
 class NotWritable(StoreError):
-    pass
+    """A store this user cannot write, opened to write."""
 
 
 def allowed(path: Path, mode: int) -> bool:
-    """Whether this process may open `path` so (`os.W_OK`...), with the ids an open would use."""
+    """Whether this process may open `path` so (`os.W_OK`...), with the ids open() would use."""
     return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
 
 
@@ -67,13 +61,12 @@ def unwritable(folder: Path, files: tuple[Path, ...] = ()) -> str | None:
 
 
 def env_access() -> Access:
-    """How a process started by `oab-bench run` opens its stores (READ_ONLY_ENV)."""
     return "read" if os.environ.get(READ_ONLY_ENV) == "1" else "write"
 
 
 def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None:
-    """Refuse, creating nothing, a file where the store's folder should be and a file that is not
-    one of our stores; the database's connection when it exists (read-only unless `write`)."""
+    """Refuse, creating nothing, a file where the folder goes and a database not ours; the database's
+    connection when it exists (read-only unless `write`)."""
     folder = path.parent
     first = next(p for p in (folder, *folder.parents) if p.exists())
     if not first.is_dir():
@@ -100,10 +93,8 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
 
 
 class KeyedStore(Generic[T]):
-    """JSON texts by key in `table` of the database at `path` (None: in memory only); `parse` makes
-    a value of one (None: not one to serve) or raises ValueError (the row is skipped, said so).
-    `access` "write" refuses a store this user cannot write, naming the path and the fix.
-    `read=False` serves only what this process put (judge or generate again)."""
+    """`table` of the database at `path` (None: in memory); `parse` makes a value of a text (None or
+    ValueError: skipped). `read=False` serves only what this process put (judge or generate again)."""
 
     def __init__(self, path, table: str, parse: Callable, *, access: Access = "write", read: bool = True):
         self.path = self.lock_path = None if path is None else Path(path).absolute()
@@ -173,8 +164,8 @@ class KeyedStore(Generic[T]):
         return True
 
     def write(self, pairs: list[tuple[str, str | None]]) -> bool:
-        """Store each (key, JSON text; None: delete it), committed when this returns; one commit takes
-        whatever other threads wrote meanwhile (a commit waits for the disk). False: held in memory."""
+        """Store each (key, JSON text or None: delete), committed on return, one commit for what other
+        threads wrote meanwhile. False: held in memory only."""
         if not self.writable or not self._read:
             self._memory.update(pairs)
         if not self.writable:
@@ -225,7 +216,6 @@ class KeyedStore(Generic[T]):
                 fcntl.lockf(_FDS[self._ident], fcntl.LOCK_UN, 1, offset)
 
     def _pauses(self, offset: int):
-        """The waits between tries to hold `offset`, doubling from 10 ms up to 0.2 s, until it is held."""
         pause = 0.01
         while not self._try_hold(offset):
             yield pause
@@ -233,7 +223,7 @@ class KeyedStore(Generic[T]):
 
     @contextlib.contextmanager
     def claim(self, key: str):
-        """Hold `key` (a thread): other threads and processes claiming it wait."""
+        """Hold `key`: other threads and processes claiming it wait."""
         offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
         for pause in self._pauses(offset):
             time.sleep(pause)
@@ -244,7 +234,6 @@ class KeyedStore(Generic[T]):
 
     @contextlib.asynccontextmanager
     async def aclaim(self, key: str):
-        """`claim` for the event loop: waiting never blocks the loop."""
         offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
         for pause in self._pauses(offset):
             await asyncio.sleep(pause)
