@@ -13,7 +13,6 @@ from pydantic import BaseModel
 from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, Correction, ErrataEntry, load_errata
 from oab_bench.dataset_builder.errors import BuildError, SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.dataset_builder.rubric import parse_reference
 from oab_bench.dataset_builder.schema import (
     EXAM_MAX,
     PECA_MAX,
@@ -31,7 +30,7 @@ from oab_bench.dataset_builder.source import (
     open_source,
     validate_objects,
 )
-from oab_bench.dataset_builder.text import clean_question
+from oab_bench.dataset_builder.text import clean_question, parse_reference
 
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
 

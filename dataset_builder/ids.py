@@ -41,6 +41,4 @@ def parse_question_id(question_id: str) -> QuestionId:
             f"question id {question_id!r} does not parse as "
             "'{edition}_direito_{area}_peca_praticoprofissional|peca_profissional|questao_{1-4}'"
         )
-    if m["peca"]:
-        return QuestionId(int(m["edition"]), m["area"], "peca", 0)
-    return QuestionId(int(m["edition"]), m["area"], "questao", int(m["number"]))
+    return QuestionId(int(m["edition"]), m["area"], "peca" if m["peca"] else "questao", int(m["number"] or 0))

@@ -1,8 +1,6 @@
-"""A dataset argument resolved once, up front, to a folder in our built layout for `datasets` and
-lighteval (docs/dataset.md): a folder made by `oab-bench build` as it is, a Hub id it was pushed to
-downloaded, upstream's raw layout built with the checked-in errata once per source revision and kept
-under `$HF_HOME/oab-bench/builds/`. A Hub id is looked up with one call, its resolution recorded there
-for offline starts; a failure is one line naming the dataset and what to pass instead."""
+"""A dataset argument resolved once, up front, to a folder in our built layout (docs/dataset.md): ours as
+it is, a Hub id looked up in one call (recorded for offline starts), upstream's raw layout built once per
+revision under `$HF_HOME/oab-bench/builds/`; a failure is one line naming the dataset and what to pass."""
 
 from __future__ import annotations
 
@@ -48,10 +46,9 @@ def builds_dir() -> Path:
 
 
 def resolve_dataset(given: str, origin: str = "--dataset") -> str:
-    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` names
-    where it came from (a flag or a variable) in errors."""
-    where = f"{origin} {given}"
-    spec = given.removeprefix(HF_PREFIX)
+    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` (a flag or
+    a variable) names it in errors."""
+    where, spec = f"{origin} {given}", given.removeprefix(HF_PREFIX)
     path = Path.cwd() / Path(spec).expanduser()
     if path.exists():
         return prepare_dataset(given)  # (its errors name the dataset as the user gave it)
@@ -63,11 +60,8 @@ def resolve_dataset(given: str, origin: str = "--dataset") -> str:
     try:
         return _hub_folder(repo, revision or None)
     except Unreachable as e:
-        raise SourceError(
-            f"{local}{repo} is a Hugging Face Hub dataset, which cannot be reached from here ({e}) and was never "
-            f"resolved here before: {INSTEAD}",
-            file=where,
-        ) from None
+        why = f"{repo} is a Hugging Face Hub dataset, which cannot be reached from here ({e})"
+        raise SourceError(f"{local}{why} and was never resolved here before: {INSTEAD}", file=where) from None
     except SourceError as e:
         raise (SourceError(f"{local}{e.message}", file=where) if local else e.at(file=where)) from None
 
@@ -150,8 +144,7 @@ def _last_resolution(record: Path, repo: str) -> str | None:
 
 
 def raw_source(dataset: str) -> str | None:
-    """`oab-bench build --source` for upstream's raw layout (`dataset` an existing folder, or `hf:...`);
-    None for a folder that is not upstream's."""
+    """`--source` for upstream's raw layout (`dataset` an existing folder, or `hf:...`); None otherwise."""
     if dataset.startswith(HF_PREFIX):
         return dataset
     path = Path(dataset).expanduser().resolve()
@@ -188,8 +181,9 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
     for p in sorted(Path(__file__).parent.glob("*.py")):  # a new builder never reuses an old builder's rows
         key.update(p.name.encode() + b"\0" + p.read_bytes())
     folder = builds_dir() / key.hexdigest()[:20]
-    short = revision.removeprefix("sha256:")[:12]
-    said = f"oab_bench: {dataset} is upstream's raw layout (revision {short}): "
+    said = (
+        f"oab_bench: {dataset} is upstream's raw layout (revision {revision.removeprefix('sha256:')[:12]}): "
+    )
     if is_our_build(folder):
         said += f"using the build cached at {folder}"
     else:

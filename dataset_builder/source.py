@@ -181,6 +181,7 @@ _KINDS = {  # pydantic's error type -> what the value should have been
     "string_too_short": "a non-empty string",
     "bool_type": "true or false",
     "literal_error": "one of the known values",
+    "greater_than_equal": "a number >= {ge}",
 }
 
 
@@ -200,20 +201,12 @@ def shape_error(e: ValidationError) -> SourceError:
         return SourceError(f"not JSON ({first['ctx']['error']})")
     shown = repr(first.get("input"))
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    kind = _KINDS.get(first["type"])
-    if first["type"] == "greater_than_equal":
-        kind = f"a number >= {first['ctx']['ge']}"
-    why = (
-        "missing"
-        if first["type"] == "missing"
-        else f"{shown} is not {kind}"
-        if kind
-        else f"{shown}: {first['msg']}"
-    )
+    kind = _KINDS.get(first["type"], "").format(**first.get("ctx", {}))
+    why = f"{shown} is not {kind}" if kind else f"{shown}: {first['msg']}"
     loc = ""
     for part in first["loc"]:
         loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
-    return SourceError(why, field=loc or "<record>")
+    return SourceError("missing" if first["type"] == "missing" else why, field=loc or "<record>")
 
 
 class RawSource(NamedTuple):

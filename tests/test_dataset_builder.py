@@ -12,7 +12,7 @@ import yaml
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.errors import BuildError, SourceError
 from oab_bench.dataset_builder.publish import DATA_FILE, is_our_build, write_dataset
-from oab_bench.dataset_builder.rubric import parse_reference, parse_scores
+from oab_bench.dataset_builder.text import parse_reference, parse_scores
 from tests import synthetic as syn
 from tests.conftest import oab
 from tests.helpers import (
