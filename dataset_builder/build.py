@@ -126,24 +126,18 @@ def _rubric(
                 why = f"sets the scores of {item_id} to {allowed}, which the source already has"
                 raise BuildError(f"{name}: {errata} {why}: the fix changes nothing (stale entry?)")
         if allowed is None:
-            raise BuildError(
-                f"{name} {item_id}: item row has no score cell ({row.cell!r}), likely under a merged cell"
-            )
+            why = f"item row has no score cell ({row.cell!r}), likely under a merged cell"
+            raise BuildError(f"{name} {item_id}: {why}")
         if allowed[0] != 0.0:
             raise BuildError(f"{name} {item_id}: score cell {row.cell!r} does not start at 0")
         checked = item_id not in fixes and not row.annulled and " OU " not in row.description
         parts = _PART_RE.findall(row.description) if checked else []
         total = money(sum(float(p.replace(",", ".")) for p in parts))
         if parts and total < allowed[-1]:
-            report.warnings.append(
-                f"{name} {item_id}: max {allowed[-1]:.2f} exceeds its parenthesised parts ({total:.2f})"
-            )
-        row_fields = row._asdict()  # label, description, section, annulled (cell and scores are no field)
-        rubric.append(
-            RubricItem(
-                item_id=item_id, part=part, max_score=allowed[-1], allowed_scores=allowed, **row_fields
-            )
-        )
+            why = f"max {allowed[-1]:.2f} exceeds its parenthesised parts ({total:.2f})"
+            report.warnings.append(f"{name} {item_id}: {why}")
+        ours = {"item_id": item_id, "part": part, "max_score": allowed[-1], "allowed_scores": allowed}
+        rubric.append(RubricItem(**ours, **row._asdict()))  # the row's cell and scores are no field of it
     return references, rubric
 
 
@@ -203,10 +197,9 @@ def _question(
             f"{name}: item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
         )
     references, rubric = _rubric(name, ref, labels, fix, report, errata)
+    annulled = ", ".join(fix.annulled)
     what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
-    what += (
-        ["annulled " + ", ".join(fix.annulled) + " (full marks to every candidate)"] if fix.annulled else []
-    )
+    what += [f"annulled {annulled} (full marks to every candidate)"] if fix.annulled else []
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
     items = [

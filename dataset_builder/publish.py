@@ -25,7 +25,6 @@ EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
 BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
-
 CITATION = """\
 @inproceedings{pires2025automatic,
   title     = {Automatic Legal Writing Evaluation of {LLMs}},

@@ -304,26 +304,19 @@ def hub_revision(spec: HubSpec) -> str:
             raise SourceError(f"not upstream's Hub layout: {e}", file=spec.spec) from None
         except (ConnectionError, FileNotFoundError) as e:  # DatasetNotFoundError is a FileNotFoundError
             raise SourceError(f"cannot read the Hub dataset: {e}", file=spec.spec) from None
-    if not spec.folder.is_dir():
-        raise SourceError(
-            "is a file, not a folder" if spec.folder.exists() else "folder not found", file=spec.spec
-        )
-    if not (spec.folder / "README.md").is_file():
-        jsonl = (spec.folder / QUESTIONS_FILE).is_file() or (spec.folder / "data").is_dir()
+    root = spec.folder
+    if not root.is_dir():
+        raise SourceError("is a file, not a folder" if root.exists() else "folder not found", file=spec.spec)
+    if not (root / "README.md").is_file():
+        jsonl = (root / QUESTIONS_FILE).is_file() or (root / "data").is_dir()
         raise SourceError(
             "no README.md: not upstream's Hub layout (a README.md declaring the configs "
             f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/)"
             + ("; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""),
             file=spec.spec,
         )
-    files = sorted(
-        [spec.folder / "README.md", *(p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*"))]
-    )
-    return _sha256(
-        str(p.relative_to(spec.folder)).encode() + b"\0" + p.read_bytes() + b"\0"
-        for p in files
-        if p.is_file()
-    )
+    files = sorted([root / "README.md", *(p for c in RAW_CONFIGS for p in (root / c).rglob("*"))])
+    return _sha256(f"{p.relative_to(root)}\0".encode() + p.read_bytes() + b"\0" for p in files if p.is_file())
 
 
 @contextlib.contextmanager
@@ -350,9 +343,8 @@ def _load_config(spec: HubSpec, config: str, revision: str) -> list[tuple[int, d
             ds = datasets.load_dataset(str(spec.folder or spec.repo), config, split="train", **where)
             return list(enumerate(ds.to_list(), start=1))
     except (ValueError, ConnectionError, FileNotFoundError, DatasetGenerationError) as e:
-        cause = (
-            e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
-        )  # why, not "an error"
+        # the cause says why; DatasetGenerationError alone says "an error"
+        cause = e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
         raise SourceError(f"cannot read config '{config}': {cause}", file=spec.spec) from None
 
 

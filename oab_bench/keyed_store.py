@@ -141,9 +141,8 @@ class KeyedStore(Generic[T]):
         try:
             return self._parse(text if isinstance(text, str) else text.decode())
         except ValueError as e:  # UnicodeDecodeError and pydantic's ValidationError are ValueErrors
-            logger.warning(
-                "%s: %s %s: unreadable row skipped (%s)", self.path, self.table, key, str(e).split("\n")[0]
-            )
+            why = str(e).split("\n")[0]
+            logger.warning("%s: %s %s: unreadable row skipped (%s)", self.path, self.table, key, why)
             return None
 
     def get(self, key: str) -> T | None:
