@@ -35,11 +35,6 @@ from oab_bench.dataset_builder.text import clean_question, parse_reference
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
 
 
-def _by_question(line: str) -> tuple[str, str]:
-    """A report line (`QUESTION_ID: what`, `QUESTION_ID P2: what`) -> (question id, line)."""
-    return re.split(r"[\s:]", line, maxsplit=1)[0], line
-
-
 class BuildReport(BaseModel):
     """What a build did, each list sorted by question: input in another order prints the same bytes."""
 
@@ -59,8 +54,7 @@ class BuildReport(BaseModel):
 def _read(
     raw: RawSource,
 ) -> tuple[dict[str, tuple[int, SourceQuestion]], dict[str, tuple[int, ReferenceAnswer]]]:
-    """Questions and references by id, each with its line: every id once and in upstream's scheme,
-    agreeing with its category, every reference's question known."""
+    """Questions and references by id with their lines: ids once each, parsed, agreeing with the category."""
     questions: dict[str, tuple[int, SourceQuestion]] = {}
     for line, q in validate_objects(raw.questions, SourceQuestion, label=raw.questions_label):
         where = {"file": raw.questions_label, "line": line, "field": "question_id"}
@@ -118,9 +112,8 @@ def _rubric(
         allowed = row.scores
         if item_id in fixes:
             if " ".join(fixes[item_id].was.split()) != row.cell:
-                raise BuildError(
-                    f"{name}: errata expects {item_id} to read {fixes[item_id].was!r}, the source reads {row.cell!r}"
-                )
+                why = f"expects {item_id} to read {fixes[item_id].was!r}, the source reads {row.cell!r}"
+                raise BuildError(f"{name}: errata {why}")
             allowed = sorted({money(v) for v in fixes[item_id].now})
             if allowed == row.scores:
                 why = f"sets the scores of {item_id} to {allowed}, which the source already has"
@@ -161,16 +154,14 @@ def _question(
     if empty:
         raise SourceError("a questão's item prompt is empty", field=f"turns.{empty[0]}")
     if len(ref.turns) != len(q.turns):
-        raise SourceError(
-            f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}", field="turns"
-        )
+        why = f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}"
+        raise SourceError(why, field="turns")
     upstream_values = values = [money(v) for v in q.values]
     if fix.values is not None:
         values = [money(v) for v in fix.values]
         if values == upstream_values:
-            raise BuildError(
-                f"{name}: {errata} sets values {values}, which the source already has (stale entry?)"
-            )
+            why = f"sets values {values}, which the source already has (stale entry?)"
+            raise BuildError(f"{name}: {errata} {why}")
         if len(values) != len(upstream_values):
             raise BuildError(f"{name}: errata gives {len(values)} values for {len(upstream_values)} turns")
         report.corrections.append(f"{name}: values {upstream_values} -> {values}: {entry.summary()}")
@@ -183,19 +174,16 @@ def _question(
         ) from None
     stale = sorted(set(fix.wrong_valor) - set(clean.settled))
     if stale:
-        why = (
-            f"errata says the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
-        )
-        raise BuildError(f"{name}: {why} (stale entry?)")
+        why = f"the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
+        raise BuildError(f"{name}: errata says {why} (stale entry?)")
     if clean.settled:
         what = f"kept values over the written (Valor: ...) of {', '.join(clean.settled)}"
         report.corrections.append(f"{name}: {what}: {entry.summary()}")
     report.normalisations += [f"{name} {n}" for n in clean.notes]
     expected = PECA_MAX if qid.kind == "peca" else QUESTAO_MAX
     if money(sum(values)) != expected:
-        raise BuildError(
-            f"{name}: item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
-        )
+        why = f"item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
+        raise BuildError(f"{name}: {why}")
     references, rubric = _rubric(name, ref, labels, fix, report, errata)
     annulled = ", ".join(fix.annulled)
     what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
@@ -209,9 +197,8 @@ def _question(
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
         if total != item.max_score:
             which = f"item {item.label}" if item.label else "the peça"
-            raise BuildError(
-                f"{name}, {which}: score table totals {total:.2f} but the item is worth {item.max_score:.2f}"
-            )
+            why = f"score table totals {total:.2f} but the item is worth {item.max_score:.2f}"
+            raise BuildError(f"{name}, {which}: {why}")
     return QuestionRow(
         question_id=name,
         exam_id=qid.exam_id,
@@ -269,7 +256,7 @@ def build_rows(
     if problems:
         raise BuildError("\n".join(problems))
     rows.sort(key=lambda r: (r.edition, r.area, r.number))
-    for lines in (report.corrections, report.normalisations, report.warnings):
-        lines.sort(key=_by_question)
+    for lines in (report.corrections, report.normalisations, report.warnings):  # by question id, then line
+        lines.sort(key=lambda line: (re.split(r"[\s:]", line, maxsplit=1)[0], line))
     report.questions, report.exams = len(rows), len(exams)
     return rows, report
