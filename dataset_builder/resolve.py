@@ -46,8 +46,7 @@ def builds_dir() -> Path:
 
 
 def resolve_dataset(given: str, origin: str = "--dataset") -> str:
-    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` (a flag or
-    a variable) names it in errors."""
+    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` names it."""
     where, spec = f"{origin} {given}", given.removeprefix(HF_PREFIX)
     path = Path.cwd() / Path(spec).expanduser()
     if path.exists():
@@ -76,17 +75,15 @@ def _hub_folder(repo: str, revision: str | None) -> str:
     try:
         info = _info(repo, revision)
     except Unreachable:
-        last = _last_resolution(record, repo)
-        if last is None:
-            raise
-        return last
+        if last := _last_resolution(record, repo):
+            return last
+        raise
     files = [s.rfilename for s in info.siblings or []]
     if any(re.fullmatch(r"data/test-.*\.parquet", f) for f in files):  # our built layout, pushed
         from huggingface_hub import snapshot_download
 
-        folder = snapshot_download(
-            repo, repo_type="dataset", revision=info.sha, allow_patterns=["README.md", "data/*"]
-        )
+        only = ["README.md", "data/*"]
+        folder = snapshot_download(repo, repo_type="dataset", revision=info.sha, allow_patterns=only)
     elif all(any(f.startswith(f"{c}/") for f in files) for c in RAW_CONFIGS) or repo == UPSTREAM_DATASET:
         folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}")  # upstream's raw layout: built
     else:
@@ -94,9 +91,8 @@ def _hub_folder(repo: str, revision: str | None) -> str:
             f"the Hub dataset {repo} is in neither layout: no data/test-*.parquet (made by `oab-bench build`) "
             "and no questions/ and guidelines/ configs (upstream's)"
         )
-    with contextlib.suppress(
-        OSError
-    ):  # a read-only cache: the next offline start cannot use it, nothing more
+    # a read-only cache: the next offline start cannot use it, nothing more
+    with contextlib.suppress(OSError):
         record.parent.mkdir(parents=True, exist_ok=True)
         replace_whole(record, [json.dumps({"revision": info.sha, "folder": folder}).encode()], mode=0o644)
     return folder
@@ -113,9 +109,8 @@ def _info(repo: str, revision: str | None):
     except errors.RevisionNotFoundError:
         raise SourceError(f"the Hub dataset {repo} has no revision {revision}") from None
     except errors.RepositoryNotFoundError:
-        raise SourceError(
-            f"no dataset {repo} on the Hugging Face Hub (or it is private: set HF_TOKEN)"
-        ) from None
+        why = "on the Hugging Face Hub (or it is private: set HF_TOKEN)"
+        raise SourceError(f"no dataset {repo} {why}") from None
     except errors.HfHubHTTPError as e:
         status = getattr(e.response, "status_code", None)
         if status is not None and status < 500 and status != 429:
@@ -134,12 +129,8 @@ def _last_resolution(record: Path, repo: str) -> str | None:
         return None
     if not any(folder.glob("data/test-*.parquet")):
         return None
-    print(
-        f"oab_bench: the Hub cannot be reached: using {repo} as last resolved here "
-        f"(revision {str(seen.get('revision', ''))[:12]}), at {folder}",
-        file=sys.stderr,
-        flush=True,
-    )
+    said = f"using {repo} as last resolved here (revision {str(seen.get('revision', ''))[:12]}), at {folder}"
+    print(f"oab_bench: the Hub cannot be reached: {said}", file=sys.stderr, flush=True)
     return str(folder)
 
 
@@ -181,9 +172,8 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
     for p in sorted(Path(__file__).parent.glob("*.py")):  # a new builder never reuses an old builder's rows
         key.update(p.name.encode() + b"\0" + p.read_bytes())
     folder = builds_dir() / key.hexdigest()[:20]
-    said = (
-        f"oab_bench: {dataset} is upstream's raw layout (revision {revision.removeprefix('sha256:')[:12]}): "
-    )
+    short = revision.removeprefix("sha256:")[:12]
+    said = f"oab_bench: {dataset} is upstream's raw layout (revision {short}): "
     if is_our_build(folder):
         said += f"using the build cached at {folder}"
     else:

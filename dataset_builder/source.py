@@ -1,6 +1,5 @@
 """Upstream's input typed and read: a folder of its JSONL files, or its Hub layout (`hf:OWNER/NAME[@REV]`,
-`hf:/abs/folder`: configs `questions` and `guidelines`, rows numbered from 1 like lines). Errors name
-file, line and field; the JSONL reader and `shape_error` serve every other reader of records too."""
+`hf:/abs/folder`, rows numbered from 1 like lines). Errors name file, line and field."""
 
 from __future__ import annotations
 
@@ -25,25 +24,20 @@ HF_PREFIX = "hf:"
 RAW_CONFIGS = ("questions", "guidelines")
 
 
-def _unicode(text: str) -> str:
+def _unicode(text: str, non_empty: bool = True) -> str:
     """JSON's `\\ud800` escape reads as a lone surrogate, which no UTF-8 file (or parquet) can hold."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ValueError(
-            f"lone surrogate {text[e.start]!r} at character {e.start + 1}: not valid Unicode"
-        ) from None
-    return text
-
-
-def _non_empty(text: str) -> str:
-    if not text.strip():
+        at = e.start
+        raise ValueError(f"lone surrogate {text[at]!r} at character {at + 1}: not valid Unicode") from None
+    if not text.strip() and non_empty:
         raise ValueError("empty text")
     return text
 
 
-Text = Annotated[str, AfterValidator(_unicode)]
-NonEmptyText = Annotated[str, AfterValidator(_unicode), AfterValidator(_non_empty)]
+Text = Annotated[str, AfterValidator(lambda t: _unicode(t, non_empty=False))]
+NonEmptyText = Annotated[str, AfterValidator(_unicode)]
 
 
 class SourceQuestion(BaseModel):
@@ -59,6 +53,9 @@ class SourceQuestion(BaseModel):
     system: NonEmptyText
 
 
+_REASONING = AliasChoices("reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens"))
+
+
 class GenerationUsage(BaseModel):
     """What generating an answer cost, per turn in the newer release's answer files (OpenRouter's usage)."""
 
@@ -66,13 +63,7 @@ class GenerationUsage(BaseModel):
 
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
-    reasoning_tokens: int | None = Field(
-        None,
-        ge=0,
-        validation_alias=AliasChoices(
-            "reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens")
-        ),
-    )
+    reasoning_tokens: int | None = Field(None, ge=0, validation_alias=_REASONING)
     cost: float | None = Field(None, ge=0)
 
 
@@ -130,12 +121,10 @@ M = TypeVar("M", bound=BaseModel)
 def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split on
     newline bytes only (U+2028 inside a string is text)."""
-    name = label or str(path)
-    if Path(path).is_dir() or not Path(path).exists():  # (a pipe, /dev/fd/N, is read too)
-        raise SourceError(
-            "is a folder, not a JSONL file" if Path(path).is_dir() else "file not found", file=name
-        )
-    with Path(path).open("rb") as handle:
+    name, path = label or str(path), Path(path)
+    if path.is_dir() or not path.exists():  # (a pipe, /dev/fd/N, is read too)
+        raise SourceError("is a folder, not a JSONL file" if path.is_dir() else "file not found", file=name)
+    with path.open("rb") as handle:
         for lineno, raw_line in enumerate(handle, start=1):
             try:
                 text = raw_line.decode("utf-8")
@@ -287,9 +276,8 @@ def file_source(given: Path) -> RawSource:
     labels = [prefix + QUESTIONS_FILE, prefix + GUIDELINES_FILE]
     tables = [list(read_objects(given / label, label=label)) for label in labels]
     canonical = [sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in t) for t in tables]
-    revision = _sha256(
-        json.dumps([c, rows]).encode() for c, rows in sorted(zip(RAW_CONFIGS, canonical, strict=True))
-    )
+    pairs = sorted(zip(RAW_CONFIGS, canonical, strict=True))
+    revision = _sha256(json.dumps([c, rows]).encode() for c, rows in pairs)
     return RawSource(*tables, *labels, Provenance(source=f"files:{folder.name}", revision=revision))
 
 
