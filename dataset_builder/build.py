@@ -169,9 +169,8 @@ def _question(
         clean = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
     except SourceError as e:
         hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
-        raise SourceError(
-            f"{name}: {e.message}{hint if 'Valor' in e.message else ''}", field=e.field
-        ) from None
+        message = f"{name}: {e.message}{hint if 'Valor' in e.message else ''}"
+        raise SourceError(message, field=e.field) from None
     stale = sorted(set(fix.wrong_valor) - set(clean.settled))
     if stale:
         why = f"the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"

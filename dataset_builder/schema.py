@@ -52,9 +52,8 @@ class RubricItem(BaseModel):
     def _check_scores(self) -> RubricItem:
         s = self.allowed_scores
         if not s or s[0] != 0.0 or s != sorted(set(s)) or money(s[-1]) != money(self.max_score):
-            raise ValueError(
-                f"{self.item_id}: allowed_scores {s} must be sorted, unique, start at 0 and end at max_score"
-            )
+            why = "must be sorted, unique, start at 0 and end at max_score"
+            raise ValueError(f"{self.item_id}: allowed_scores {s} {why}")
         return self
 
 

@@ -222,9 +222,8 @@ def parse_hub_spec(spec: str) -> HubSpec:
         return HubSpec(spec, None, None, path.resolve())
     repo, _, revision = body.partition("@")
     if repo.count("/") != 1 or not all(repo.split("/")):
-        raise SourceError(
-            "expected hf:OWNER/NAME[@REVISION] or hf:/absolute/folder", file=spec, field="--source"
-        )
+        expected = "expected hf:OWNER/NAME[@REVISION] or hf:/absolute/folder"
+        raise SourceError(expected, file=spec, field="--source")
     return HubSpec(spec, repo, revision or None, None)
 
 
@@ -262,9 +261,8 @@ def file_source(given: Path) -> RawSource:
     folder = data_folder(given)
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is a file"
-        raise SourceError(
-            f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
-        )
+        why = f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})"
+        raise SourceError(why, file=str(folder))
     built = (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
     if built and not (folder / QUESTIONS_FILE).exists():
         raise SourceError(

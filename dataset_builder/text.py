@@ -59,14 +59,12 @@ def clean_question(
 
     m = _HEADING_RE.match(statement)
     if m and m["n"] is not None and int(m["n"]) != qid.number:
-        raise SourceError(
-            f"heading says QUESTÃO {m['n']} but the id says questao_{qid.number}", field="statement"
-        )
+        why = f"heading says QUESTÃO {m['n']} but the id says questao_{qid.number}"
+        raise SourceError(why, field="statement")
     statement = statement[m.end() :] if m else statement
     if qid.kind != "peca" and _VALOR_RE.search(statement):
-        raise SourceError(
-            "'(Valor: ...)' in a questão statement; expected it after each item", field="statement"
-        )
+        why = "'(Valor: ...)' in a questão statement; expected it after each item"
+        raise SourceError(why, field="statement")
     statement = cut_valor(statement, "statement", sum(values), f"values say {values}")
     for i, text in enumerate(turns):
         field = f"turns.{i}"
@@ -138,9 +136,8 @@ def parse_reference(text: str) -> ParsedReference:
     for n, line in enumerate(body[1:], start=1):
         cells = _cells(line)
         if len(cells) != 2:
-            raise SourceError(
-                f"score table row {n} has {len(cells)} cells, expected 2: {line.strip()[:60]!r}"
-            )
+            why = f"has {len(cells)} cells, expected 2: {line.strip()[:60]!r}"
+            raise SourceError(f"score table row {n} {why}")
         item_text, cell = cells
         if not item_text:
             raise SourceError(f"score table row {n} has an empty ITEM cell")

@@ -94,14 +94,12 @@ def check_token(api, repo_id: str) -> None:
     try:
         me = api.whoami()
     except Exception as e:  # LocalTokenNotFoundError, a 401, offline mode: the library's message
-        raise ValueError(
-            f"{repo_id}: the Hub token (HF_TOKEN or `hf auth login`) could not be checked: {e}"
-        ) from None
+        why = "the Hub token (HF_TOKEN or `hf auth login`) could not be checked"
+        raise ValueError(f"{repo_id}: {why}: {e}") from None
     token, owner = (me.get("auth") or {}).get("accessToken") or {}, repo_id.split("/")[0]
     grants, role = token.get("fineGrained") or {}, token.get("role")
-    scopes = [
-        s for s in grants.get("scoped") or [] if (s.get("entity") or {}).get("name") in (owner, repo_id)
-    ]
+    names = (owner, repo_id)
+    scopes = [s for s in grants.get("scoped") or [] if (s.get("entity") or {}).get("name") in names]
     granted = [*(grants.get("global") or []), *(p for s in scopes for p in s.get("permissions") or [])]
     if role == "read" or (role == "fineGrained" and "repo.write" not in granted):
         why = "is read-only (role: read)" if role == "read" else f"has no repo.write on {owner} or {repo_id}"
@@ -131,9 +129,8 @@ def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
     if CARD in files:
         try:
             with tempfile.TemporaryDirectory(prefix="oab-bench-card-") as tmp:
-                path = api.hf_hub_download(
-                    plan.repo_id, CARD, repo_type="dataset", revision=plan.parent, cache_dir=tmp
-                )
+                at = {"repo_type": "dataset", "revision": plan.parent, "cache_dir": tmp}
+                path = api.hf_hub_download(plan.repo_id, CARD, **at)
                 mark = marker_of(Path(path).read_text(encoding="utf-8", errors="replace"))
             plan.owner = (
                 f"its {CARD} carries no oab-bench marker" if mark is None
@@ -180,10 +177,8 @@ def guarded_push(
     if args.dry_run:
         return None
     if forced:
-        print(
-            f"--replace-foreign {repo_id}: writing to {plan.where} although {plan.owner}: {changes}",
-            file=sys.stderr,
-        )
+        why = f"writing to {plan.where} although {plan.owner}: {changes}"
+        print(f"--replace-foreign {repo_id}: {why}", file=sys.stderr)
     if plan.owner == "new":
         try:
             api.create_repo(repo_id, repo_type="dataset", private=plan.private, exist_ok=False)

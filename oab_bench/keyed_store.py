@@ -71,9 +71,8 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
     first = next(p for p in (folder, *folder.parents) if p.exists())
     if not first.is_dir():
         where = "" if first == folder else f"{first} "
-        raise StoreError(
-            f"{folder}: {where}is a file, not a folder (a cache is a folder holding {path.name})"
-        )
+        why = f"is a file, not a folder (a cache is a folder holding {path.name})"
+        raise StoreError(f"{folder}: {where}{why}")
     if not path.exists():
         return None
     uri = f"file:{quote(str(path))}" + ("" if write else "?mode=ro")
@@ -86,9 +85,8 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
             db.execute(f"PRAGMA application_id = {APP_ID}")
     except sqlite3.DatabaseError as e:
         db.close()
-        raise StoreError(
-            f"{path}: not an oab-bench store ({e}): left as it is; use another cache folder"
-        ) from None
+        why = "left as it is; use another cache folder"
+        raise StoreError(f"{path}: not an oab-bench store ({e}): {why}") from None
     return db
 
 
@@ -119,9 +117,8 @@ class KeyedStore(Generic[T]):
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666))  # sqlite's would be 0644
             self._db = check_store(self.path, write=True)
             self._db.execute("PRAGMA journal_mode = DELETE")
-            self._db.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
-            )
+            columns = "key TEXT PRIMARY KEY, value BLOB NOT NULL"
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
         elif self._db and not self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)):
             self._db = None  # nothing stored in this table yet
         self._rows(f"SELECT key, value FROM {table} LIMIT 0")  # a table of another shape: refused now
