@@ -1,7 +1,5 @@
-"""Benchmark: build time of the dataset from an upstream folder (target: well under 2 s after imports).
-
-python -m benchmarks.bench_build [--source DIR] [--repeat 5]
-"""
+"""Benchmark: build time from an upstream folder (target: well under 2 s after imports).
+python -m benchmarks.bench_build [--source DIR] [--repeat 5]"""
 
 from __future__ import annotations
 

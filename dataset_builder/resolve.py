@@ -1,6 +1,5 @@
-"""A dataset argument resolved once, up front, to a folder in our built layout (docs/dataset.md): ours as
-it is, a Hub id looked up in one call (recorded for offline starts), upstream's raw layout built once per
-revision under `$HF_HOME/oab-bench/builds/`; a failure is one line naming the dataset and what to pass."""
+"""A dataset argument resolved once to a folder in our built layout (docs/dataset.md): a Hub id in one call
+(recorded for offline starts), upstream's raw layout built once per revision under `$HF_HOME/oab-bench/`."""
 
 from __future__ import annotations
 

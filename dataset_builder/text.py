@@ -1,6 +1,5 @@
-"""Upstream's texts read as written (the traps: docs/dataset.md): statements and item prompts stripped of
-what is not content (headings, labels, written values checked against `values`); a reference turn split
-into its commented answer and the rows of its score table. Corrections live in the errata, never here."""
+"""Upstream's texts read as written (the traps: docs/dataset.md): prompts stripped of headings, labels and
+checked written values; a reference split into answer and score-table rows. Corrections live in the errata."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """OAB-Bench: LLMs writing law in Portuguese, graded against the Brazilian Bar Exam's official answers.
-
-What every stage shares. litellm's bundled cost map is chosen before any import of litellm: prices offline."""
+litellm's bundled cost map is chosen before any import of litellm: prices offline."""
 
 import os
 

@@ -1,6 +1,5 @@
-"""The guard of every command that writes a folder: only a new or empty one, or one the same command
-marked, so a mistyped path never replaces someone's files. `build` and `export` write theirs whole, listed
-with each file's sha256 in the marker, and replace one only while it holds exactly what that lists."""
+"""The guard of every command that writes a folder: only a new or empty one, or one the same command marked.
+`build` and `export` write theirs whole, each file's sha256 in the marker, replaced only while unchanged."""
 
 from __future__ import annotations
 

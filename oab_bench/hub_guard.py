@@ -1,7 +1,5 @@
-"""Never write to a Hub repo we did not make: our marker in its card, read at the commit written on.
-
-`push` and `push-results` upload through `guarded_push`: token checked, the target's owner read, one
-`create_commit` on the commit checked (docs/sharing.md, docs/dataset.md)."""
+"""Never write to a Hub repo we did not make: our marker in its card, read at the commit written on, then one
+`create_commit` on that commit (`push`, `push-results`; docs/sharing.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The caches' one store: JSON texts by key in a table of an sqlite database (docs/operations.md).
-
-`claim(key)` holds a key while its value is paid for, across threads and processes: an in-process hold
-plus a one-byte record lock of `<name>.lock`, tried without blocking (a blocking one can "deadlock")."""
+"""The caches' one store: JSON texts by key in a table of an sqlite database (docs/operations.md). `claim`
+holds a key across threads and processes: a lock of `<name>.lock`, tried without blocking (no deadlock)."""
 
 from __future__ import annotations
 
