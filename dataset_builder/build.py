@@ -91,12 +91,12 @@ def _rubric(
     references, rows = [], []
     for i, (label, text) in enumerate(zip(labels, ref.turns, strict=True)):
         try:
-            parsed = parse_reference(text)
+            answer, table = parse_reference(text)
         except SourceError as e:
             raise SourceError(e.message, field=f"choices.0.turns.{i}") from None  # the guidelines' field
-        references.append(parsed.commented_answer)
+        references.append(answer)
         number = itertools.count(1)  # ids count a part's rows: the source's labels repeat
-        rows += [(f"{label or 'P'}{next(number)}", label, row) for row in parsed.rows]
+        rows += [(f"{label or 'P'}{next(number)}", label, row) for row in table]
     fixes = {f.item_id: f for f in fix.scores}
     missing = [i for i in [*fixes, *fix.annulled] if i not in {item_id for item_id, _, _ in rows}]
     if missing:

@@ -122,12 +122,9 @@ def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
     per_edition = [config(f"edition_{e}", f"editions/{e}/test-*") for e in editions]
     pushed.data["configs"] = [{**config("default", "data/test-*"), "default": True}, *per_edition]
     names = ", ".join(f"`edition_{e}`" for e in editions)
-    pushed.text = pushed.text.replace('"<this repo>"', f'"{repo_id}"').replace(
-        "## Use\n",
-        f"## Use\n\nConfigs: `default` (every question) and one per edition ({names}), e.g. "
-        f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n',
-        1,
-    )
+    use = f"## Use\n\nConfigs: `default` (every question) and one per edition ({names}), e.g. "
+    use += f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n'
+    pushed.text = pushed.text.replace('"<this repo>"', f'"{repo_id}"').replace("## Use\n", use, 1)
     return str(pushed)
 
 

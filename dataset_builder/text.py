@@ -40,7 +40,6 @@ def clean_question(
     notes, settled, prompts, moved_obs = [], [], [], []
 
     def cut_valor(text: str, field: str, value: float, but: str) -> str:
-        """`text` without its one `(Valor: ...)`, checked against `value`."""
         found, where = list(_VALOR_RE.finditer(text)), "statement" if field == "statement" else "item"
         if len(found) > 1:
             raise SourceError(f"more than one '(Valor: ...)' in the {where}", field=field)
@@ -92,11 +91,6 @@ class TableRow(NamedTuple):
     section: str
 
 
-class ParsedReference(NamedTuple):
-    commented_answer: str
-    rows: list[TableRow]
-
-
 def parse_scores(cell: str) -> list[float]:
     """`0,00/0,55/ 0,65` -> [0.0, 0.55, 0.65]; ValueError on anything else."""
     tokens = [t for t in re.split(r"[/\s]+", cell.strip()) if t]
@@ -112,9 +106,8 @@ def _cells(line: str) -> list[str]:
     return [" ".join(c.split()) for c in body.split("|")]
 
 
-def parse_reference(text: str) -> ParsedReference:
-    """Split a reference turn into its commented answer and score-table rows; SourceError (its field
-    left to the caller) when there is no readable table."""
+def parse_reference(text: str) -> tuple[str, list[TableRow]]:
+    """A reference turn's commented answer and score-table rows; SourceError (no field) without a table."""
     lines = [line.rstrip("\r") for line in text.split("\n")]  # not splitlines(): U+2028 etc. are text
     table = [i for i, line in enumerate(lines) if line.lstrip().startswith("|")]
     if not table:
@@ -157,4 +150,4 @@ def parse_reference(text: str) -> ParsedReference:
     before = lines[:start]
     while before and (not before[-1].strip() or _POINTS_HEADING_RE.match(before[-1])):
         before.pop()
-    return ParsedReference("\n".join(before).strip(), rows)
+    return "\n".join(before).strip(), rows

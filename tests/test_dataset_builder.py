@@ -459,9 +459,9 @@ def test_parse_reference_keeps_commented_answer_exact():
     text = "Linha um.\nLinha dois com (parênteses).\n\nDistribuição dos Pontos\n\n" + syn.table(
         [("A. x (0,65)", "0,00/0,65")], heading=None
     )
-    parsed = parse_reference(text)
-    assert parsed.commented_answer == "Linha um.\nLinha dois com (parênteses)."
-    assert parsed.rows[0].scores == [0.0, 0.65]
+    answer, rows = parse_reference(text)
+    assert answer == "Linha um.\nLinha dois com (parênteses)."
+    assert rows[0].scores == [0.0, 0.65]
 
 
 def test_errata_file_errors(tmp_path):
