@@ -103,10 +103,8 @@ def _rubric(
         raise BuildError(f"{name}: errata names rubric item {missing[0]!r}, which the source does not have")
     detected = sorted(item_id for item_id, _, row in rows if row.annulled)
     if set(detected) != set(fix.annulled):
-        raise BuildError(
-            f"{name}: the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}; "
-            "record every annulment in the errata"
-        )
+        why = f"the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}"
+        raise BuildError(f"{name}: {why}; record every annulment in the errata")
     rubric = []
     for item_id, part, row in rows:
         allowed = row.scores
@@ -189,9 +187,8 @@ def _question(
     what += [f"annulled {annulled} (full marks to every candidate)"] if fix.annulled else []
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
-    items = [
-        Item(label=a, prompt=p, max_score=v) for a, p, v in zip(labels, clean.prompts, values, strict=True)
-    ]
+    parts = zip(labels, clean.prompts, values, strict=True)
+    items = [Item(label=a, prompt=p, max_score=v) for a, p, v in parts]
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
         if total != item.max_score:

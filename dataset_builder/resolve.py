@@ -86,10 +86,8 @@ def _hub_folder(repo: str, revision: str | None) -> str:
     elif all(any(f.startswith(f"{c}/") for f in files) for c in RAW_CONFIGS) or repo == UPSTREAM_DATASET:
         folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}")  # upstream's raw layout: built
     else:
-        raise SourceError(
-            f"the Hub dataset {repo} is in neither layout: no data/test-*.parquet (made by `oab-bench build`) "
-            "and no questions/ and guidelines/ configs (upstream's)"
-        )
+        why = "no data/test-*.parquet (made by `oab-bench build`) and no questions/ and guidelines/ configs"
+        raise SourceError(f"the Hub dataset {repo} is in neither layout: {why} (upstream's)")
     # a read-only cache: the next offline start cannot use it, nothing more
     with contextlib.suppress(OSError):
         record.parent.mkdir(parents=True, exist_ok=True)

@@ -106,10 +106,8 @@ def check_replaceable(output: Path, writer: Writer) -> None:
         elif _sha256(path) != ours[entry]:
             foreign.append(f"{entry} (changed since the {writer.command.split()[-1]})")
     if foreign:
-        raise FileExistsError(
-            f"{output} holds what `{writer.command}` did not write: refusing to replace it; "
-            f"replacing it would have removed: {summarize(foreign)}"
-        )
+        why = f"holds what `{writer.command}` did not write: refusing to replace it"
+        raise FileExistsError(f"{output} {why}; replacing it would have removed: {summarize(foreign)}")
 
 
 def write_listed(output: Path, writer: Writer, fill: Callable[[Path], None], *, overwrite: bool) -> Path:
