@@ -106,7 +106,8 @@ class KeyedStore(Generic[T]):
             return
         self.lock_path = self.path.with_suffix(".lock")
         self._ident = os.path.realpath(self.lock_path)
-        self._db = check_store(self.path)
+        # opened to write when it may be: a killed writer's journal is rolled back, not refused as read-only
+        self._db = check_store(self.path, write=access == "write" and allowed(self.path, os.W_OK))
         if access == "write":
             self.why_not_writable = unwritable(self.path.parent, (self.path, self.lock_path))
             if self.why_not_writable:
