@@ -265,11 +265,9 @@ def file_source(given: Path) -> RawSource:
         raise SourceError(why, file=str(folder))
     built = (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
     if built and not (folder / QUESTIONS_FILE).exists():
-        raise SourceError(
-            f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
-            f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
-            file=str(given),
-        )
+        why = "looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's"
+        where = f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE})"
+        raise SourceError(f"{why} {where}, or use the built folder as --dataset", file=str(given))
     prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""  # in a clone: data/x/
     labels = [prefix + QUESTIONS_FILE, prefix + GUIDELINES_FILE]
     tables = [list(read_objects(given / label, label=label)) for label in labels]

@@ -71,10 +71,9 @@ def check_folder(folder: Path, writer: Writer, flag: str, given: str | Path | No
     found = [] if not folder.is_dir() or listed(folder, writer) is not None else entries(folder, _WALKED)
     if found:
         more = f" and more: over {_WALKED:,} entries" if len(found) > _WALKED else ""
-        raise NotOurFolder(
-            f"{flag} {given}: not a folder written by `{writer.command}` (no {writer.marker} marker) and not "
-            f"empty ({summarize(found)}{more}): refusing to write there; give a new or empty folder"
-        )
+        why = f"not a folder written by `{writer.command}` (no {writer.marker} marker) and not empty"
+        fix = "refusing to write there; give a new or empty folder"
+        raise NotOurFolder(f"{flag} {given}: {why} ({summarize(found)}{more}): {fix}")
 
 
 def claim(folder: Path, writer: Writer) -> None:

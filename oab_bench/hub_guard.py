@@ -102,10 +102,8 @@ def check_token(api, repo_id: str) -> None:
     if role == "read" or (role == "fineGrained" and "repo.write" not in granted):
         why = "is read-only (role: read)" if role == "read" else f"has no repo.write on {owner} or {repo_id}"
         name = f"{token.get('displayName', 'the token')!r} of {me.get('name', '?')}"
-        raise ValueError(
-            f"{repo_id}: the Hub says the token {name} {why}: writing needs a token with write access "
-            "(https://huggingface.co/settings/tokens)"
-        )
+        fix = "writing needs a token with write access (https://huggingface.co/settings/tokens)"
+        raise ValueError(f"{repo_id}: the Hub says the token {name} {why}: {fix}")
 
 
 def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
@@ -168,10 +166,9 @@ def guarded_push(
     if refused and plan.owner == GATED:
         raise ValueError(f"{repo_id}: {GATED}, so it is not written; check --repo-id")
     if refused:
-        raise ValueError(
-            f"{plan.where}: {plan.owner}, so `{KINDS[kind]}` did not make it: refusing to write to it; "
-            f"{changes} (check --repo-id, or pass --replace-foreign {repo_id} to replace them)"
-        )
+        why = f"{plan.owner}, so `{KINDS[kind]}` did not make it: refusing to write to it; {changes}"
+        fix = f"check --repo-id, or pass --replace-foreign {repo_id} to replace them"
+        raise ValueError(f"{plan.where}: {why} ({fix})")
     if args.dry_run:
         return None
     if forced:
