@@ -293,12 +293,10 @@ def hub_revision(spec: HubSpec) -> str:
         raise SourceError("is a file, not a folder" if root.exists() else "folder not found", file=spec.spec)
     if not (root / "README.md").is_file():
         jsonl = (root / QUESTIONS_FILE).is_file() or (root / "data").is_dir()
-        raise SourceError(
-            "no README.md: not upstream's Hub layout (a README.md declaring the configs "
-            f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/)"
-            + ("; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""),
-            file=spec.spec,
-        )
+        q, g = RAW_CONFIGS
+        layout = f"a README.md declaring the configs {q} and {g}, their parquet files under {q}/ and {g}/"
+        hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
+        raise SourceError(f"no README.md: not upstream's Hub layout ({layout}){hint}", file=spec.spec)
     files = sorted([root / "README.md", *(p for c in RAW_CONFIGS for p in (root / c).rglob("*"))])
     return _sha256(f"{p.relative_to(root)}\0".encode() + p.read_bytes() + b"\0" for p in files if p.is_file())
 

@@ -53,9 +53,8 @@ def unwritable(folder: Path, files: tuple[Path, ...] = ()) -> str | None:
         return f"{probe} is a file, not a folder"
     if not allowed(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable by this user" + ("" if probe == folder else f" (to create {folder})")
-    return next(
-        (f"{p} is not writable by this user" for p in files if p.exists() and not allowed(p, os.W_OK)), None
-    )
+    refused = [p for p in files if p.exists() and not allowed(p, os.W_OK)]
+    return f"{refused[0]} is not writable by this user" if refused else None
 
 
 def env_access() -> Access:
