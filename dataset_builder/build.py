@@ -8,12 +8,11 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, Correction, ErrataEntry, load_errata
 from oab_bench.dataset_builder.errors import BuildError, SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.dataset_builder.rubric import parse_reference
 from oab_bench.dataset_builder.schema import (
     EXAM_MAX,
     PECA_MAX,
@@ -31,28 +30,19 @@ from oab_bench.dataset_builder.source import (
     open_source,
     validate_objects,
 )
-from oab_bench.dataset_builder.text import clean_question
+from oab_bench.dataset_builder.text import clean_question, parse_reference
 
 _PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
 
 
-def _by_question(line: str) -> tuple[str, str]:
-    """A report line (`QUESTION_ID: what`, `QUESTION_ID P2: what`) -> (question id, line)."""
-    return re.split(r"[\s:]", line, maxsplit=1)[0], line
-
-
 class BuildReport(BaseModel):
-    """What a build did, each list sorted by question: the same input in another order prints and
-    writes the same bytes."""
+    """What a build did, each list sorted by question: input in another order prints the same bytes."""
 
     questions: int = 0
     exams: int = 0
-    corrections: list[str] = Field(default_factory=list)  # errata applied, one line each
-    normalisations: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-
-    def sorted_corrections(self) -> list[str]:
-        return sorted(self.corrections, key=_by_question)
+    corrections: list[str] = []  # errata applied, one line each
+    normalisations: list[str] = []
+    warnings: list[str] = []
 
     def lines(self) -> list[str]:
         out = [f"{self.questions} questions, {self.exams} exams of {EXAM_MAX:.2f} points"]
@@ -64,8 +54,7 @@ class BuildReport(BaseModel):
 def _read(
     raw: RawSource,
 ) -> tuple[dict[str, tuple[int, SourceQuestion]], dict[str, tuple[int, ReferenceAnswer]]]:
-    """Questions and references by id, each with its line: every id once and in upstream's scheme,
-    agreeing with its category, every reference's question known."""
+    """Questions and references by id with their lines: ids once each, parsed, agreeing with the category."""
     questions: dict[str, tuple[int, SourceQuestion]] = {}
     for line, q in validate_objects(raw.questions, SourceQuestion, label=raw.questions_label):
         where = {"file": raw.questions_label, "line": line, "field": "question_id"}
@@ -95,72 +84,51 @@ def _read(
 
 
 def _rubric(
-    name: str,
-    ref: ReferenceAnswer,
-    labels: list[str],
-    fix: Correction,
-    report: BuildReport,
-    *,
-    raw: RawSource,
-    errata: str,
+    name: str, ref: ReferenceAnswer, labels: list[str], fix: Correction, report: BuildReport, errata: str
 ) -> tuple[list[str], list[RubricItem]]:
     """The commented answers and the rubric of each part; the errata's scores and annulments applied,
     every other row that outscores its parenthesised parts reported (merged cells show so)."""
     references, rows = [], []
     for i, (label, text) in enumerate(zip(labels, ref.turns, strict=True)):
         try:
-            parsed = parse_reference(text)
+            answer, table = parse_reference(text)
         except SourceError as e:
-            raise SourceError(e.message, file=raw.guidelines_label, field=f"choices.0.turns.{i}") from None
-        references.append(parsed.commented_answer)
+            raise SourceError(e.message, field=f"choices.0.turns.{i}") from None  # the guidelines' field
+        references.append(answer)
         number = itertools.count(1)  # ids count a part's rows: the source's labels repeat
-        rows += [(f"{label or 'P'}{next(number)}", label, row) for row in parsed.rows]
+        rows += [(f"{label or 'P'}{next(number)}", label, row) for row in table]
     fixes = {f.item_id: f for f in fix.scores}
-    ids = {item_id for item_id, _, _ in rows}
-    missing = [item_id for item_id in [*fixes, *fix.annulled] if item_id not in ids]
+    missing = [i for i in [*fixes, *fix.annulled] if i not in {item_id for item_id, _, _ in rows}]
     if missing:
         raise BuildError(f"{name}: errata names rubric item {missing[0]!r}, which the source does not have")
     detected = sorted(item_id for item_id, _, row in rows if row.annulled)
     if set(detected) != set(fix.annulled):
-        raise BuildError(
-            f"{name}: the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}; "
-            "record every annulment in the errata"
-        )
+        why = f"the source marks items {detected} as annulled, the errata records {sorted(fix.annulled)}"
+        raise BuildError(f"{name}: {why}; record every annulment in the errata")
     rubric = []
     for item_id, part, row in rows:
         allowed = row.scores
         if item_id in fixes:
             if " ".join(fixes[item_id].was.split()) != row.cell:
-                raise BuildError(
-                    f"{name}: errata expects {item_id} to read {fixes[item_id].was!r}, the source reads {row.cell!r}"
-                )
+                why = f"expects {item_id} to read {fixes[item_id].was!r}, the source reads {row.cell!r}"
+                raise BuildError(f"{name}: errata {why}")
             allowed = sorted({money(v) for v in fixes[item_id].now})
             if allowed == row.scores:
                 why = f"sets the scores of {item_id} to {allowed}, which the source already has"
                 raise BuildError(f"{name}: {errata} {why}: the fix changes nothing (stale entry?)")
         if allowed is None:
-            raise BuildError(
-                f"{name} {item_id}: item row has no score cell ({row.cell!r}), likely under a merged cell"
-            )
+            why = f"item row has no score cell ({row.cell!r}), likely under a merged cell"
+            raise BuildError(f"{name} {item_id}: {why}")
         if allowed[0] != 0.0:
             raise BuildError(f"{name} {item_id}: score cell {row.cell!r} does not start at 0")
         checked = item_id not in fixes and not row.annulled and " OU " not in row.description
-        parts = [float(p.replace(",", ".")) for p in _PART_RE.findall(row.description)] if checked else []
-        if parts and money(sum(parts)) < allowed[-1]:
-            why = f"max {allowed[-1]:.2f} exceeds its parenthesised parts ({money(sum(parts)):.2f})"
+        parts = _PART_RE.findall(row.description) if checked else []
+        total = money(sum(float(p.replace(",", ".")) for p in parts))
+        if parts and total < allowed[-1]:
+            why = f"max {allowed[-1]:.2f} exceeds its parenthesised parts ({total:.2f})"
             report.warnings.append(f"{name} {item_id}: {why}")
-        rubric.append(
-            RubricItem(
-                item_id=item_id,
-                part=part,
-                section=row.section,
-                label=row.label,
-                description=row.description,
-                max_score=allowed[-1],
-                allowed_scores=allowed,
-                annulled=row.annulled,
-            )
-        )
+        ours = {"item_id": item_id, "part": part, "max_score": allowed[-1], "allowed_scores": allowed}
+        rubric.append(RubricItem(**ours, **row._asdict()))  # the row's cell and scores are no field of it
     return references, rubric
 
 
@@ -169,14 +137,11 @@ def _question(
     ref: ReferenceAnswer,
     entry: ErrataEntry | None,
     report: BuildReport,
-    *,
     raw: RawSource,
     errata: str,
 ) -> QuestionRow:
-    """One question. A SourceError names its field and, when it is the guidelines', their file (the
-    caller adds the line); a BuildError names the question."""
-    qid = parse_question_id(q.question_id)
-    name = q.question_id
+    """A SourceError names its field (the caller adds file and line), a BuildError the question."""
+    qid, name = parse_question_id(q.question_id), q.question_id
     fix = entry.correction if entry else Correction()
     labels = [""] if qid.kind == "peca" else ["A", "B"]
     if len(q.turns) != len(labels):
@@ -187,64 +152,49 @@ def _question(
     if empty:
         raise SourceError("a questão's item prompt is empty", field=f"turns.{empty[0]}")
     if len(ref.turns) != len(q.turns):
-        raise SourceError(
-            f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}", field="turns"
-        )
-
+        why = f"reference has {len(ref.turns)} turn(s) but the question has {len(q.turns)}"
+        raise SourceError(why, field="turns")
     upstream_values = values = [money(v) for v in q.values]
     if fix.values is not None:
         values = [money(v) for v in fix.values]
         if values == upstream_values:
-            raise BuildError(
-                f"{name}: {errata} sets values {values}, which the source already has (stale entry?)"
-            )
+            why = f"sets values {values}, which the source already has (stale entry?)"
+            raise BuildError(f"{name}: {errata} {why}")
         if len(values) != len(upstream_values):
             raise BuildError(f"{name}: errata gives {len(values)} values for {len(upstream_values)} turns")
         report.corrections.append(f"{name}: values {upstream_values} -> {values}: {entry.summary()}")
     try:
-        clean = clean_question(
-            q.statement, q.turns, values, kind=qid.kind, number=qid.number, wrong_valor=fix.wrong_valor
-        )
+        clean = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
     except SourceError as e:
         hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
-        raise SourceError(
-            f"{name}: {e.message}{hint if 'Valor' in e.message else ''}", field=e.field
-        ) from None
+        message = f"{name}: {e.message}{hint if 'Valor' in e.message else ''}"
+        raise SourceError(message, field=e.field) from None
     stale = sorted(set(fix.wrong_valor) - set(clean.settled))
     if stale:
-        why = (
-            f"errata says the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
-        )
-        raise BuildError(f"{name}: {why} (stale entry?)")
+        why = f"the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
+        raise BuildError(f"{name}: errata says {why} (stale entry?)")
     if clean.settled:
         what = f"kept values over the written (Valor: ...) of {', '.join(clean.settled)}"
         report.corrections.append(f"{name}: {what}: {entry.summary()}")
     report.normalisations += [f"{name} {n}" for n in clean.notes]
     expected = PECA_MAX if qid.kind == "peca" else QUESTAO_MAX
     if money(sum(values)) != expected:
-        raise BuildError(
-            f"{name}: item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
-        )
-
-    references, rubric = _rubric(name, ref, labels, fix, report, raw=raw, errata=errata)
-    what = []
-    if fix.scores:
-        what.append("scores of " + ", ".join(f.item_id for f in fix.scores))
-    if fix.annulled:
-        what.append("annulled " + ", ".join(fix.annulled) + " (full marks to every candidate)")
+        why = f"item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
+        raise BuildError(f"{name}: {why}")
+    references, rubric = _rubric(name, ref, labels, fix, report, errata)
+    annulled = ", ".join(fix.annulled)
+    what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
+    what += [f"annulled {annulled} (full marks to every candidate)"] if fix.annulled else []
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
-    items = [
-        Item(label=label, prompt=p, max_score=v)
-        for label, p, v in zip(labels, clean.prompts, values, strict=True)
-    ]
+    parts = zip(labels, clean.prompts, values, strict=True)
+    items = [Item(label=a, prompt=p, max_score=v) for a, p, v in parts]
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
         if total != item.max_score:
             which = f"item {item.label}" if item.label else "the peça"
-            raise BuildError(
-                f"{name}, {which}: score table totals {total:.2f} but the item is worth {item.max_score:.2f}"
-            )
+            why = f"score table totals {total:.2f} but the item is worth {item.max_score:.2f}"
+            raise BuildError(f"{name}, {which}: {why}")
     return QuestionRow(
         question_id=name,
         exam_id=qid.exam_id,
@@ -274,30 +224,27 @@ def build_rows(
     stale = [question_id for question_id in errata if question_id not in questions]
     if stale:
         raise BuildError(f"errata entry for {stale[0]}, which is not in {raw.questions_label} (stale entry?)")
-    report = BuildReport()
-    rows: list[QuestionRow] = []
-    problems: list[str] = []
+    report, rows, problems = BuildReport(), [], []
     for question_id, (line, q) in questions.items():
         if question_id not in refs:
             why = f"no reference answer for {question_id!r} in {raw.guidelines_label}"
             raise SourceError(why, file=raw.questions_label, line=line, field="question_id")
         ref_line, ref = refs[question_id]
         try:
-            rows.append(_question(q, ref, errata.get(question_id), report, raw=raw, errata=errata_path.name))
+            rows.append(_question(q, ref, errata.get(question_id), report, raw, errata_path.name))
         except SourceError as e:
-            raise e.at(
-                file=raw.questions_label, line=ref_line if e.file == raw.guidelines_label else line
-            ) from None
+            theirs = (e.field or "").startswith("choices.")  # the guidelines'
+            file = raw.guidelines_label if theirs else raw.questions_label
+            raise e.at(file=file, line=ref_line if theirs else line) from None
         except BuildError as e:
             problems.append(str(e))
-    if problems:
-        raise BuildError("\n".join(problems))
     exams: dict[str, list[QuestionRow]] = defaultdict(list)
     for row in rows:
         exams[row.exam_id].append(row)
+    if problems:
+        raise BuildError("\n".join(problems))
     for exam, members in sorted(exams.items()):
-        numbers = sorted(r.number for r in members)
-        total = money(sum(r.max_score for r in members))
+        numbers, total = sorted(r.number for r in members), money(sum(r.max_score for r in members))
         if numbers != [0, 1, 2, 3, 4]:
             problems.append(f"exam {exam} is incomplete: has {numbers}, needs the peça (0) and questões 1-4")
         elif total != EXAM_MAX:
@@ -305,8 +252,7 @@ def build_rows(
     if problems:
         raise BuildError("\n".join(problems))
     rows.sort(key=lambda r: (r.edition, r.area, r.number))
-    for lines in (report.corrections, report.normalisations, report.warnings):
-        lines.sort(key=_by_question)
-    report.questions = len(rows)
-    report.exams = len(exams)
+    for lines in (report.corrections, report.normalisations, report.warnings):  # by question id, then line
+        lines.sort(key=lambda line: (re.split(r"[\s:]", line, maxsplit=1)[0], line))
+    report.questions, report.exams = len(rows), len(exams)
     return rows, report

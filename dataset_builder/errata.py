@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
 
@@ -27,10 +27,10 @@ class ScoreFix(_Strict):
 
 class Correction(_Strict):
     values: list[float] | None = None  # replaces question.jsonl `values`
-    scores: list[ScoreFix] = Field(default_factory=list)
-    annulled: list[str] = Field(default_factory=list)  # item_ids annulled by FGV: full marks to everyone
+    scores: list[ScoreFix] = []
+    annulled: list[str] = []  # item_ids annulled by FGV: full marks to everyone
     # fields ("statement", "turns.0", "turns.1") whose written `(Valor: ...)` is wrong while `values` is right
-    wrong_valor: list[str] = Field(default_factory=list)
+    wrong_valor: list[str] = []
 
 
 class ErrataEntry(_Strict):
@@ -59,15 +59,13 @@ def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
             entry = ErrataEntry.model_validate(item)
         except ValidationError as e:
             first = e.errors()[0]
-            raise SourceError(
-                first["msg"], file=str(path), field=f"[{i}]." + ".".join(map(str, first["loc"]))
-            ) from None
+            field = f"[{i}]." + ".".join(map(str, first["loc"]))
+            raise SourceError(first["msg"], file=str(path), field=field) from None
+        qid, where = entry.question_id, {"file": str(path), "field": f"[{i}].correction"}
         if entry.correction == Correction():
-            why = f"the entry for {entry.question_id} corrects nothing (empty correction): remove it or say what to correct"
-            raise SourceError(why, file=str(path), field=f"[{i}].correction")
-        if entry.question_id in entries:
-            raise SourceError(
-                f"second entry for {entry.question_id}", file=str(path), field=f"[{i}].question_id"
-            )
+            why = "corrects nothing (empty correction): remove it or say what to correct"
+            raise SourceError(f"the entry for {qid} {why}", **where)
+        if qid in entries:
+            raise SourceError(f"second entry for {qid}", **{**where, "field": f"[{i}].question_id"})
         entries[entry.question_id] = entry
     return entries

@@ -1,4 +1,4 @@
-"""The builder's two errors: bad input (one line naming file, line and field), and numbers that do not add up."""
+"""The builder's errors: bad input (one line naming file, line and field), numbers that do not add up."""
 
 from __future__ import annotations
 
@@ -9,19 +9,12 @@ class SourceError(Exception):
     def __init__(
         self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None
     ):
-        self.message = message
-        self.file = file
-        self.line = line
-        self.field = field
+        self.message, self.file, self.line, self.field = message, file, line, field
         super().__init__(str(self))
 
-    def at(
-        self, *, file: str | None = None, line: int | None = None, field: str | None = None
-    ) -> SourceError:
-        """The same error, with the location the caller knows filled in where the raiser left it out."""
-        return SourceError(
-            self.message, file=self.file or file, line=self.line or line, field=self.field or field
-        )
+    def at(self, *, file: str | None = None, line: int | None = None) -> SourceError:
+        """The same error, with the location the caller knows where the raiser left it out."""
+        return SourceError(self.message, file=self.file or file, line=self.line or line, field=self.field)
 
     def __str__(self) -> str:
         line = "" if self.line is None else f":{self.line}"

@@ -37,10 +37,6 @@ def parse_question_id(question_id: str) -> QuestionId:
     """Raise ValueError naming the id when it does not follow upstream's scheme."""
     m = _ID_RE.match(question_id)
     if not m:
-        raise ValueError(
-            f"question id {question_id!r} does not parse as "
-            "'{edition}_direito_{area}_peca_praticoprofissional|peca_profissional|questao_{1-4}'"
-        )
-    if m["peca"]:
-        return QuestionId(int(m["edition"]), m["area"], "peca", 0)
-    return QuestionId(int(m["edition"]), m["area"], "questao", int(m["number"]))
+        scheme = "'{edition}_direito_{area}_peca_praticoprofissional|peca_profissional|questao_{1-4}'"
+        raise ValueError(f"question id {question_id!r} does not parse as {scheme}")
+    return QuestionId(int(m["edition"]), m["area"], "peca" if m["peca"] else "questao", int(m["number"] or 0))

@@ -1,11 +1,12 @@
-"""The built folder written whole (oab_bench/folders.py), and `push`: the full set, one parquet per
-edition and the card with its configs, uploaded in one commit behind the Hub guard."""
+"""The built folder, its card (README.md with YAML metadata) and files written whole, and `push`: the full
+set, one parquet per edition and the card with its configs, uploaded in one commit behind the Hub guard."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
 import io
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 
 from oab_bench.conventions import BUILD_MARKER as MARKER
 from oab_bench.dataset_builder.build import BuildReport
-from oab_bench.dataset_builder.card import pushed_card, render_card
+from oab_bench.dataset_builder.ids import AREAS
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.folders import Writer, check_replaceable, listed, write_listed
 from oab_bench.hub_guard import card_data, guarded_push
@@ -24,9 +25,111 @@ EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
 BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
+CITATION = """\
+@inproceedings{pires2025automatic,
+  title     = {Automatic Legal Writing Evaluation of {LLMs}},
+  author    = {Pires, Ramon and Malaquias Junior, Roseval and Nogueira, Rodrigo},
+  booktitle = {Proceedings of the International Conference on Artificial Intelligence and Law (ICAIL)},
+  year      = {2025},
+  eprint    = {2504.21202},
+  archivePrefix = {arXiv},
+  url       = {https://arxiv.org/abs/2504.21202}
+}"""
+
+
+def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
+    """The built folder's card, without `configs:` (docs/dataset.md: a local folder declaring them is cached
+    by its name alone)."""
+    from huggingface_hub import DatasetCardData
+
+    meta = DatasetCardData(
+        license="apache-2.0",
+        language=["pt"],
+        language_bcp47=["pt-BR"],
+        pretty_name="OAB-Bench",
+        task_categories=["text-generation"],
+        tags=["legal", "brazilian-bar-exam", "oab", "llm-as-a-judge", "rubric"],
+        size_categories=["n<1K" if len(rows) < 1000 else "1K<n<10K"],
+        source_datasets=["maritaca-ai/oab-bench"],
+    )
+    per_area = Counter(r.area for r in rows if r.kind == "peca")
+    areas = ", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area))
+    corrections = "\n".join(f"- {c}" for c in report.corrections) or "- none"
+    origins = sorted({(r.provenance.source, r.provenance.revision) for r in rows})
+    origin = "; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins)
+    editions = ", ".join(map(str, sorted({r.edition for r in rows})))
+    return f"""---
+{meta.to_yaml()}
+---
+
+# OAB-Bench
+
+Phase 2 of the Brazilian Bar Exam (Exame de Ordem, OAB/FGV) as a benchmark for legal writing in
+Portuguese: per exam one *peça prático-profissional* (5.00 points) and four *questões discursivas* of
+two items each (1.25 points per question), 10.00 points in all; a candidate passes at 6.00 or more.
+This build holds {len(rows)} questions ({report.exams} exams) from editions {editions}: {areas}.
+
+Each row carries the official answer standard (*padrão de respostas*): `reference` (the commented
+answer per item) and `rubric` (the score table, one entry per scored row, with its `allowed_scores`).
+For every item the rubric's maxima add up to the item's `max_score`; where the source is wrong, an
+errata entry corrects it (listed below, and in each row's `errata`). Annulled items (`annulled: true`)
+are not graded: as FGV does, every candidate gets their full value.
+
+## Fields
+
+`question_id` (`{{edition}}_direito_{{area}}_peca_*` or `..._questao_{{1-4}}`), `edition`, `area`,
+`exam_id` (`{{edition}}_direito_{{area}}`), `kind` and `number` (`peca` 0, `questao` 1-4),
+`system_prompt` (the exam's rules), `statement` (the case; headings and `(Valor: ...)` removed, legal
+text unchanged), `items` (`label, prompt, max_score`: `""` for the peça, `A`/`B`), `max_score`,
+`reference`, `rubric` (`item_id, part, section, label, description, max_score, allowed_scores,
+annulled`), `errata`, `upstream` (upstream's raw texts and values, for its judge prompts),
+`provenance` (`source, revision`: the Hub commit sha, or a hash of the local source's content).
+
+## Use
+
+```python
+from datasets import load_dataset
+ds = load_dataset("<this repo>", split="test")
+```
+
+Evaluate a model with lighteval and the project's task (`oab_bench_task.py`), or with `oab-bench run`.
+
+## Corrections applied in this build
+
+{corrections}
+
+## Source and license
+
+Built by `oab-bench build` from the upstream OAB-Bench release (maritaca-ai/oab-bench, Apache-2.0), from
+{origin} (also in each row's `provenance`). Licensed under Apache-2.0.
+
+## Citation
+
+```bibtex
+{CITATION}
+```
+"""
+
+
+def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
+    """The built card with `configs:` (the full set, one per edition) and the repository named."""
+    from huggingface_hub import DatasetCard
+
+    def config(name: str, path: str) -> dict:
+        return {"config_name": name, "data_files": [{"split": "test", "path": path}]}
+
+    pushed = DatasetCard(card)
+    per_edition = [config(f"edition_{e}", f"editions/{e}/test-*") for e in editions]
+    pushed.data["configs"] = [{**config("default", "data/test-*"), "default": True}, *per_edition]
+    names = ", ".join(f"`edition_{e}`" for e in editions)
+    use = f"## Use\n\nConfigs: `default` (every question) and one per edition ({names}), e.g. "
+    use += f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n'
+    pushed.text = pushed.text.replace('"<this repo>"', f'"{repo_id}"').replace("## Use\n", use, 1)
+    return str(pushed)
+
 
 def is_our_build(folder: Path) -> bool:
-    """A folder `oab-bench build` wrote, holding nothing else, unchanged since (a cached build is reused)."""
+    """A folder `oab-bench build` wrote, holding nothing else, unchanged since."""
     try:
         check_replaceable(folder, BUILD)
     except OSError:  # NotOurFolder, FileExistsError
@@ -37,8 +140,6 @@ def is_our_build(folder: Path) -> bool:
 def write_dataset(
     rows: list[QuestionRow], report: BuildReport, output: Path, *, overwrite: bool = False
 ) -> Path:
-    """`data/test-*.parquet` and `README.md`, written whole or not at all (write_listed)."""
-
     def fill(tmp: Path) -> None:
         (tmp / "data").mkdir()
         pq.write_table(pa.Table.from_pylist([r.model_dump(mode="json") for r in rows]), tmp / DATA_FILE)
@@ -48,9 +149,8 @@ def write_dataset(
 
 
 def push_dataset(args: argparse.Namespace) -> str | None:
-    """`push`: a folder `oab-bench build` wrote (`args.dataset`), its parquet unchanged (its card may have
-    been edited, its front matter kept), in the pushed layout, behind the Hub guard; anything else fails
-    before the Hub is asked anything. The commit's URL (None: a dry run)."""
+    """`push`: a folder `oab-bench build` wrote, its parquet unchanged (its card may be edited), in the
+    pushed layout, behind the Hub guard; anything else fails before any call. The commit's URL or None."""
     from huggingface_hub import HfApi
 
     folder = Path(args.dataset)

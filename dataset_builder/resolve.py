@@ -1,8 +1,5 @@
-"""A dataset argument resolved once, up front, to a folder in our built layout for `datasets` and
-lighteval (docs/dataset.md): a folder made by `oab-bench build` as it is, a Hub id it was pushed to
-downloaded, upstream's raw layout built with the checked-in errata once per source revision and kept
-under `$HF_HOME/oab-bench/builds/`. A Hub id is looked up with one call, its resolution recorded there
-for offline starts; a failure is one line naming the dataset and what to pass instead."""
+"""A dataset argument resolved once to a folder in our built layout (docs/dataset.md): a Hub id in one call
+(recorded for offline starts), upstream's raw layout built once per revision under `$HF_HOME/oab-bench/`."""
 
 from __future__ import annotations
 
@@ -48,10 +45,8 @@ def builds_dir() -> Path:
 
 
 def resolve_dataset(given: str, origin: str = "--dataset") -> str:
-    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` names
-    where it came from (a flag or a variable) in errors."""
-    where = f"{origin} {given}"
-    spec = given.removeprefix(HF_PREFIX)
+    """The absolute folder for `given`, a path (from the working folder) or a Hub id; `origin` names it."""
+    where, spec = f"{origin} {given}", given.removeprefix(HF_PREFIX)
     path = Path.cwd() / Path(spec).expanduser()
     if path.exists():
         return prepare_dataset(given)  # (its errors name the dataset as the user gave it)
@@ -63,11 +58,8 @@ def resolve_dataset(given: str, origin: str = "--dataset") -> str:
     try:
         return _hub_folder(repo, revision or None)
     except Unreachable as e:
-        raise SourceError(
-            f"{local}{repo} is a Hugging Face Hub dataset, which cannot be reached from here ({e}) and was never "
-            f"resolved here before: {INSTEAD}",
-            file=where,
-        ) from None
+        why = f"{repo} is a Hugging Face Hub dataset, which cannot be reached from here ({e})"
+        raise SourceError(f"{local}{why} and was never resolved here before: {INSTEAD}", file=where) from None
     except SourceError as e:
         raise (SourceError(f"{local}{e.message}", file=where) if local else e.at(file=where)) from None
 
@@ -82,27 +74,22 @@ def _hub_folder(repo: str, revision: str | None) -> str:
     try:
         info = _info(repo, revision)
     except Unreachable:
-        last = _last_resolution(record, repo)
-        if last is None:
-            raise
-        return last
+        if last := _last_resolution(record, repo):
+            return last
+        raise
     files = [s.rfilename for s in info.siblings or []]
     if any(re.fullmatch(r"data/test-.*\.parquet", f) for f in files):  # our built layout, pushed
         from huggingface_hub import snapshot_download
 
-        folder = snapshot_download(
-            repo, repo_type="dataset", revision=info.sha, allow_patterns=["README.md", "data/*"]
-        )
+        only = ["README.md", "data/*"]
+        folder = snapshot_download(repo, repo_type="dataset", revision=info.sha, allow_patterns=only)
     elif all(any(f.startswith(f"{c}/") for f in files) for c in RAW_CONFIGS) or repo == UPSTREAM_DATASET:
         folder = prepare_dataset(f"{HF_PREFIX}{repo}@{info.sha}")  # upstream's raw layout: built
     else:
-        raise SourceError(
-            f"the Hub dataset {repo} is in neither layout: no data/test-*.parquet (made by `oab-bench build`) "
-            "and no questions/ and guidelines/ configs (upstream's)"
-        )
-    with contextlib.suppress(
-        OSError
-    ):  # a read-only cache: the next offline start cannot use it, nothing more
+        why = "no data/test-*.parquet (made by `oab-bench build`) and no questions/ and guidelines/ configs"
+        raise SourceError(f"the Hub dataset {repo} is in neither layout: {why} (upstream's)")
+    # a read-only cache: the next offline start cannot use it, nothing more
+    with contextlib.suppress(OSError):
         record.parent.mkdir(parents=True, exist_ok=True)
         replace_whole(record, [json.dumps({"revision": info.sha, "folder": folder}).encode()], mode=0o644)
     return folder
@@ -119,9 +106,8 @@ def _info(repo: str, revision: str | None):
     except errors.RevisionNotFoundError:
         raise SourceError(f"the Hub dataset {repo} has no revision {revision}") from None
     except errors.RepositoryNotFoundError:
-        raise SourceError(
-            f"no dataset {repo} on the Hugging Face Hub (or it is private: set HF_TOKEN)"
-        ) from None
+        why = "on the Hugging Face Hub (or it is private: set HF_TOKEN)"
+        raise SourceError(f"no dataset {repo} {why}") from None
     except errors.HfHubHTTPError as e:
         status = getattr(e.response, "status_code", None)
         if status is not None and status < 500 and status != 429:
@@ -140,18 +126,13 @@ def _last_resolution(record: Path, repo: str) -> str | None:
         return None
     if not any(folder.glob("data/test-*.parquet")):
         return None
-    print(
-        f"oab_bench: the Hub cannot be reached: using {repo} as last resolved here "
-        f"(revision {str(seen.get('revision', ''))[:12]}), at {folder}",
-        file=sys.stderr,
-        flush=True,
-    )
+    said = f"using {repo} as last resolved here (revision {str(seen.get('revision', ''))[:12]}), at {folder}"
+    print(f"oab_bench: the Hub cannot be reached: {said}", file=sys.stderr, flush=True)
     return str(folder)
 
 
 def raw_source(dataset: str) -> str | None:
-    """`oab-bench build --source` for upstream's raw layout (`dataset` an existing folder, or `hf:...`);
-    None for a folder that is not upstream's."""
+    """`--source` for upstream's raw layout (`dataset` an existing folder, or `hf:...`); None otherwise."""
     if dataset.startswith(HF_PREFIX):
         return dataset
     path = Path(dataset).expanduser().resolve()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -23,13 +22,6 @@ def money(x: float) -> float:
 def points_pt(x: float) -> str:
     """A score as the exam writes it: 0,65."""
     return f"{x:.2f}".replace(".", ",")
-
-
-def dataset_source(value: str) -> str:
-    """A dataset argument as `datasets`/lighteval need it: an existing folder becomes absolute
-    (they take a relative path for a Hub id); anything else is a Hub id."""
-    path = Path(value).expanduser()
-    return str(path.resolve()) if path.exists() else value
 
 
 class Item(BaseModel):
@@ -60,14 +52,13 @@ class RubricItem(BaseModel):
     def _check_scores(self) -> RubricItem:
         s = self.allowed_scores
         if not s or s[0] != 0.0 or s != sorted(set(s)) or money(s[-1]) != money(self.max_score):
-            raise ValueError(
-                f"{self.item_id}: allowed_scores {s} must be sorted, unique, start at 0 and end at max_score"
-            )
+            why = "must be sorted, unique, start at 0 and end at max_score"
+            raise ValueError(f"{self.item_id}: allowed_scores {s} {why}")
         return self
 
 
 class UpstreamText(BaseModel):
-    """Upstream's raw fields, kept so parity runs can fill upstream's judge prompts exactly."""
+    """Upstream's raw fields, for upstream's judge prompts filled exactly."""
 
     statement: str
     turns: list[str]
@@ -76,8 +67,7 @@ class UpstreamText(BaseModel):
 
 
 class Provenance(BaseModel):
-    """The source as given to `oab-bench build --source`, and its revision (the Hub's commit sha, or
-    `sha256:...` of a local source)."""
+    """The source as given to `--source`, and its revision (a Hub commit, or `sha256:...` of a local one)."""
 
     source: str
     revision: str | None = None

@@ -1,7 +1,5 @@
 """Upstream's input typed and read: a folder of its JSONL files, or its Hub layout (`hf:OWNER/NAME[@REV]`,
-or `hf:/abs/folder` on disk: configs `questions` and `guidelines`, read through `datasets`, rows numbered
-from 1 like lines). Errors name file (or config), line (or row) and field; the JSONL reader and
-`shape_error` serve every other reader of records too."""
+`hf:/abs/folder`, rows numbered from 1 like lines). Errors name file, line and field."""
 
 from __future__ import annotations
 
@@ -14,15 +12,7 @@ from pathlib import Path
 from typing import Annotated, NamedTuple, TypeVar
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    AliasChoices,
-    AliasPath,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-)
+from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field, ValidationError
 
 from oab_bench.conventions import BUILD_MARKER
 from oab_bench.dataset_builder.errors import SourceError
@@ -34,61 +24,51 @@ HF_PREFIX = "hf:"
 RAW_CONFIGS = ("questions", "guidelines")
 
 
-def _unicode(text: str) -> str:
+def _unicode(text: str, non_empty: bool = True) -> str:
     """JSON's `\\ud800` escape reads as a lone surrogate, which no UTF-8 file (or parquet) can hold."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ValueError(
-            f"lone surrogate {text[e.start]!r} at character {e.start + 1}: not valid Unicode"
-        ) from None
-    return text
-
-
-def _non_empty(text: str) -> str:
-    if not text.strip():
+        at = e.start
+        raise ValueError(f"lone surrogate {text[at]!r} at character {at + 1}: not valid Unicode") from None
+    if not text.strip() and non_empty:
         raise ValueError("empty text")
     return text
 
 
-Text = Annotated[str, AfterValidator(_unicode)]
-NonEmptyText = Annotated[str, AfterValidator(_unicode), AfterValidator(_non_empty)]
+Text = Annotated[str, AfterValidator(lambda t: _unicode(t, non_empty=False))]
+NonEmptyText = Annotated[str, AfterValidator(_unicode)]
 
 
 class SourceQuestion(BaseModel):
-    """One line of `question.jsonl`. Strict: `"0.6"` or `true` is not a value, NaN and infinity are
-    refused; a peça's one turn is `""` upstream (the builder requires a questão's turns)."""
+    """One line of `question.jsonl`. Strict: `"0.6"` or `true` is not a value, nor NaN or infinity."""
 
     model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
 
     question_id: NonEmptyText
     category: NonEmptyText
     statement: NonEmptyText
-    turns: list[Text] = Field(min_length=1)
+    turns: list[Text] = Field(min_length=1)  # a peça's one turn is "" upstream
     values: list[float] = Field(min_length=1)
     system: NonEmptyText
 
 
+_REASONING = AliasChoices("reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens"))
+
+
 class GenerationUsage(BaseModel):
-    """What generating an answer cost, as the newer release's answer files record it per turn
-    (OpenRouter's usage: tokens, `completion_tokens_details.reasoning_tokens`, `cost` in USD)."""
+    """What generating an answer cost, per turn in the newer release's answer files (OpenRouter's usage)."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
-    reasoning_tokens: int | None = Field(
-        None,
-        ge=0,
-        validation_alias=AliasChoices(
-            "reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens")
-        ),
-    )
+    reasoning_tokens: int | None = Field(None, ge=0, validation_alias=_REASONING)
     cost: float | None = Field(None, ge=0)
 
 
 class AnswerTurn(BaseModel):
-    """A turn of the newer release's answer files: `{"content": ..., "usage": {...}}` (the older's is a text)."""
+    """A turn of the newer release's answer files (the older's is a text)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -99,7 +79,6 @@ class AnswerTurn(BaseModel):
 class AnswerChoice(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    index: int = 0
     turns: list[str | AnswerTurn] = Field(min_length=1)
 
 
@@ -110,9 +89,7 @@ class SourceAnswer(BaseModel):
 
     question_id: str
     model_id: str
-    answer_id: str | None = None
     choices: list[AnswerChoice] = Field(min_length=1)
-    tstamp: float | None = None
 
     @property
     def turns(self) -> list[str]:
@@ -120,8 +97,7 @@ class SourceAnswer(BaseModel):
 
     @property
     def usage(self) -> GenerationUsage | None:
-        """What generating the whole answer cost, its turns added: a figure one turn lacks is unknown for
-        the whole; None when no turn says."""
+        """The turns' costs added: a figure one turn lacks is unknown; None when no turn says."""
         usages = [getattr(t, "usage", None) or GenerationUsage() for t in self.choices[0].turns]
         figures = {k: [getattr(u, k) for u in usages] for k in GenerationUsage.model_fields}
         if all(v is None for values in figures.values() for v in values):
@@ -134,8 +110,7 @@ class ReferenceChoice(AnswerChoice):
 
 
 class ReferenceAnswer(SourceAnswer):
-    """A line of `reference_answer/guidelines.jsonl`: its texts go into the dataset, so they must be
-    valid Unicode."""
+    """A line of `reference_answer/guidelines.jsonl`: its texts go into the dataset, valid Unicode."""
 
     choices: list[ReferenceChoice] = Field(min_length=1)
 
@@ -144,14 +119,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int, dict]]:
-    """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split
-    on newline bytes only (U+2028 inside a string is text) and decoded one by one."""
-    name = label or str(path)
-    if Path(path).is_dir() or not Path(path).exists():  # (a pipe, /dev/fd/N, is read too)
-        raise SourceError(
-            "is a folder, not a JSONL file" if Path(path).is_dir() else "file not found", file=name
-        )
-    with Path(path).open("rb") as handle:
+    """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split on
+    newline bytes only (U+2028 inside a string is text)."""
+    name, path = label or str(path), Path(path)
+    if path.is_dir() or not path.exists():  # (a pipe, /dev/fd/N, is read too)
+        raise SourceError("is a folder, not a JSONL file" if path.is_dir() else "file not found", file=name)
+    with path.open("rb") as handle:
         for lineno, raw_line in enumerate(handle, start=1):
             try:
                 text = raw_line.decode("utf-8")
@@ -169,10 +142,8 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
             yield lineno, raw
 
 
-def read_jsonl(path: Path, model: type[M], *, label: str | None = None) -> Iterator[tuple[int, M]]:
-    """(line number, typed row); SourceError at the first bad line."""
-    name = label or str(path)
-    yield from validate_objects(read_objects(path, label=name), model, label=name)
+def read_jsonl(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    yield from validate_objects(read_objects(path), model, label=str(path))
 
 
 def validate_objects(
@@ -188,8 +159,6 @@ def validate_objects(
             raise SourceError(first["msg"], file=label, line=lineno, field=field) from None
 
 
-# --- records read back by other readers (judgments, details rows): the same words for a wrong shape
-
 _KINDS = {  # pydantic's error type -> what the value should have been
     "list_type": "a list",
     "dict_type": "an object",
@@ -201,6 +170,7 @@ _KINDS = {  # pydantic's error type -> what the value should have been
     "string_too_short": "a non-empty string",
     "bool_type": "true or false",
     "literal_error": "one of the known values",
+    "greater_than_equal": "a number >= {ge}",
 }
 
 
@@ -210,32 +180,22 @@ def plain(x):
         return {k: plain(v) for k, v in x.items()}
     if isinstance(x, list | tuple) or type(x).__name__ == "ndarray":
         return [plain(v) for v in x]
-    if hasattr(x, "item") and type(x).__module__ == "numpy":
-        return x.item()
-    return x
+    return x.item() if hasattr(x, "item") and type(x).__module__ == "numpy" else x
 
 
 def shape_error(e: ValidationError) -> SourceError:
-    """A pydantic error as `field 'x': what is wrong` (the caller adds file and line)."""
+    """A pydantic error as `field 'x': what is wrong`, for every reader of records (the caller adds where)."""
     first = e.errors()[0]
     if first["type"] == "json_invalid":
         return SourceError(f"not JSON ({first['ctx']['error']})")
-    if first["type"] == "missing":
-        why = "missing"
-    else:
-        shown = repr(first["input"])
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        kind = _KINDS.get(first["type"])
-        if first["type"] == "greater_than_equal":
-            kind = f"a number >= {first['ctx']['ge']}"
-        why = f"{shown} is not {kind}" if kind else f"{shown}: {first['msg']}"
+    shown = repr(first.get("input"))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    kind = _KINDS.get(first["type"], "").format(**first.get("ctx", {}))
+    why = f"{shown} is not {kind}" if kind else f"{shown}: {first['msg']}"
     loc = ""
     for part in first["loc"]:
         loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
-    return SourceError(why, field=loc or "<record>")
-
-
-# --- upstream's raw rows: a folder of its JSONL files, or its Hub layout
+    return SourceError("missing" if first["type"] == "missing" else why, field=loc or "<record>")
 
 
 class RawSource(NamedTuple):
@@ -286,73 +246,59 @@ def _sha256(blobs: Iterable[bytes]) -> str:
 
 def data_folder(folder: Path) -> Path:
     """A clone of upstream's repository stands for its one `data/*/` folder with a question file."""
-    if folder.is_dir() and not (folder / QUESTIONS_FILE).exists():
-        found = sorted(p.parent for p in folder.glob(f"data/*/{QUESTIONS_FILE}"))
-        if len(found) > 1:
-            names = ", ".join(str(p.relative_to(folder)) for p in found)
-            raise SourceError(f"several upstream data folders ({names}): pass one of them", file=str(folder))
-        return found[0] if found else folder
-    return folder
+    if not folder.is_dir() or (folder / QUESTIONS_FILE).exists():
+        return folder
+    found = sorted(p.parent for p in folder.glob(f"data/*/{QUESTIONS_FILE}"))
+    if len(found) > 1:
+        names = ", ".join(str(p.relative_to(folder)) for p in found)
+        raise SourceError(f"several upstream data folders ({names}): pass one of them", file=str(folder))
+    return found[0] if found else folder
 
 
 def file_source(given: Path) -> RawSource:
-    """A folder of upstream's JSONL files; its revision is a hash of the parsed rows in canonical form
-    (line order, line endings and JSON spacing do not change it)."""
+    """A folder of upstream's JSONL files; its revision a hash of the rows in canonical form (line order,
+    line endings and JSON spacing do not change it)."""
     folder = data_folder(given)
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is a file"
-        raise SourceError(
-            f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})", file=str(folder)
-        )
+        why = f"{what}: expected the upstream data folder (with {QUESTIONS_FILE})"
+        raise SourceError(why, file=str(folder))
     built = (folder / BUILD_MARKER).is_file() or any(folder.glob("data/test-*.parquet"))
     if built and not (folder / QUESTIONS_FILE).exists():
-        raise SourceError(
-            f"looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's "
-            f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE}), or use the built folder as --dataset",
-            file=str(given),
-        )
-    # inside a clone of upstream's repository, files are named by the path from the folder given
-    prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""
-    files = dict(zip(RAW_CONFIGS, (QUESTIONS_FILE, GUIDELINES_FILE), strict=True))
-    tables = {c: list(read_objects(folder / f, label=prefix + f)) for c, f in files.items()}
-    canonical = {
-        c: sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in tables[c]) for c in tables
-    }
-    revision = _sha256(json.dumps([c, canonical[c]]).encode() for c in sorted(canonical))
-    provenance = Provenance(source=f"files:{folder.name}", revision=revision)
-    return RawSource(*tables.values(), *(prefix + f for f in files.values()), provenance)
+        why = "looks like a dataset folder built by `oab-bench build`, not upstream's source: pass upstream's"
+        where = f"data folder (with {QUESTIONS_FILE} and {GUIDELINES_FILE})"
+        raise SourceError(f"{why} {where}, or use the built folder as --dataset", file=str(given))
+    prefix = folder.relative_to(given).as_posix() + "/" if folder != given else ""  # in a clone: data/x/
+    labels = [prefix + QUESTIONS_FILE, prefix + GUIDELINES_FILE]
+    tables = [list(read_objects(given / label, label=label)) for label in labels]
+    canonical = [sorted(json.dumps(o, sort_keys=True, separators=(",", ":")) for _, o in t) for t in tables]
+    pairs = sorted(zip(RAW_CONFIGS, canonical, strict=True))
+    revision = _sha256(json.dumps([c, rows]).encode() for c, rows in pairs)
+    return RawSource(*tables, *labels, Provenance(source=f"files:{folder.name}", revision=revision))
 
 
 def hub_revision(spec: HubSpec) -> str:
     """The commit sha a Hub revision (default: main) stands for; a local folder's hash of its files."""
-    if spec.folder is not None:
-        if not spec.folder.is_dir():
-            why = "is a file, not a folder" if spec.folder.exists() else "folder not found"
-            raise SourceError(why, file=spec.spec)
-        if not (spec.folder / "README.md").is_file():
-            jsonl = (spec.folder / QUESTIONS_FILE).is_file() or (spec.folder / "data").is_dir()
-            hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
-            raise SourceError(
-                "no README.md: not upstream's Hub layout (a README.md declaring the configs "
-                f"{' and '.join(RAW_CONFIGS)}, their parquet files under {'/ and '.join(RAW_CONFIGS)}/){hint}",
-                file=spec.spec,
-            )
-        files = sorted(
-            [spec.folder / "README.md", *(p for c in RAW_CONFIGS for p in (spec.folder / c).rglob("*"))]
-        )
-        return _sha256(
-            str(p.relative_to(spec.folder)).encode() + b"\0" + p.read_bytes() + b"\0"
-            for p in files
-            if p.is_file()
-        )
-    import datasets
+    if spec.folder is None:
+        import datasets
 
-    try:
-        return datasets.load_dataset_builder(spec.repo, RAW_CONFIGS[0], revision=spec.revision).hash
-    except ValueError as e:  # no such config: not upstream's layout
-        raise SourceError(f"not upstream's Hub layout: {e}", file=spec.spec) from None
-    except (ConnectionError, FileNotFoundError) as e:  # DatasetNotFoundError is a FileNotFoundError
-        raise SourceError(f"cannot read the Hub dataset: {e}", file=spec.spec) from None
+        try:
+            return datasets.load_dataset_builder(spec.repo, RAW_CONFIGS[0], revision=spec.revision).hash
+        except ValueError as e:  # no such config: not upstream's layout
+            raise SourceError(f"not upstream's Hub layout: {e}", file=spec.spec) from None
+        except (ConnectionError, FileNotFoundError) as e:  # DatasetNotFoundError is a FileNotFoundError
+            raise SourceError(f"cannot read the Hub dataset: {e}", file=spec.spec) from None
+    root = spec.folder
+    if not root.is_dir():
+        raise SourceError("is a file, not a folder" if root.exists() else "folder not found", file=spec.spec)
+    if not (root / "README.md").is_file():
+        jsonl = (root / QUESTIONS_FILE).is_file() or (root / "data").is_dir()
+        q, g = RAW_CONFIGS
+        layout = f"a README.md declaring the configs {q} and {g}, their parquet files under {q}/ and {g}/"
+        hint = "; upstream's JSONL files are read without hf: (--source FOLDER)" if jsonl else ""
+        raise SourceError(f"no README.md: not upstream's Hub layout ({layout}){hint}", file=spec.spec)
+    files = sorted([root / "README.md", *(p for c in RAW_CONFIGS for p in (root / c).rglob("*"))])
+    return _sha256(f"{p.relative_to(root)}\0".encode() + p.read_bytes() + b"\0" for p in files if p.is_file())
 
 
 @contextlib.contextmanager
@@ -373,17 +319,13 @@ def _load_config(spec: HubSpec, config: str, revision: str) -> list[tuple[int, d
 
     if spec.folder is not None and config not in card_configs(spec.folder):
         raise SourceError(f"no '{config}' config in README.md: not upstream's Hub layout", file=spec.spec)
-    try:
+    try:  # a local folder in a fresh cache: `datasets` caches one with `configs:` by its name alone
         with tempfile.TemporaryDirectory(prefix="oab-bench-raw-") as cache, quiet(datasets):
-            if (
-                spec.folder
-            ):  # a fresh cache: `datasets` caches a local folder with `configs:` by its name alone
-                ds = datasets.load_dataset(str(spec.folder), config, split="train", cache_dir=cache)
-            else:
-                ds = datasets.load_dataset(spec.repo, config, split="train", revision=revision)
+            where = {"cache_dir": cache} if spec.folder else {"revision": revision}
+            ds = datasets.load_dataset(str(spec.folder or spec.repo), config, split="train", **where)
             return list(enumerate(ds.to_list(), start=1))
     except (ValueError, ConnectionError, FileNotFoundError, DatasetGenerationError) as e:
-        # say why, not "an error occurred"
+        # the cause says why; DatasetGenerationError alone says "an error"
         cause = e.__cause__ if isinstance(e, DatasetGenerationError) and e.__cause__ else e
         raise SourceError(f"cannot read config '{config}': {cause}", file=spec.spec) from None
 

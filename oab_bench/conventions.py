@@ -1,8 +1,5 @@
-"""File names, markers and grace periods every stage shares, defined once.
-
-A name written by one command and read by another (a run's judgments read by the leaderboard, a
-cache file read by a rerun) must not be spelled twice: a second copy drifts.
-"""
+"""File names, markers and grace periods every stage shares, defined once: a name written by one command
+and read by another must not be spelled twice (a second copy drifts)."""
 
 # Files in a cache folder, a run's output folder or a probe's folder.
 JUDGMENTS_FILE = "judgments.jsonl"  # a run's and a probe's judgments

@@ -1,14 +1,9 @@
-"""The one guard of every command that writes a folder (`run`, `probe`, `judge-sweep`, `build`, `export`,
-benchmarks/tiny_model.py): only a new or empty folder, or one the same command marked (`claim`), so a
-mistyped path never replaces someone's files. `build` and `export` write their folder whole
-(`write_listed`): filled beside it, listed with each file's sha256 in the marker, renamed into place,
-replacing a folder only while it holds exactly what its marker lists (`check_replaceable`).
-"""
+"""The guard of every command that writes a folder: only a new or empty one, or one the same command marked.
+`build` and `export` write theirs whole, each file's sha256 in the marker, replaced only while unchanged."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import stat
@@ -24,7 +19,7 @@ _WALKED = 10_000  # entries looked at to name what a refused folder holds
 
 
 class Writer(NamedTuple):
-    """A command that writes a folder: its name as the user types it, its marker, the marker's first line."""
+    """A command that writes a folder, its marker and the marker's first line."""
 
     command: str
     marker: str
@@ -35,18 +30,8 @@ class NotOurFolder(FileExistsError):
     """A folder a command did not write: refused before anything in it changes."""
 
 
-def json_with_keys(path: Path, keys: set[str]) -> bool:
-    """`path` holds a JSON object with at least `keys`."""
-    try:
-        got = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(got, dict) and keys <= got.keys()
-
-
 def entries(folder: Path, limit: int | None = None) -> list[str]:
-    """Every path under `folder`, relative, folders ending in `/`, links not followed; with `limit`, the
-    walk stops past `limit` entries (a home folder given by mistake)."""
+    """Every path under `folder`, relative, folders ending in `/`; past `limit` entries the walk stops."""
     out = []
     for dirpath, dirnames, filenames in os.walk(folder):
         rel = Path(dirpath).relative_to(folder)
@@ -67,8 +52,7 @@ def summarize(paths: list[str]) -> str:
 
 
 def listed(folder: Path, writer: Writer) -> dict[str, str] | None:
-    """The files and sha256 sums the writer's marker in `folder` lists; None without such a marker (a
-    missing one, a link, another first line)."""
+    """The files and sha256 sums the writer's marker lists; None without one (or a link, another head)."""
     marker = Path(folder) / writer.marker
     try:
         lines = [] if marker.is_symlink() else marker.read_text(encoding="utf-8").splitlines() or [""]
@@ -80,23 +64,20 @@ def listed(folder: Path, writer: Writer) -> dict[str, str] | None:
 
 
 def check_folder(folder: Path, writer: Writer, flag: str, given: str | Path | None = None) -> None:
-    """Refuse (NotOurFolder) a file where a folder goes, or a folder that is not empty and carries no
-    marker of the writer's; the refusal names the flag, the folder and what it holds."""
+    """Refuse a file where a folder goes, or a folder neither empty nor marked by the writer, naming it."""
     folder, given = Path(folder), folder if given is None else given
     if folder.exists() and not folder.is_dir():
         raise NotOurFolder(f"{flag} {given}: is a file, not a folder")
     found = [] if not folder.is_dir() or listed(folder, writer) is not None else entries(folder, _WALKED)
     if found:
         more = f" and more: over {_WALKED:,} entries" if len(found) > _WALKED else ""
-        raise NotOurFolder(
-            f"{flag} {given}: not a folder written by `{writer.command}` (no {writer.marker} marker) and not "
-            f"empty ({summarize(found)}{more}): refusing to write there; give a new or empty folder"
-        )
+        why = f"not a folder written by `{writer.command}` (no {writer.marker} marker) and not empty"
+        fix = "refusing to write there; give a new or empty folder"
+        raise NotOurFolder(f"{flag} {given}: {why} ({summarize(found)}{more}): {fix}")
 
 
 def claim(folder: Path, writer: Writer) -> None:
-    """Make the folder if it is missing and mark it as the writer's, before anything is written into it:
-    a run stopped early leaves a folder the same command may write again."""
+    """Make and mark the folder before anything is written in it: a stopped run's folder stays writable."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if listed(folder, writer) is None:
@@ -109,8 +90,8 @@ def _sha256(path: Path) -> str:
 
 
 def check_replaceable(output: Path, writer: Writer) -> None:
-    """Refuse (FileExistsError) unless `output` is missing, empty, or holds what its marker lists and
-    nothing else, unchanged: naming what replacing it would remove that the writer did not write."""
+    """Refuse unless `output` is missing, empty, or holds exactly what its marker lists, unchanged;
+    the refusal names what replacing it would remove."""
     check_folder(output, writer, "--output", output)
     ours = listed(output, writer) or {}
     dirs = {"/".join(p.split("/")[:i]) + "/" for p in ours for i in range(1, p.count("/") + 1)}
@@ -124,19 +105,13 @@ def check_replaceable(output: Path, writer: Writer) -> None:
         elif _sha256(path) != ours[entry]:
             foreign.append(f"{entry} (changed since the {writer.command.split()[-1]})")
     if foreign:
-        raise FileExistsError(
-            f"{output} holds what `{writer.command}` did not write: refusing to replace it; "
-            f"replacing it would have removed: {summarize(foreign)}"
-        )
+        why = f"holds what `{writer.command}` did not write: refusing to replace it"
+        raise FileExistsError(f"{output} {why}; replacing it would have removed: {summarize(foreign)}")
 
 
 def write_listed(output: Path, writer: Writer, fill: Callable[[Path], None], *, overwrite: bool) -> Path:
-    """`fill` a temporary sibling of `output`, list its files in the writer's marker, rename it into
-    place; a failure while filling leaves `output` as it was. An existing `output` is replaced only with
-    `overwrite` and only when check_replaceable allows; an empty one is filled.
-
-    The old folder is renamed aside (`.NAME.old-PID`) just before the new one is renamed in, then
-    removed: a kill between those two renames leaves no `output`, the old folder whole beside it."""
+    """`fill` a temporary sibling, list its files in the marker, rename it into place (the old folder
+    aside as `.NAME.old-PID` meanwhile): a failure leaves `output` as it was."""
     output = Path(output).resolve()
     check_folder(output, writer, "--output", output)  # a file, or a folder the writer did not write
     if output.is_dir() and any(output.iterdir()):

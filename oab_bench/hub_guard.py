@@ -1,13 +1,5 @@
-"""Never write to a Hub repo we did not make: our marker in its card, read back before any write.
-
-Every card `push` and `push-results` upload carries in its YAML front matter `oab_bench: {made_by:
-"oab-bench push", kind: dataset}` (or `oab-bench push-results`, `results`). `guarded_push` checks the
-token (`whoami`), then reads the card at the commit it would write on: a missing repo is created; one
-whose card carries our marker of the same kind, or holding nothing but `.gitattributes` (a push whose
-commit failed), is updated; anything else is refused in one line naming what would be replaced and
-deleted, unless `--replace-foreign` names the repo. The write is one `create_commit` whose
-`parent_commit` is the commit checked, so the Hub refuses it if the repo changed meanwhile.
-"""
+"""Never write to a Hub repo we did not make: our marker in its card, read at the commit written on, then one
+`create_commit` on that commit (`push`, `push-results`; docs/sharing.md)."""
 
 from __future__ import annotations
 
@@ -28,10 +20,6 @@ WRITABLE = ("new", "empty", "ours")
 GATED = "it is gated: this token cannot read its card"
 
 
-class HubRefusal(ValueError):
-    """A Hub repo we will not write to: one line, before any write."""
-
-
 def card_data(text: str) -> dict | None:
     """A card's YAML front matter as the Hub reads it; None without one, or when it is not a mapping."""
     import yaml
@@ -45,13 +33,12 @@ def card_data(text: str) -> dict | None:
 
 
 def marker_of(text: str) -> dict | None:
-    """Our marker in a card, as found; None when the card carries none (or a malformed one)."""
     mark = (card_data(text) or {}).get(MARKER_KEY)
     return mark if isinstance(mark, dict) and KINDS.get(mark.get("kind")) == mark.get("made_by") else None
 
 
 def mark_card(text: str, kind: str) -> str:
-    """`text` with our marker of `kind` in its front matter; its other keys (`format`) stay."""
+    """`text` with our marker of `kind` in its front matter; its other keys stay."""
     from huggingface_hub import DatasetCard
 
     meta = card_data(text)
@@ -81,7 +68,7 @@ class PushPlan(BaseModel):
         return self.repo_id + (f" (branch {self.revision})" if self.revision else "")
 
     def lines(self, refused: bool) -> list[str]:
-        """What the plan does, one line per file: for `--dry-run`."""
+        """`--dry-run`'s plan, one line per file."""
         at, visibility = f"(at commit {self.parent})", "private" if self.private else "public"
         head = {
             "new": f"{self.repo_id} does not exist: would create it ({visibility})",
@@ -105,27 +92,23 @@ def check_token(api, repo_id: str) -> None:
     try:
         me = api.whoami()
     except Exception as e:  # LocalTokenNotFoundError, a 401, offline mode: the library's message
-        raise ValueError(
-            f"{repo_id}: the Hub token (HF_TOKEN or `hf auth login`) could not be checked: {e}"
-        ) from None
+        why = "the Hub token (HF_TOKEN or `hf auth login`) could not be checked"
+        raise ValueError(f"{repo_id}: {why}: {e}") from None
     token, owner = (me.get("auth") or {}).get("accessToken") or {}, repo_id.split("/")[0]
     grants, role = token.get("fineGrained") or {}, token.get("role")
-    scopes = [
-        s for s in grants.get("scoped") or [] if (s.get("entity") or {}).get("name") in (owner, repo_id)
-    ]
+    names = (owner, repo_id)
+    scopes = [s for s in grants.get("scoped") or [] if (s.get("entity") or {}).get("name") in names]
     granted = [*(grants.get("global") or []), *(p for s in scopes for p in s.get("permissions") or [])]
     if role == "read" or (role == "fineGrained" and "repo.write" not in granted):
         why = "is read-only (role: read)" if role == "read" else f"has no repo.write on {owner} or {repo_id}"
         name = f"{token.get('displayName', 'the token')!r} of {me.get('name', '?')}"
-        raise ValueError(
-            f"{repo_id}: the Hub says the token {name} {why}: writing needs a token with write access "
-            "(https://huggingface.co/settings/tokens)"
-        )
+        fix = "writing needs a token with write access (https://huggingface.co/settings/tokens)"
+        raise ValueError(f"{repo_id}: the Hub says the token {name} {why}: {fix}")
 
 
 def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
-    """Read the target, never write: who made it (its card at the commit written on: the branch's, or
-    the default branch's head), what would be replaced and deleted."""
+    """Read the target, never write: who made it (its card at the branch's head, or for a new branch the
+    default branch's), what would be replaced and deleted."""
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
     from huggingface_hub.utils import filter_repo_objects
 
@@ -142,9 +125,8 @@ def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
     if CARD in files:
         try:
             with tempfile.TemporaryDirectory(prefix="oab-bench-card-") as tmp:
-                path = api.hf_hub_download(
-                    plan.repo_id, CARD, repo_type="dataset", revision=plan.parent, cache_dir=tmp
-                )
+                at = {"repo_type": "dataset", "revision": plan.parent, "cache_dir": tmp}
+                path = api.hf_hub_download(plan.repo_id, CARD, **at)
                 mark = marker_of(Path(path).read_text(encoding="utf-8", errors="replace"))
             plan.owner = (
                 f"its {CARD} carries no oab-bench marker" if mark is None
@@ -162,10 +144,8 @@ def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
 def guarded_push(
     api, args: argparse.Namespace, card: str, files: dict[str, bytes], *, kind: str, delete: Iterable[str]
 ) -> str | None:
-    """Upload `files` and `card` (as README.md, marked ours of `kind`) to `args.repo_id` in ONE commit,
-    deleting remote files matching `delete` that are not uploaded, after the module's checks. `args`:
-    the flags `push` and `push-results` share (cmd_push.add_hub_arguments). The commit's URL (None: a
-    dry run, which prints the plan)."""
+    """Upload `files` and `card` (marked ours of `kind`) in one commit, deleting the remote files matching
+    `delete` not uploaded; `args`: cmd_push.add_hub_arguments'. The commit's URL (None: a dry run)."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -184,37 +164,33 @@ def guarded_push(
     replaced, deleted = (summarize(paths) or "nothing" for paths in (plan.replace, plan.delete))
     changes = f"it would replace {replaced} and delete {deleted}"
     if refused and plan.owner == GATED:
-        raise HubRefusal(f"{repo_id}: {GATED}, so it is not written; check --repo-id")
+        raise ValueError(f"{repo_id}: {GATED}, so it is not written; check --repo-id")
     if refused:
-        raise HubRefusal(
-            f"{plan.where}: {plan.owner}, so `{KINDS[kind]}` did not make it: refusing to write to it; "
-            f"{changes} (check --repo-id, or pass --replace-foreign {repo_id} to replace them)"
-        )
+        why = f"{plan.owner}, so `{KINDS[kind]}` did not make it: refusing to write to it; {changes}"
+        fix = f"check --repo-id, or pass --replace-foreign {repo_id} to replace them"
+        raise ValueError(f"{plan.where}: {why} ({fix})")
     if args.dry_run:
         return None
     if forced:
-        print(
-            f"--replace-foreign {repo_id}: writing to {plan.where} although {plan.owner}: {changes}",
-            file=sys.stderr,
-        )
+        why = f"writing to {plan.where} although {plan.owner}: {changes}"
+        print(f"--replace-foreign {repo_id}: {why}", file=sys.stderr)
     if plan.owner == "new":
         try:
             api.create_repo(repo_id, repo_type="dataset", private=plan.private, exist_ok=False)
         except HfHubHTTPError as e:
             if e.response is not None and e.response.status_code == 409:
                 why = "exists but this token cannot read it (private to someone else?): not written"
-                raise HubRefusal(f"{repo_id} {why}; check --repo-id") from None
+                raise ValueError(f"{repo_id} {why}; check --repo-id") from None
             raise
         plan.parent = api.repo_info(repo_id, repo_type="dataset").sha
     if plan.create_branch:
         api.create_branch(repo_id, repo_type="dataset", branch=plan.revision, revision=plan.parent)
     operations = [CommitOperationDelete(path_in_repo=p) for p in plan.delete]
     operations += [CommitOperationAdd(p, d) for p, d in files.items()]
-    message = f"Update OAB-Bench {kind} ({KINDS[kind]})"  # on the commit checked: the Hub refuses a moved one
-    info = api.create_commit(
+    info = api.create_commit(  # on the commit checked: the Hub refuses a moved one
         repo_id,
         operations,
-        commit_message=message,
+        commit_message=f"Update OAB-Bench {kind} ({KINDS[kind]})",
         repo_type="dataset",
         revision=plan.revision,
         parent_commit=plan.parent,

@@ -1,13 +1,5 @@
-"""The caches' one store: JSON texts by key in a table of an sqlite database in a cache folder.
-
-Rollback journal, not WAL (WAL needs a writable `-shm` beside the file: no read-only copy, no
-network file system); a commit is whole or absent, so a killed process loses only what it had not
-committed. `claim(key)` holds a key while its value is paid for, so whoever waited reads it instead
-of paying again: an in-process hold plus a one-byte record lock at a key-derived offset of
-`<name>.lock` (dropped by the kernel when a process dies), tried without blocking and retried (a
-blocking record lock can be refused as a "deadlock" between threads of two processes). Files are
-made 0666 and folders 0777 less the umask (sqlite gives its journal the database's mode).
-"""
+"""The caches' one store: JSON texts by key in a table of an sqlite database (docs/operations.md). `claim`
+holds a key across threads and processes: a lock of `<name>.lock`, tried without blocking (no deadlock)."""
 
 from __future__ import annotations
 
@@ -42,11 +34,11 @@ class StoreError(ValueError):
 
 
 class NotWritable(StoreError):
-    pass
+    """A store this user cannot write, opened to write."""
 
 
 def allowed(path: Path, mode: int) -> bool:
-    """Whether this process may open `path` so (`os.W_OK`...), with the ids an open would use."""
+    """Whether this process may open `path` so (`os.W_OK`...), with the ids open() would use."""
     return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
 
 
@@ -61,26 +53,23 @@ def unwritable(folder: Path, files: tuple[Path, ...] = ()) -> str | None:
         return f"{probe} is a file, not a folder"
     if not allowed(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable by this user" + ("" if probe == folder else f" (to create {folder})")
-    return next(
-        (f"{p} is not writable by this user" for p in files if p.exists() and not allowed(p, os.W_OK)), None
-    )
+    refused = [p for p in files if p.exists() and not allowed(p, os.W_OK)]
+    return f"{refused[0]} is not writable by this user" if refused else None
 
 
 def env_access() -> Access:
-    """How a process started by `oab-bench run` opens its stores (READ_ONLY_ENV)."""
     return "read" if os.environ.get(READ_ONLY_ENV) == "1" else "write"
 
 
 def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None:
-    """Refuse, creating nothing, a file where the store's folder should be and a file that is not
-    one of our stores; the database's connection when it exists (read-only unless `write`)."""
+    """Refuse, creating nothing, a file where the folder goes and a database not ours; the database's
+    connection when it exists (read-only unless `write`)."""
     folder = path.parent
     first = next(p for p in (folder, *folder.parents) if p.exists())
     if not first.is_dir():
         where = "" if first == folder else f"{first} "
-        raise StoreError(
-            f"{folder}: {where}is a file, not a folder (a cache is a folder holding {path.name})"
-        )
+        why = f"is a file, not a folder (a cache is a folder holding {path.name})"
+        raise StoreError(f"{folder}: {where}{why}")
     if not path.exists():
         return None
     uri = f"file:{quote(str(path))}" + ("" if write else "?mode=ro")
@@ -93,17 +82,14 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
             db.execute(f"PRAGMA application_id = {APP_ID}")
     except sqlite3.DatabaseError as e:
         db.close()
-        raise StoreError(
-            f"{path}: not an oab-bench store ({e}): left as it is; use another cache folder"
-        ) from None
+        why = "left as it is; use another cache folder"
+        raise StoreError(f"{path}: not an oab-bench store ({e}): {why}") from None
     return db
 
 
 class KeyedStore(Generic[T]):
-    """JSON texts by key in `table` of the database at `path` (None: in memory only); `parse` makes
-    a value of one (None: not one to serve) or raises ValueError (the row is skipped, said so).
-    `access` "write" refuses a store this user cannot write, naming the path and the fix.
-    `read=False` serves only what this process put (judge or generate again)."""
+    """`table` of the database at `path` (None: in memory); `parse` makes a value of a text (None or
+    ValueError: skipped). `read=False` serves only what this process put (judge or generate again)."""
 
     def __init__(self, path, table: str, parse: Callable, *, access: Access = "write", read: bool = True):
         self.path = self.lock_path = None if path is None else Path(path).absolute()
@@ -119,7 +105,8 @@ class KeyedStore(Generic[T]):
             return
         self.lock_path = self.path.with_suffix(".lock")
         self._ident = os.path.realpath(self.lock_path)
-        self._db = check_store(self.path)
+        # opened to write when it may be: a killed writer's journal is rolled back, not refused as read-only
+        self._db = check_store(self.path, write=access == "write" and allowed(self.path, os.W_OK))
         if access == "write":
             self.why_not_writable = unwritable(self.path.parent, (self.path, self.lock_path))
             if self.why_not_writable:
@@ -128,9 +115,8 @@ class KeyedStore(Generic[T]):
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666))  # sqlite's would be 0644
             self._db = check_store(self.path, write=True)
             self._db.execute("PRAGMA journal_mode = DELETE")
-            self._db.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
-            )
+            columns = "key TEXT PRIMARY KEY, value BLOB NOT NULL"
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
         elif self._db and not self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)):
             self._db = None  # nothing stored in this table yet
         self._rows(f"SELECT key, value FROM {table} LIMIT 0")  # a table of another shape: refused now
@@ -150,9 +136,8 @@ class KeyedStore(Generic[T]):
         try:
             return self._parse(text if isinstance(text, str) else text.decode())
         except ValueError as e:  # UnicodeDecodeError and pydantic's ValidationError are ValueErrors
-            logger.warning(
-                "%s: %s %s: unreadable row skipped (%s)", self.path, self.table, key, str(e).split("\n")[0]
-            )
+            why = str(e).split("\n")[0]
+            logger.warning("%s: %s %s: unreadable row skipped (%s)", self.path, self.table, key, why)
             return None
 
     def get(self, key: str) -> T | None:
@@ -173,8 +158,8 @@ class KeyedStore(Generic[T]):
         return True
 
     def write(self, pairs: list[tuple[str, str | None]]) -> bool:
-        """Store each (key, JSON text; None: delete it), committed when this returns; one commit takes
-        whatever other threads wrote meanwhile (a commit waits for the disk). False: held in memory."""
+        """Store each (key, JSON text or None: delete), committed on return, one commit for what other
+        threads wrote meanwhile. False: held in memory only."""
         if not self.writable or not self._read:
             self._memory.update(pairs)
         if not self.writable:
@@ -225,7 +210,6 @@ class KeyedStore(Generic[T]):
                 fcntl.lockf(_FDS[self._ident], fcntl.LOCK_UN, 1, offset)
 
     def _pauses(self, offset: int):
-        """The waits between tries to hold `offset`, doubling from 10 ms up to 0.2 s, until it is held."""
         pause = 0.01
         while not self._try_hold(offset):
             yield pause
@@ -233,7 +217,7 @@ class KeyedStore(Generic[T]):
 
     @contextlib.contextmanager
     def claim(self, key: str):
-        """Hold `key` (a thread): other threads and processes claiming it wait."""
+        """Hold `key`: other threads and processes claiming it wait."""
         offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
         for pause in self._pauses(offset):
             time.sleep(pause)
@@ -244,7 +228,6 @@ class KeyedStore(Generic[T]):
 
     @contextlib.asynccontextmanager
     async def aclaim(self, key: str):
-        """`claim` for the event loop: waiting never blocks the loop."""
         offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
         for pause in self._pauses(offset):
             await asyncio.sleep(pause)

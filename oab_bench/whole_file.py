@@ -18,9 +18,8 @@ def umask() -> int:
 
 
 def replace_whole(path: Path, chunks: Iterable[bytes], *, mode: int | None = None) -> None:
-    """Write `chunks` beside `path` and rename them over it: a reader sees the old file or the new
-    one, and a failure (a full disk, Ctrl-C) leaves `path` as it was and nothing beside it. `mode`:
-    the new file's (default: what open() would give it under the umask, not mkstemp's 0600)."""
+    """Readers see the old file or the new one; a failure leaves `path` as it was and nothing beside it.
+    `mode` defaults to what open() would give under the umask (not mkstemp's 0600)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

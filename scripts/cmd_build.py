@@ -13,12 +13,9 @@ def main(args: argparse.Namespace) -> int:
     from oab_bench.dataset_builder.errata import DEFAULT_ERRATA
     from oab_bench.dataset_builder.publish import write_dataset
 
-    source = args.source if args.source.startswith("hf:") else Path(args.source)
-    rows, report = build_rows(source, Path(args.errata) if args.errata else DEFAULT_ERRATA)
+    rows, report = build_rows(args.source, args.errata or DEFAULT_ERRATA)
     out = write_dataset(rows, report, Path(args.output), overwrite=args.overwrite)
-    for line in report.lines():
-        print(line)
-    print(f"wrote {out}")
+    print("\n".join([*report.lines(), f"wrote {out}"]))
     return 0
 
 
@@ -30,5 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "its Hub dataset: hf:OWNER/NAME[@REVISION] (e.g. hf:maritaca-ai/oab-bench) or hf:/abs/folder",
     )
     p.add_argument("--output", required=True, help="dataset folder to write (parquet under data/, README.md)")
-    p.add_argument("--errata", help="errata file (default: the checked-in dataset_builder/errata.yaml)")
+    p.add_argument(
+        "--errata", type=Path, help="errata file (default: the checked-in dataset_builder/errata.yaml)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")

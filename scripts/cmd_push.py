@@ -1,5 +1,4 @@
-"""`oab-bench push`: publish a built dataset folder to the Hugging Face Hub (dataset_builder/publish.py),
-only to a repo `oab-bench push` made (oab_bench/hub_guard.py)."""
+"""`oab-bench push`: a built dataset folder to the Hugging Face Hub, only to a repo `oab-bench push` made."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def test_card_yaml_parses_and_names_what_the_hub_needs(built_dataset):
     assert meta["language"] == ["pt"] and meta["language_bcp47"] == ["pt-BR"]
     assert meta["task_categories"] == ["text-generation"]
     assert meta["pretty_name"] == "OAB-Bench" and meta["size_categories"] == ["n<1K"]
-    assert "configs" not in meta  # see card.py: it would make `datasets` cache the folder by name
+    assert "configs" not in meta  # see publish.py: it would make `datasets` cache the folder by name
     assert "2504.21202" in text and "@inproceedings" in text
     assert "41_direito_do_trabalho_questao_3" in text  # corrections are listed on the card
 
@@ -189,7 +189,7 @@ def test_push_uploads_the_pushed_layout_and_it_loads_back(
     assert f"`files:oab_bench_v1` at revision `{rows[0].provenance.revision}`" in card  # the source revision
     assert 'load_dataset("org/oab-bench", "edition_41", split="test")' in card
 
-    # the pushed layout, loaded as the Hub serves it (a fresh cache: see card.py on configs)
+    # the pushed layout, loaded as the Hub serves it (a fresh cache: see publish.py on configs)
     full = datasets.load_dataset(str(hub), split="test", cache_dir=str(tmp_path / "c1"))
     assert [QuestionRow.model_validate(x) for x in full] == rows
     e40 = datasets.load_dataset(str(hub), "edition_40", split="test", cache_dir=str(tmp_path / "c2"))

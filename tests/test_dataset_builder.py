@@ -12,7 +12,7 @@ import yaml
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.errors import BuildError, SourceError
 from oab_bench.dataset_builder.publish import DATA_FILE, is_our_build, write_dataset
-from oab_bench.dataset_builder.rubric import parse_reference, parse_scores
+from oab_bench.dataset_builder.text import parse_reference, parse_scores
 from tests import synthetic as syn
 from tests.conftest import oab
 from tests.helpers import (
@@ -459,9 +459,9 @@ def test_parse_reference_keeps_commented_answer_exact():
     text = "Linha um.\nLinha dois com (parênteses).\n\nDistribuição dos Pontos\n\n" + syn.table(
         [("A. x (0,65)", "0,00/0,65")], heading=None
     )
-    parsed = parse_reference(text)
-    assert parsed.commented_answer == "Linha um.\nLinha dois com (parênteses)."
-    assert parsed.rows[0].scores == [0.0, 0.65]
+    answer, rows = parse_reference(text)
+    assert answer == "Linha um.\nLinha dois com (parênteses)."
+    assert rows[0].scores == [0.0, 0.65]
 
 
 def test_errata_file_errors(tmp_path):

@@ -174,6 +174,35 @@ def test_a_killed_writer_keeps_every_value_it_committed(tmp_path):
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+# Killed while its journal is hot (a transaction spilled to the file, uncommitted): the next writer
+# rolls it back. Opened read-only first, that journal made the store "not an oab-bench store".
+SPILLER = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    db = sqlite3.connect(sys.argv[1], isolation_level=None)
+    db.execute("PRAGMA cache_size = 1")
+    db.execute("BEGIN IMMEDIATE")
+    for i in range(200):
+        db.execute("INSERT OR REPLACE INTO t VALUES (?, ?)", (f"x{i}", b"y" * 5000))
+    print("spilled", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_writer_killed_mid_transaction_leaves_a_journal_the_next_writer_rolls_back(tmp_path):
+    path = tmp_path / "s.sqlite"
+    _store(path).write([("k0", '"v"')])
+    proc = subprocess.Popen([sys.executable, "-c", SPILLER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "spilled\n"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (tmp_path / "s.sqlite-journal").exists()
+    store = _store(path)
+    assert store.items() == {"k0": "v"}
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
 def test_a_store_opened_to_read_creates_and_writes_nothing(tmp_path):
     where = tmp_path / "not" / "yet"
     assert len(JudgmentStore(where, access="read")) == 0
