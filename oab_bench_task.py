@@ -21,6 +21,7 @@ paper:
 https://arxiv.org/abs/2504.21202
 
 Usage: OAB_JUDGE_MODEL=openai/gpt-5.2 lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
+or: inspect eval oab_bench_task.py@oab_bench --model openai/gpt-4o-mini -T judge_model=openai/gpt-5.2 [-T area=penal]
 Tasks: `oab_bench`, `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>` (39 ... 44). The
 judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`), OAB_JUDGE_API_KEY (else the
 provider's variable), OAB_JUDGE_CACHE. The exam's rules are the system message; one user message
@@ -34,6 +35,7 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before lighteval imports litellm
 
+from inspect_ai import Task, task
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
@@ -45,7 +47,7 @@ from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.dataset import DATASET_ENV, advised
-from oab_bench.judge.generation import lighteval_compat, task_run
+from oab_bench.judge.generation import inspect_task, lighteval_compat, task_run
 from oab_bench.judge.generation.task_prompt import candidate_prompt
 from oab_bench.judge.grading import lighteval_judge
 from oab_bench.keyed_store import StoreError
@@ -137,8 +139,14 @@ oab_judge = SampleLevelMetric(
 )
 
 
-def _keep(field: str, value, line: dict) -> bool:
-    return line[field] == value
+def _keep(field: str, value, line) -> bool:
+    """A row (lighteval's `hf_filter`) or an inspect sample (`filter`) of one area or edition."""
+    return (line if isinstance(line, dict) else line.metadata)[field] == value
+
+
+def _subtask(field: str, value) -> _TaskConfig:
+    keep = functools.partial(_keep, field, value)
+    return _TaskConfig(name=f"{TASK}:{value}", hf_filter=keep, filter=keep, **COMMON)
 
 
 class _TaskConfig(LightevalTaskConfig):
@@ -159,14 +167,24 @@ COMMON |= dict(
     hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None, few_shots_select=None
 )
 COMMON |= dict(generation_size=8192, stop_sequence=[], metrics=[oab_judge])
+COMMON |= dict(
+    sample_fields=inspect_task.sample_of, solver=inspect_task.solver(8192), scorer=inspect_task.oab_judge()
+)  # lighteval's inspect-ai backend (`get_inspect_ai_task`)
 TASKS_TABLE = [
     _TaskConfig(name=TASK, **COMMON),
-    *(
-        _TaskConfig(name=f"{TASK}:{a}", hf_filter=functools.partial(_keep, "area", a), **COMMON)
-        for a in AREAS
-    ),
-    *(
-        _TaskConfig(name=f"{TASK}:{e}", hf_filter=functools.partial(_keep, "edition", e), **COMMON)
-        for e in EDITIONS
-    ),
+    *(_subtask("area", a) for a in AREAS),
+    *(_subtask("edition", e) for e in EDITIONS),
 ]
+
+
+@task
+def oab_bench(
+    area: str | None = None,
+    edition: int | None = None,
+    dataset: str | None = None,
+    max_tokens: int = 8192,
+    **judge,
+) -> Task:
+    """`inspect eval oab_bench_task.py@oab_bench`: -T area=penal and -T edition=41 are lighteval's
+    oab_bench:penal and oab_bench:41; the judge is -T judge_model=..., -T judge_<setting>=... or OAB_JUDGE_*."""
+    return inspect_task.oab_task(dataset, area, edition, max_tokens, judge)
