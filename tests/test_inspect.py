@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from oab_bench.judge.inspect_log import log_samples
@@ -90,6 +91,22 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
     assert {(r.question_id, r.score) for r in load_records(log)} == {
         (r.question_id, r.score) for r in load_records(tmp_path / "run" / "judgments.jsonl")
     }
+    # ... and so for agreement, export and report: the same item scores, exam scores and pass rates
+    agree = oab("agreement", tmp_path / "logs", tmp_path / "run", "--format", "json")
+    assert agree.returncode == 0, agree.stderr
+    figures = json.loads(agree.stdout)
+    assert figures["n_pairs"] == 105 and figures["item"]["exact"]["value"] == 1.0
+    (model,) = figures["models"]
+    assert model["mean_a"] == model["mean_b"] and model["exams"] == 21
+    kept = ["question_id", "status", "score", "items"]
+    exported = []
+    for source in ("logs", "run"):
+        assert oab("export", tmp_path / source, "--output", tmp_path / f"x-{source}").returncode == 0
+        (file,) = (tmp_path / f"x-{source}" / "judgments").rglob("*.parquet")
+        exported.append(pd.read_parquet(file)[kept].sort_values("question_id").astype(str).to_dict("records"))
+    assert exported[0] == exported[1]
+    assert oab("report", tmp_path / "logs", "--output", tmp_path / "r.html").returncode == 0
+    assert f"{model['mean_a']:.2f}" in (tmp_path / "r.html").read_text()
 
     # the same eval again: inspect's cache answers, ours judges: nothing reaches the server
     import inspect_ai
