@@ -21,7 +21,6 @@ paper:
 https://arxiv.org/abs/2504.21202
 
 Usage: OAB_JUDGE_MODEL=openai/gpt-5.2 lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
-or: inspect eval oab_bench_task.py@oab_bench --model openai/gpt-4o-mini -T judge_model=openai/gpt-5.2 [-T area=penal]
 Tasks: `oab_bench`, `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>` (39 ... 44). The
 judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`), OAB_JUDGE_API_KEY (else the
 provider's variable), OAB_JUDGE_CACHE. The exam's rules are the system message; one user message
@@ -139,14 +138,8 @@ oab_judge = SampleLevelMetric(
 )
 
 
-def _keep(field: str, value, line) -> bool:
-    """A row (lighteval's `hf_filter`) or an inspect sample (`filter`) of one area or edition."""
-    return (line if isinstance(line, dict) else line.metadata)[field] == value
-
-
-def _subtask(field: str, value) -> _TaskConfig:
-    keep = functools.partial(_keep, field, value)
-    return _TaskConfig(name=f"{TASK}:{value}", hf_filter=keep, filter=keep, **COMMON)
+def _keep(field: str, value, line: dict) -> bool:
+    return line[field] == value
 
 
 class _TaskConfig(LightevalTaskConfig):
@@ -167,14 +160,19 @@ COMMON |= dict(
     hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None, few_shots_select=None
 )
 COMMON |= dict(generation_size=8192, stop_sequence=[], metrics=[oab_judge])
-COMMON |= dict(
-    sample_fields=inspect_task.sample_of, solver=inspect_task.solver(8192), scorer=inspect_task.oab_judge()
-)  # lighteval's inspect-ai backend (`get_inspect_ai_task`)
 TASKS_TABLE = [
     _TaskConfig(name=TASK, **COMMON),
-    *(_subtask("area", a) for a in AREAS),
-    *(_subtask("edition", e) for e in EDITIONS),
+    *(
+        _TaskConfig(name=f"{TASK}:{a}", hf_filter=functools.partial(_keep, "area", a), **COMMON)
+        for a in AREAS
+    ),
+    *(
+        _TaskConfig(name=f"{TASK}:{e}", hf_filter=functools.partial(_keep, "edition", e), **COMMON)
+        for e in EDITIONS
+    ),
 ]
+for _config in TASKS_TABLE:  # lighteval's inspect-ai backend (`lighteval eval`) makes each an inspect Task
+    inspect_task.set_inspect_fields(_config)
 
 
 @task
@@ -185,6 +183,8 @@ def oab_bench(
     max_tokens: int = 8192,
     **judge,
 ) -> Task:
-    """`inspect eval oab_bench_task.py@oab_bench`: -T area=penal and -T edition=41 are lighteval's
-    oab_bench:penal and oab_bench:41; the judge is -T judge_model=..., -T judge_<setting>=... or OAB_JUDGE_*."""
-    return inspect_task.oab_task(dataset, area, edition, max_tokens, judge)
+    """`inspect eval oab_bench_task.py@oab_bench --model openai/gpt-4o-mini -T judge_model=openai/gpt-5.2`:
+    -T area=penal, -T edition=41 are oab_bench:penal, oab_bench:41; -T dataset= is OAB_BENCH_DATASET;
+    the judge is -T judge_<setting>=... over OAB_JUDGE_*."""
+    given = (dataset, "-T dataset") if dataset else dataset_given()
+    return inspect_task.oab_task(given, area, edition, max_tokens, judge)

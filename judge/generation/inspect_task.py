@@ -5,6 +5,8 @@ cache and records as `oab-bench run`), the exam figures as metrics."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from unittest import mock
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -14,11 +16,11 @@ from inspect_ai.solver import TaskState, generate
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
-from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
+from oab_bench.dataset_builder.resolve import resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.dataset import DATASET_ENV, advised, load_rows
+from oab_bench.judge.dataset import advised, load_rows
 from oab_bench.judge.generation.task_prompt import candidate_messages
 from oab_bench.judge.grading import lighteval_judge
 
@@ -43,26 +45,33 @@ def solver(max_tokens: int) -> list:
     return [generate(cache=True, max_tokens=max_tokens)]
 
 
-def judge_env(args: dict) -> dict:
-    """The environment with the task's judge arguments (`-T judge_api_base=...`) as the OAB_JUDGE_*
-    variables they override; a key is never a task argument (inspect writes them into its log)."""
+def judge_vars(args: dict) -> dict[str, str]:
+    """The task's judge arguments (`-T judge_api_base=...`) as the OAB_JUDGE_* variables they override;
+    a key is never a task argument (inspect writes those into its log)."""
     bad = [k for k in args if not k.startswith("judge_") or k == "judge_api_key"]
     if bad:
         raise SystemExit(
             f"oab_bench: error: unknown task argument {bad[0]}: the judge's are -T judge_model=..., "
             "-T judge_<setting>=... (`oab-bench judge -h`); its key comes from OAB_JUDGE_API_KEY"
         )
-    return {**os.environ, **{f"OAB_{k.upper()}": str(v) for k, v in args.items()}}
+    return {f"OAB_{k.upper()}": str(v) for k, v in args.items()}
 
 
-def check_judge(env: dict) -> None:
+def with_judge_args(args: dict, build: Callable):
+    """`build()` (the plain CLI's judge, read from OAB_JUDGE_*) with the task's arguments over those
+    variables; nothing awaits inside, so no other sample runs meanwhile."""
+    with mock.patch.dict(os.environ, judge_vars(args)):
+        return build()
+
+
+def check_judge(args: dict) -> None:
     """Before any candidate call: a judge is named, its key and its cache are usable."""
-    if not env.get("OAB_JUDGE_MODEL", "").strip():
+    if not str(args.get("judge_model") or os.environ.get("OAB_JUDGE_MODEL", "")).strip():
         raise SystemExit(
             "oab_bench: error: no judge: pass -T judge_model=openai/gpt-5.2 (or set OAB_JUDGE_MODEL)"
         )
     try:
-        lighteval_judge.check_env(env, entry="inspect")
+        with_judge_args(args, lighteval_judge.check_env)
     except (lighteval_judge.JudgeNotConfigured, ValueError) as e:  # StoreError is a ValueError
         raise SystemExit(f"oab_bench: error: {e}") from None
 
@@ -95,7 +104,7 @@ def oab_judge(**judge_args) -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         if not judges:
-            judges.append(lighteval_judge.judge_from_env(judge_env(judge_args)))
+            judges.append(with_judge_args(judge_args, lighteval_judge.judge_from_env))
         row = QuestionRow.model_validate(state.metadata["row"])
         answer = Answer(model=str(state.model), question_id=row.question_id, turns=[state.output.completion])
         j = await judges[0].grade(row, answer)
@@ -122,25 +131,26 @@ def oab_judge(**judge_args) -> Scorer:
     return score
 
 
+def set_inspect_fields(config) -> None:
+    """What lighteval's inspect-ai backend (`get_inspect_ai_task`) needs of a task config."""
+    keep = config.hf_filter
+    config.sample_fields = sample_of
+    config.solver = solver(config.generation_size)
+    config.scorer = oab_judge()
+    config.filter = None if keep is None else (lambda sample: keep(sample.metadata["row"]))
+
+
 def oab_task(
-    dataset: str | None, area: str | None, edition: int | None, max_tokens: int, judge_args: dict
+    given: tuple[str, str], area: str | None, edition: int | None, max_tokens: int, judge_args: dict
 ) -> Task:
-    """`inspect eval oab_bench_task.py@oab_bench`: the rows of `dataset` (else OAB_BENCH_DATASET, else
-    upstream's), of one area or edition if asked; the judge is checked before any candidate call."""
+    """The rows of `given` (the dataset, where it came from), of one area or edition if asked; the
+    judge is checked before any candidate call."""
     for name, value, known in (("area", area, list(AREAS)), ("edition", edition, list(EDITIONS))):
         if value is not None and value not in known:
             raise SystemExit(f"oab_bench: error: -T {name}={value}: not one of {', '.join(map(str, known))}")
-    check_judge(judge_env(judge_args))
-    env = os.environ.get(DATASET_ENV, "").strip()
-    given, origin = (
-        (dataset, "-T dataset")
-        if dataset
-        else (env, DATASET_ENV)
-        if env
-        else (UPSTREAM_DATASET, "the task's default dataset")
-    )
+    check_judge(judge_args)
     try:
-        folder = resolve_dataset(given, origin)
+        folder = resolve_dataset(*given)
     except SourceError as e:
         raise SystemExit(f"oab_bench: error: {advised(e, 'inspect')}") from None
     rows = [r for r in load_rows(folder) if area in (None, r.area) and edition in (None, r.edition)]

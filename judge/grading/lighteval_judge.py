@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 
 from oab_bench.dataset_builder.schema import QuestionRow
@@ -34,13 +33,13 @@ class JudgingStopped(RuntimeError):
     """Judging stopped (calls in flight finished and were stored): the run was told to stop."""
 
 
-def settings_from_env(env: Mapping[str, str] = os.environ) -> JudgeSettings:
-    if not env.get(env_var("judge_model"), "").strip():
+def settings_from_env() -> JudgeSettings:
+    if not os.environ.get(env_var("judge_model"), "").strip():
         raise JudgeNotConfigured(
             "OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge, e.g. OAB_JUDGE_MODEL=openai/gpt-5.2 "
             "(and OAB_JUDGE_API_BASE for a local OpenAI-compatible server)"
         )
-    return settings_from(None, env)
+    return settings_from(None, os.environ)
 
 
 def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
@@ -60,20 +59,20 @@ def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
     return problems
 
 
-def _cache_folder(env: Mapping[str, str] = os.environ) -> Path | None:
-    where = env.get("OAB_JUDGE_CACHE")
+def _cache_folder() -> Path | None:
+    where = os.environ.get("OAB_JUDGE_CACHE")
     if where and where.lower() == "off":
         return None
     return Path(where) if where else default_cache_dir()
 
 
-def check_env(env: Mapping[str, str] = os.environ, entry: str = "lighteval") -> None:
-    """The plain CLI's judge (or inspect's: `env` with its task arguments): its settings, its key and its
-    cache, checked before any answer is generated (and paid for) only to stay unjudged."""
-    if problems := missing_judge_keys(settings_from_env(env), knob("judge_api_base", entry)):
+def check_env() -> None:
+    """The plain CLI's judge: its settings, its key and its cache, checked before any answer is
+    generated (and paid for) only to stay unjudged."""
+    if problems := missing_judge_keys(settings_from_env(), knob("judge_api_base", "lighteval")):
         raise JudgeNotConfigured("no API key: " + "; ".join(problems))
     try:
-        if (folder := _cache_folder(env)) is not None:
+        if (folder := _cache_folder()) is not None:
             check_folder(folder, write=env_access() == "write")
     except StoreError as e:
         hint = (
@@ -84,8 +83,8 @@ def check_env(env: Mapping[str, str] = os.environ, entry: str = "lighteval") -> 
         raise type(e)(f"OAB_JUDGE_CACHE: {e}{hint}") from None
 
 
-def judge_from_env(env: Mapping[str, str] = os.environ):
-    return make_judge(settings_from_env(env), JudgmentStore(_cache_folder(env), access=env_access()))
+def judge_from_env():
+    return make_judge(settings_from_env(), JudgmentStore(_cache_folder(), access=env_access()))
 
 
 def judge_answers(
