@@ -138,6 +138,21 @@ oab_judge = SampleLevelMetric(
 )
 
 
+@task
+def oab_bench(
+    area: str | None = None,
+    edition: int | None = None,
+    dataset: str | None = None,
+    max_tokens: int = 8192,
+    **judge,
+) -> Task:
+    """`inspect eval oab_bench_task.py@oab_bench --model openai/gpt-4o-mini -T judge_model=openai/gpt-5.2`:
+    -T area=penal, -T edition=41 are oab_bench:penal, oab_bench:41; -T dataset= is OAB_BENCH_DATASET;
+    the judge is -T judge_<setting>=... over OAB_JUDGE_*."""
+    given = (dataset, "-T dataset") if dataset else dataset_given()
+    return inspect_task.oab_task(given, area, edition, max_tokens, judge)
+
+
 def _keep(field: str, value, line: dict) -> bool:
     return line[field] == value
 
@@ -153,6 +168,10 @@ class _TaskConfig(LightevalTaskConfig):
     generation_size = property(
         lambda self: task_run.RUN.max_new_tokens if task_run.RUN else 8192, lambda *_: None
     )
+
+    def __post_init__(self):  # lighteval's inspect-ai backend (`lighteval eval`) makes it an inspect Task
+        super().__post_init__()
+        inspect_task.set_inspect_fields(self)
 
 
 COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
@@ -171,20 +190,3 @@ TASKS_TABLE = [
         for e in EDITIONS
     ),
 ]
-for _config in TASKS_TABLE:  # lighteval's inspect-ai backend (`lighteval eval`) makes each an inspect Task
-    inspect_task.set_inspect_fields(_config)
-
-
-@task
-def oab_bench(
-    area: str | None = None,
-    edition: int | None = None,
-    dataset: str | None = None,
-    max_tokens: int = 8192,
-    **judge,
-) -> Task:
-    """`inspect eval oab_bench_task.py@oab_bench --model openai/gpt-4o-mini -T judge_model=openai/gpt-5.2`:
-    -T area=penal, -T edition=41 are oab_bench:penal, oab_bench:41; -T dataset= is OAB_BENCH_DATASET;
-    the judge is -T judge_<setting>=... over OAB_JUDGE_*."""
-    given = (dataset, "-T dataset") if dataset else dataset_given()
-    return inspect_task.oab_task(given, area, edition, max_tokens, judge)
