@@ -34,6 +34,7 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before lighteval imports litellm
 
+from inspect_ai import Task, task
 from lighteval.metrics.metrics_sample import SampleLevelComputation
 from lighteval.metrics.utils.metric_utils import SampleLevelMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
@@ -45,7 +46,7 @@ from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.dataset import DATASET_ENV, advised
-from oab_bench.judge.generation import lighteval_compat, task_run
+from oab_bench.judge.generation import inspect_task, lighteval_compat, task_run
 from oab_bench.judge.generation.task_prompt import candidate_prompt
 from oab_bench.judge.grading import lighteval_judge
 from oab_bench.keyed_store import StoreError
@@ -137,6 +138,21 @@ oab_judge = SampleLevelMetric(
 )
 
 
+@task
+def oab_bench(
+    area: str | None = None,
+    edition: int | None = None,
+    dataset: str | None = None,
+    max_tokens: int = 8192,
+    **judge,
+) -> Task:
+    """`inspect eval oab_bench_task.py@oab_bench --model openai/gpt-4o-mini -T judge_model=openai/gpt-5.2`:
+    -T area=penal, -T edition=41 are oab_bench:penal, oab_bench:41; -T dataset= is OAB_BENCH_DATASET;
+    the judge is -T judge_<setting>=... over OAB_JUDGE_*."""
+    given = (dataset, "-T dataset") if dataset else dataset_given()
+    return inspect_task.oab_task(given, area, edition, max_tokens, judge)
+
+
 def _keep(field: str, value, line: dict) -> bool:
     return line[field] == value
 
@@ -152,6 +168,10 @@ class _TaskConfig(LightevalTaskConfig):
     generation_size = property(
         lambda self: task_run.RUN.max_new_tokens if task_run.RUN else 8192, lambda *_: None
     )
+
+    def __post_init__(self):  # lighteval's inspect-ai backend (`lighteval eval`) makes it an inspect Task
+        super().__post_init__()
+        inspect_task.set_inspect_fields(self)
 
 
 COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)

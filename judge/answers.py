@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
+from oab_bench.judge import inspect_log
 from oab_bench.judge.records import NonEmpty
 from oab_bench.judge.results_source import open_shared
 
@@ -63,6 +64,11 @@ def load_answers(path: Path) -> list[Answer]:
             Answer(**r.model_dump(include=fields), source=label, line=n) for label, n, r in shared.answers()
         ]
     path = Path(path)
+    if inspect_log.is_log(path):
+        return [
+            Answer(model=s.model, question_id=s.question_id, turns=[s.answer], source=s.file, line=s.line)
+            for s in inspect_log.log_samples(path)
+        ]
     if path.is_dir() or path.suffix == ".parquet":
         return load_lighteval_answers(path)
     return load_fastchat_answers(path)
@@ -85,7 +91,7 @@ def answer_files_in(path: Path) -> list[Path]:
         return [path]
     if not path.exists():
         raise SourceError("not found", file=str(path))
-    if not path.is_dir() or any(path.rglob("details_*.parquet")):
+    if not path.is_dir() or any(path.rglob("details_*.parquet")) or inspect_log.is_log(path):
         return [path]
     files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
     if not files:

@@ -33,7 +33,7 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
     path = Path(path)
     if is_probe_folder(path):
         return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)], []
-    if not (path.is_dir() or path.suffix == ".parquet"):
+    if not (path.is_dir() or path.suffix in (".parquet", ".eval")):
         return [], []
     answers, gone = load_answers(path), []
     if path.is_dir() and (path / PANEL_JUDGMENTS_FILE).is_file():
@@ -59,7 +59,7 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         shared = open_shared(path) is not None
         if not shared and not path.exists():
             raise SourceError("not found", file=str(path))
-        if not shared and path.is_file() and path.suffix != ".parquet":
+        if not shared and path.is_file() and path.suffix not in (".parquet", ".eval"):
             first = next(iter(read_objects(path)), (0, {}))[1]
             if set(first) >= ANSWER_KEYS:
                 answers += load_answers(path)

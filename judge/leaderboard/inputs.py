@@ -21,6 +21,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
 from oab_bench.dataset_builder.source import plain, read_objects
+from oab_bench.judge import inspect_log
 from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.judge_label import judge_label, our_prompt
 from oab_bench.judge.results_layout import judgment_record, upstream_lines
@@ -285,6 +286,10 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
     path = Path(path)
     if not path.exists():
         raise SourceError("not found", file=str(path))
+    if inspect_log.is_log(path):  # inspect's logs: the judgment each score carries
+        return [
+            _ours(s.judgment, s.file, s.line, dataset) for s in inspect_log.log_samples(path) if s.judgment
+        ]
     if is_probe_folder(path):  # its judgments file (a killed run's partial judgments are not read)
         path = path / JUDGMENTS_FILE
     try:
@@ -320,6 +325,8 @@ def recorded_dataset(path: Path) -> str | None:
     """The dataset a run folder (or a judgments file in one) was made with: lighteval's results
     JSON names it as the task's `hf_repo`."""
     path = Path(path)
+    if inspect_log.is_log(path):
+        return inspect_log.recorded_dataset(path)
     found: set[str] = set()
     for file in sorted(((path if path.is_dir() else path.parent) / "results").rglob("results_*.json")):
         try:

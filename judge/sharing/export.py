@@ -19,6 +19,7 @@ from oab_bench.folders import Writer, write_listed
 from oab_bench.judge import results_layout as layout
 from oab_bench.judge.answers import Answer, details_judgments, load_answers
 from oab_bench.judge.audit.collect import carried_answers
+from oab_bench.judge.inspect_log import log_samples
 from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
 from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
@@ -61,6 +62,8 @@ def _source_of(file: str) -> tuple[str, dict]:
         return "shared", shared
     if file.endswith(".parquet"):
         return "details", details_judgments(Path(file))
+    if file.endswith(".eval"):
+        return "judgments", {s.line: s.judgment for s in log_samples(Path(file))}
     lines = dict(read_objects(Path(file)))
     if not lines or not {"turn", "judgment"} <= set(next(iter(lines.values()))):
         return "judgments", lines
