@@ -58,17 +58,3 @@ class AnswerStore(KeyedStore[StoredAnswer]):
         """Keep a non-empty answer (False: not kept, or held in memory only)."""
         answer = answer.model_copy(update={"created": answer.created or time.time()})
         return answer.good() and self.write([(answer.key, answer.model_dump_json())])
-
-
-def stored_texts(folder: Path | None, model: str, generation: dict, rows: list) -> list[str | None]:
-    """For each row, the stored answer as the judge reads it (reasoning removed), looked up as a run's
-    generation would; None where none is stored."""
-    from oab_bench.judge.answers import strip_reasoning
-    from oab_bench.judge.generation.task_prompt import candidate_messages
-
-    store = AnswerStore(folder, access="read") if folder is not None else None
-    found = [
-        store and store.get(answer_key(model=model, messages=candidate_messages(r), generation=generation))
-        for r in rows
-    ]
-    return [strip_reasoning(a.texts[0]) if a else None for a in found]

@@ -37,7 +37,6 @@ from oab_bench.judge.grading.loop import Stopped
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 
-__all__ = ["RUN", "run"]
 HUNG: list[bool] = []  # calls outlived the grace after a stop: the process exits without them
 
 

@@ -62,14 +62,13 @@ def check_places(s: RunSettings) -> None:
         except ValueError as e:
             raise PreflightError(f"{name}: {e}") from None
     env, home = os.environ, os.environ.get("HOME") or str(Path("~").expanduser())
-    places = [("HF_HOME", env.get("HF_HOME")), ("HF_DATASETS_CACHE", env.get("HF_DATASETS_CACHE"))]
-    if not env.get("HF_HOME") and (xdg := env.get("XDG_CACHE_HOME")):
-        places[0] = ("HF_HOME (not set: $XDG_CACHE_HOME/huggingface)", f"{xdg}/huggingface")
-    elif not env.get("HF_HOME"):
-        places[0] = (
-            f"HF_HOME (not set: $HOME/.cache/huggingface, HOME={home})",
-            f"{home}/.cache/huggingface",
-        )
+    if env.get("HF_HOME"):
+        places = [("HF_HOME", env["HF_HOME"])]
+    elif xdg := env.get("XDG_CACHE_HOME"):
+        places = [("HF_HOME (not set: $XDG_CACHE_HOME/huggingface)", f"{xdg}/huggingface")]
+    else:
+        places = [(f"HF_HOME (not set: $HOME/.cache/huggingface, HOME={home})", f"{home}/.cache/huggingface")]
+    places.append(("HF_DATASETS_CACHE", env.get("HF_DATASETS_CACHE")))
     if not Path(s.dataset).expanduser().is_dir():  # a Hub id: the Hub's cache too
         places += [(v, env[v]) for v in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") if env.get(v)][:1]
     problems = []
