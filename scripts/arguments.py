@@ -33,10 +33,8 @@ def whole(least: int):
 
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
     """What every command reading judged results shares: the questions expected and the bootstrap."""
-    p.add_argument(
-        "--dataset",
-        help="dataset folder or Hub id: the questions expected (default: those seen in the inputs)",
-    )
+    dataset = "dataset folder or Hub id: the questions expected (default: those seen in the inputs)"
+    p.add_argument("--dataset", help=dataset)
     resamples = "bootstrap resamples of whole exams"
     p.add_argument("--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help=resamples)
     p.add_argument("--seed", type=whole(0), default=0)

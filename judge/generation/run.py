@@ -244,11 +244,8 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     records = [j.record() for j in judged]
     figures = task_figures([QuestionResult.model_validate(j.sample()) for j in judged])
     empty = [j.question_id for j in judged if j.status == "no_answer"]
-    failed = [
-        f"{j.question_id} ({j.status}: {j.error or ''})"
-        for j in judged
-        if j.status not in ("ok", "no_answer")
-    ]
+    bad = [j for j in judged if j.status not in ("ok", "no_answer")]
+    failed = [f"{j.question_id} ({j.status}: {j.error or ''})" for j in bad]
     summary = dict(model=s.model, api_base=s.api_base, judge_model=s.judge.judge_model, results=str(results))
     summary["figures"] = {k: None if math.isnan(v) else v for k, v in figures.items()}  # NaN: unknown
     summary["cost_usd_total"] = total_cost([j.cost_usd for j in judged])

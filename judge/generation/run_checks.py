@@ -210,11 +210,8 @@ def check_caches(s: RunSettings, panel=None) -> RunSettings:
         lines.append(f"to go on without keeping them, add --cache-read-only; to keep them, {MAKE_WRITABLE}, ")
         lines[-1] += "or give another --answer-cache / --judge-cache"
         raise PreflightError("\n".join(lines))
-    lines.append(
-        "going on (--cache-read-only): what is new serves this run only"
-        if answers or judgments
-        else "nothing new to keep: its entries are served as they are"
-    )
+    going = "going on (--cache-read-only): what is new serves this run only"
+    lines.append(going if answers or judgments else "nothing new to keep: its entries are served as they are")
     print("\n".join(f"oab-bench run: {line}" for line in lines), file=sys.stderr)
     return s.model_copy(update={"cache_access": "read"})
 
