@@ -1,30 +1,22 @@
 """
 name:
 OAB-Bench
-
 dataset:
-$OAB_BENCH_DATASET (default: upstream's maritaca-ai/oab-bench): a Hub id or a folder, in upstream's
-raw layout (built here on the fly, cached under the Hugging Face cache) or made by `oab-bench build`
-
+$OAB_BENCH_DATASET, else upstream's maritaca-ai/oab-bench: a folder built by `oab-bench build`, or a Hub
+id or folder in upstream's raw layout (built here once, cached)
 abstract:
-Phase 2 of the Brazilian Bar Exam (OAB/FGV): per exam a full legal brief (peça prático-profissional,
-5.00 points) and four discursive questions of two items (1.25 points each). An LLM judge grades each
-answer item by item against the official score table; code adds the scores; 6.00 of 10.00 passes.
-
+Phase 2 of the Brazilian Bar Exam (OAB/FGV): a legal brief and four discursive questions per exam, each
+answer graded item by item against the official score table by an LLM judge; code adds the scores.
 languages:
 portuguese
-
 tags:
 legal, generation, llm-as-a-judge, rubric
-
 paper:
 https://arxiv.org/abs/2504.21202
 
-Usage: OAB_JUDGE_MODEL=openai/gpt-5.2 lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks oab_bench_task.py
-Tasks: `oab_bench`, `oab_bench:<area>` (penal, civil, ...), `oab_bench:<edition>` (39 ... 44). The
-judge: OAB_JUDGE_MODEL and OAB_JUDGE_<SETTING> (`oab-bench judge -h`), OAB_JUDGE_API_KEY (else the
-provider's variable), OAB_JUDGE_CACHE. The exam's rules are the system message; one user message
-holds the statement and every item with its value.
+Usage: OAB_JUDGE_MODEL=openai/gpt-5.2 lighteval endpoint litellm model.yaml "oab_bench|0" --custom-tasks
+oab_bench_task.py (tasks oab_bench, oab_bench:<area>, oab_bench:<edition>; the judge's other OAB_JUDGE_*
+variables: `oab-bench judge -h`).
 """
 
 from __future__ import annotations
@@ -58,15 +50,15 @@ REFUSED = "the candidate's server refused the request, so the run stopped: "
 
 
 def dataset_given() -> tuple[str, str]:
-    """(the dataset asked for, where it came from): OAB_BENCH_DATASET, else upstream's Hub id."""
+    """(the dataset asked for, where it came from)."""
     given = os.environ.get(DATASET_ENV, "").strip()
     return (given, DATASET_ENV) if given else (DEFAULT_DATASET, "the task's default dataset")
 
 
 @functools.cache
 def dataset_path() -> str:
-    """What lighteval loads: always a folder on disk (it takes a relative path for a Hub id), resolved
-    when lighteval builds a task to run; a dataset that cannot be had is one line naming the variable."""
+    """What lighteval loads: a folder on disk (it takes a relative path for a Hub id); a dataset that
+    cannot be had is one line naming the variable."""
     try:
         return resolve_dataset(*dataset_given())
     except SourceError as e:
@@ -74,14 +66,13 @@ def dataset_path() -> str:
 
 
 def prepare(task) -> None:
-    """Our task, as lighteval builds it to run: the folder of `oab-bench run`'s dataset, or of the
-    plain CLI's (OAB_BENCH_DATASET)."""
+    """Our task, as lighteval builds it to run: `oab-bench run`'s dataset folder, or the plain CLI's."""
     task.dataset_path = task_run.RUN.dataset if task_run.RUN else dataset_path()
 
 
 def check_judge_configured() -> None:
-    """When lighteval prepares an evaluation of our documents (never while they are browsed): the
-    plain CLI's judge is usable, one line and a non-zero exit if not (the run checked its own)."""
+    """Before an evaluation's first call (not while the task is browsed), the plain CLI's judge is
+    usable, or one line and a non-zero exit (`oab-bench run` checked its own)."""
     if task_run.RUN is None:
         try:
             lighteval_judge.check_env()
@@ -91,14 +82,8 @@ def check_judge_configured() -> None:
 
 def oab_prompt(line: dict, task_name: str = "") -> Doc:
     row = QuestionRow.model_validate(line)
-    return Doc(
-        task_name=task_name,
-        query=candidate_prompt(row),
-        choices=[],
-        gold_index=[],
-        instruction=None,
-        specific={SYSTEM_KEY: row.system_prompt, "question_id": row.question_id, "row": line},
-    )
+    specific = {SYSTEM_KEY: row.system_prompt, "question_id": row.question_id, "row": line}
+    return Doc(task_name=task_name, query=candidate_prompt(row), choices=[], gold_index=[], specific=specific)
 
 
 lighteval_compat.install(
@@ -115,8 +100,9 @@ class OabJudge(SampleLevelComputation):
         rows = [QuestionRow.model_validate(doc.specific["row"]) for doc in docs]
         texts = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
         run = task_run.RUN
-        judge = run.judge if run else lighteval_judge.judge_from_env()
-        candidate = run.candidate if run else "candidate"
+        judge, candidate = (
+            (run.judge, run.candidate) if run else (lighteval_judge.judge_from_env(), "candidate")
+        )
         judgments = lighteval_judge.judge_answers(judge, rows, texts, candidate, task_run.STOPPING)
         if run:
             run.judged.extend(judgments)
@@ -124,7 +110,7 @@ class OabJudge(SampleLevelComputation):
 
 
 def corpus_figures(values: list[dict]) -> dict[str, float]:
-    """Exam figures from the per-question values (a dict, so lighteval does not bootstrap it)."""
+    """Exam figures from the per-question values (a dict: lighteval bootstraps no float)."""
     return task_figures([QuestionResult.model_validate(v) for v in values])
 
 
@@ -158,9 +144,8 @@ def _keep(field: str, value, line: dict) -> bool:
 
 
 class _TaskConfig(LightevalTaskConfig):
-    """The dataset and the answer budget are `oab-bench run`'s, else the plain CLI's: `hf_repo` is the
-    dataset as given, so importing or listing the tasks (`lighteval tasks dump`) resolves, fetches
-    and builds nothing (`prepare` sets the folder when lighteval builds a task to run)."""
+    """The dataset and answer budget are `oab-bench run`'s, else the plain CLI's; `hf_repo` is the
+    dataset as given, so listing the tasks fetches and builds nothing (`prepare` sets the folder)."""
 
     hf_repo = property(
         lambda self: task_run.RUN.dataset if task_run.RUN else dataset_given()[0], lambda *_: None
@@ -175,18 +160,8 @@ class _TaskConfig(LightevalTaskConfig):
 
 
 COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
-COMMON |= dict(
-    hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None, few_shots_select=None
-)
-COMMON |= dict(generation_size=8192, stop_sequence=[], metrics=[oab_judge])
-TASKS_TABLE = [
-    _TaskConfig(name=TASK, **COMMON),
-    *(
-        _TaskConfig(name=f"{TASK}:{a}", hf_filter=functools.partial(_keep, "area", a), **COMMON)
-        for a in AREAS
-    ),
-    *(
-        _TaskConfig(name=f"{TASK}:{e}", hf_filter=functools.partial(_keep, "edition", e), **COMMON)
-        for e in EDITIONS
-    ),
-]
+COMMON |= dict(hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None)
+COMMON |= dict(few_shots_select=None, generation_size=8192, stop_sequence=[], metrics=[oab_judge])
+SUBSETS = [(TASK, None)] + [(f"{TASK}:{a}", functools.partial(_keep, "area", a)) for a in AREAS]
+SUBSETS += [(f"{TASK}:{e}", functools.partial(_keep, "edition", e)) for e in EDITIONS]
+TASKS_TABLE = [_TaskConfig(name=name, hf_filter=keep, **COMMON) for name, keep in SUBSETS]

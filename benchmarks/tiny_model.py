@@ -1,13 +1,6 @@
-"""Build a tiny random Qwen3-style model, with no download, to test the vLLM path on a CPU.
-
-Hidden size 64, 2 layers, 2 heads of head_dim 32 (vLLM's CPU attention needs head size >= 32),
-a byte-level BPE tokenizer trained here (on `--corpus` files, e.g. the dataset's questions,
-so prompts stay short in tokens) with a ChatML template that has a system role. About 0.1M
-parameters: its output is noise, enough to test the path, not quality. Greedy decoding never
-picks end-of-text or a blank token first, so every answer is non-empty and reproducible.
-
-    python -m benchmarks.tiny_model OUT_DIR [--corpus FILE ...] [--vocab-size 1024]
-"""
+"""Build a tiny random Qwen3-style model, with no download, to test the vLLM path on a CPU (its
+output is noise; docs/lighteval-and-vllm.md says why it is shaped so):
+`python -m benchmarks.tiny_model OUT_DIR [--corpus FILE ...] [--vocab-size 1024]`."""
 
 from __future__ import annotations
 
@@ -31,13 +24,6 @@ MADE_UP = [
 ]
 
 
-def _texts(corpus: list[Path]) -> list[str]:
-    texts = list(MADE_UP)
-    for path in corpus:
-        texts += [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
-    return texts
-
-
 def build(out: Path, corpus: list[Path] | None = None, vocab_size: int = 1024, seed: int = 0) -> Path:
     check_folder(out, TINY, "OUT_DIR")  # it replaces config.json, the weights, the tokenizer: only in ours
     import torch
@@ -49,26 +35,21 @@ def build(out: Path, corpus: list[Path] | None = None, vocab_size: int = 1024, s
     bpe.decoder = decoders.ByteLevel()
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=alphabet)
-    bpe.train_from_iterator(_texts(corpus or []), trainer=trainer)
+    texts = MADE_UP + [line for path in corpus or [] for line in path.read_text(encoding="utf-8").split("\n")]
+    bpe.train_from_iterator([t for t in texts if t.strip()], trainer=trainer)
     specials = dict(bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, chat_template=CHAT_TEMPLATE, **specials)
     torch.manual_seed(seed)
-    shape = dict(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, head_dim=32
-    )
-    shape |= dict(
-        num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=False, torch_dtype="float32"
-    )
+    shape = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2)
+    shape |= dict(head_dim=32, num_key_value_heads=2, max_position_embeddings=32768)  # vLLM's CPU: head >= 32
+    shape |= dict(tie_word_embeddings=False, torch_dtype="float32")
     ids = dict(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
     config = Qwen3Config(vocab_size=len(tokenizer), **shape, **ids)
     model = Qwen3ForCausalLM(config)
     # End-of-text and blank tokens get a zero output row: with random weights some other logit is
     # always higher, so greedy decoding never ends at once or writes only spaces (an empty answer).
-    blank = [
-        i
-        for i in range(len(tokenizer))
-        if not tokenizer.decode([i]).strip() or i in tokenizer.all_special_ids
-    ]
+    special_ids = set(tokenizer.all_special_ids)
+    blank = [i for i in range(len(tokenizer)) if i in special_ids or not tokenizer.decode([i]).strip()]
     with torch.no_grad():
         model.lm_head.weight[blank] = 0.0
     claim(out, TINY)

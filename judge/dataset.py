@@ -1,9 +1,6 @@
-"""Dataset rows from a folder or Hub id: our built layout, or upstream's raw one (built on the fly).
-
-Each entry point's advice names its own knobs (KNOBS): `oab-bench`'s flags, the plain lighteval
-CLI's variables, `make run`'s (the Makefile sets OAB_BENCH_ENTRY=make); another entry point adds
-its line.
-"""
+"""Dataset rows from a folder or Hub id (our built layout, or upstream's raw one, built on the fly),
+and the advice of each entry point in its own knobs (KNOBS: `oab-bench`'s flags, the plain lighteval
+CLI's variables, `make run`'s, which the Makefile announces with OAB_BENCH_ENTRY=make)."""
 
 from __future__ import annotations
 
@@ -18,10 +15,8 @@ from oab_bench.dataset_builder.schema import QuestionRow
 DATASET_ENV = "OAB_BENCH_DATASET"
 ENTRY_ENV = "OAB_BENCH_ENTRY"  # set by the Makefile's `run` target: advice names make's variables
 UPSTREAM = "upstream's files (question.jsonl and reference_answer/, e.g. a clone of github.com/maritaca-ai/oab-bench)"
-MAKE, LIGHTEVAL = (
-    f"pass DATA=FOLDER to make run: {UPSTREAM}",
-    f"set {DATASET_ENV}=FOLDER: a folder made by `oab-bench build`, or {UPSTREAM}",
-)
+MAKE = f"pass DATA=FOLDER to make run: {UPSTREAM}"
+LIGHTEVAL = f"set {DATASET_ENV}=FOLDER: a folder made by `oab-bench build`, or {UPSTREAM}"
 KNOBS = {  # entry point -> setting -> what its advice names
     "oab-bench": dict(dataset=INSTEAD, api_base="--api-base", judge_api_base="--judge-api-base"),
     "make": dict(dataset=MAKE, api_base="API_BASE=", judge_api_base="JUDGE_API_BASE="),
@@ -31,13 +26,12 @@ KNOBS = {  # entry point -> setting -> what its advice names
 
 
 def knob(name: str, entry: str = "oab-bench") -> str:
-    """How the entry point the user typed names a setting (`oab-bench`'s, unless OAB_BENCH_ENTRY says)."""
+    """How the entry point the user typed (`entry`, unless OAB_BENCH_ENTRY says) names a setting."""
     return KNOBS[os.environ.get(ENTRY_ENV) or entry][name]
 
 
 def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
-    """(the dataset asked for, where it came from: the flag, the variable, or the default), for the
-    commands whose --dataset may be left out (run, judge-sweep)."""
+    """(the dataset asked for, where it came from), for the commands whose --dataset may be left out."""
     if args.dataset:
         return args.dataset, "--dataset"
     if os.environ.get(DATASET_ENV, "").strip():
@@ -46,17 +40,15 @@ def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def advised(error: SourceError, entry: str) -> str:
-    """The error's line with the advice of the entry point the user typed (`oab-bench` unless
-    OAB_BENCH_ENTRY names another)."""
+    """The error's line with the advice of the entry point the user typed."""
     return str(error).replace(INSTEAD, knob("dataset", entry))
 
 
 def load_rows(
     dataset: str, *, questions: list[str] | None = None, origin: str = "--dataset"
 ) -> list[QuestionRow]:
-    """`dataset` is a local folder (any path) or a Hub id, resolved to a folder on disk first (a Hub
-    id that cannot be reached fails in seconds); `questions` are glob patterns on question/exam ids;
-    `origin` names where `dataset` came from in errors."""
+    """`dataset` (a folder or Hub id) resolved to a folder on disk first; `questions`: glob patterns on
+    question or exam ids; `origin` names where `dataset` came from in errors."""
     import datasets
 
     from oab_bench.dataset_builder.source import quiet
@@ -67,11 +59,8 @@ def load_rows(
 
 
 def select_rows(rows: list[QuestionRow], questions: list[str] | None) -> list[QuestionRow]:
-    """The rows whose question or exam id matches one of the glob patterns (all rows without patterns)."""
+    """The rows whose question or exam id matches a glob pattern (all rows without patterns)."""
     if not questions:
         return rows
-    return [
-        r
-        for r in rows
-        if any(fnmatch.fnmatch(r.question_id, p) or fnmatch.fnmatch(r.exam_id, p) for p in questions)
-    ]
+    match = fnmatch.fnmatch
+    return [r for r in rows if any(match(r.question_id, p) or match(r.exam_id, p) for p in questions)]

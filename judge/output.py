@@ -9,19 +9,16 @@ from oab_bench.whole_file import replace_whole
 
 
 def check_output(path: Path, flag: str = "--output") -> None:
-    """Fail now, naming the flag, if `path` cannot be written as a file: a command that judges
-    first would otherwise find out after paying for every judgment."""
+    """Fail now, naming the flag, if `path` cannot be written as a file (not after paying to judge)."""
     if Path(path).is_dir():
         raise ValueError(f"{flag} {path}: is a folder; give a file path")
     if why := unwritable(Path(path).parent):
-        raise ValueError(
-            f"{flag} {path}: {why}: make it writable (group write: chmod g+w, and umask 002 for what "
-            "runs create) or give another path"
-        )
+        fix = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
+        raise ValueError(f"{flag} {path}: {why}: {fix} or give another path")
 
 
 def write_atomic(path: Path, text: str | bytes) -> Path:
-    """Nothing half-written (whole_file.py), made with the umask's mode; text is written as UTF-8."""
+    """Nothing half-written (whole_file.py), made with the umask's mode; text as UTF-8."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     replace_whole(path, [text.encode("utf-8") if isinstance(text, str) else text])

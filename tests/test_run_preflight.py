@@ -74,14 +74,14 @@ def test_vllm_args_take_a_single_flag_as_their_value(tmp_path):
 @pytest.mark.parametrize(
     "flag, value, said",
     [
-        ("--max-samples", "-1", "must be at least 1, not -1"),  # lighteval: all questions but one
-        ("--max-samples", "0", "must be at least 1, not 0"),  # was ignored: every question
-        ("--concurrency", "0", "must be at least 1, not 0"),  # was the default, silently
-        ("--candidate-retries", "0", "must be at least 1, not 0"),  # lighteval: no call, empty answers
-        ("--max-new-tokens", "-5", "must be at least 1, not -5"),
-        ("--temperature", "nan", "'nan' is not a number"),  # NaN compares false: not "at least 0"
-        ("--candidate-timeout", "0", "must be more than 0, not 0"),
-        ("--vllm-start-timeout", "x", "'x' is not a number"),
+        ("--max-samples", "-1", "'-1' is not a whole number >= 1"),  # lighteval: all questions but one
+        ("--max-samples", "0", "'0' is not a whole number >= 1"),  # was ignored: every question
+        ("--concurrency", "0", "'0' is not a whole number >= 1"),  # was the default, silently
+        ("--candidate-retries", "0", "'0' is not a whole number >= 1"),  # lighteval: no call, empty answers
+        ("--max-new-tokens", "-5", "'-5' is not a whole number >= 1"),
+        ("--temperature", "nan", "'nan' is not a number >= 0"),  # NaN compares false: not "at least 0"
+        ("--candidate-timeout", "0", "'0' is not a number > 0"),
+        ("--vllm-start-timeout", "x", "'x' is not a number > 0"),
     ],
 )
 def test_the_runs_own_numbers_are_checked_naming_the_flag(tmp_path, capsys, flag, value, said):

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import SECRET
+from tests.conftest import SECRET, oab
 from tests.helpers import TASK, answers_file, candidate_calls, env_for, is_check_call, judge_calls
 from tests.users import ALICE, BOB, OUTSIDER, TEAM, home_of, require_users, run_as, team_folder
 
@@ -121,11 +121,8 @@ def test_cache_read_only_writes_no_cache_it_could_write(stub, built_dataset, tmp
     server = stub(policy="max")
     AnswerStore(tmp_path / "ac"), JudgmentStore(tmp_path / "jc")  # writable caches, empty
     before = {p: p.read_bytes() for p in [*(tmp_path / "ac").iterdir(), *(tmp_path / "jc").iterdir()]}
-    env = user_env(os.environ.get("HOME", tmp_path), OPENAI_API_KEY=SECRET, OAB_JUDGE_API_KEY=SECRET)
     cmd = run_args(server, built_dataset, tmp_path / "run", tmp_path / "ac", tmp_path / "jc")
-    proc = subprocess.run(
-        [*cmd, "--max-samples", "2", "--cache-read-only"], env=env, capture_output=True, text=True
-    )
+    proc = oab(*cmd[3:], "--max-samples", "2", "--cache-read-only", env=env_for())  # in this process
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert calls(server.requests)[:2] == (2, 2)
     said = " ".join(proc.stderr.split())

@@ -1,18 +1,11 @@
-"""Candidate answers kept, so a rerun or a resume never pays for one twice.
-
-Keyed by everything that determines an answer: the model, its generation settings (temperature,
-seed, max new tokens, stop sequences, samples) and the prompt's messages; never the server's
-address (a `vllm:` model gets a new port each run) nor the key. Only non-empty answers are kept:
-an empty or failed generation is asked again next time. Table `answers` of the cache folder's
-`answers.sqlite` (oab_bench/keyed_store.py): committed before `put` returns; `claim(key)` holds
-a key while it is generated, so concurrent runs and threads pay once.
-"""
+"""Candidate answers kept, so a rerun or a resume never pays for one twice: keyed by model, generation
+settings and the prompt's messages (never the server's address nor the key); only non-empty answers.
+Table `answers` of the cache folder's `answers.sqlite` (oab_bench/keyed_store.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -20,9 +13,6 @@ from pydantic import BaseModel
 
 from oab_bench.conventions import ANSWERS_FILE as STORE_FILE
 from oab_bench.keyed_store import Access, KeyedStore, check_store
-
-CACHE_ENV = "OAB_ANSWER_CACHE"  # folder; unset or "off": no store (the plain lighteval CLI)
-FRESH_ENV = "OAB_FRESH_ANSWERS"  # "1": generate again, still storing what comes back
 
 
 class StoredAnswer(BaseModel):
@@ -38,14 +28,9 @@ class StoredAnswer(BaseModel):
 
 
 def generation_settings(params: dict, max_new_tokens: int | None, samples: int = 1, stop=None) -> dict:
-    """What shapes an answer besides model and prompt; `params`: lighteval's GenerationParameters
-    without its unset (None) fields."""
-    return {
-        "params": {k: v for k, v in params.items() if v is not None},
-        "max_new_tokens": max_new_tokens,
-        "samples": samples,
-        "stop": list(stop or []),
-    }
+    """What shapes an answer besides model and prompt; `params`: lighteval's GenerationParameters."""
+    params = {k: v for k, v in params.items() if v is not None}
+    return {"params": params, "max_new_tokens": max_new_tokens, "samples": samples, "stop": list(stop or [])}
 
 
 def answer_key(*, model: str, messages: list[dict], generation: dict) -> str:
@@ -53,13 +38,8 @@ def answer_key(*, model: str, messages: list[dict], generation: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oab-bench" / "answers"
-
-
 def check_folder(folder: Path | str) -> None:
-    """What opening the store at `folder` would refuse, creating nothing: for `run` to fail before
-    any work, naming its flag."""
+    """What opening the store at `folder` would refuse, creating nothing."""
     check_store(Path(folder) / STORE_FILE)
 
 
@@ -69,7 +49,7 @@ def _parse(text: str) -> StoredAnswer | None:
 
 
 class AnswerStore(KeyedStore[StoredAnswer]):
-    """The answers stored in `folder`; `access` and `read` as the judgment cache's."""
+    """The answers stored in `folder`; `claim(key)` holds a key while it is generated (one payer)."""
 
     def __init__(self, folder: Path | str, *, read: bool = True, access: Access = "write"):
         super().__init__(Path(folder) / STORE_FILE, "answers", _parse, access=access, read=read)
@@ -78,17 +58,3 @@ class AnswerStore(KeyedStore[StoredAnswer]):
         """Keep a non-empty answer (False: not kept, or held in memory only)."""
         answer = answer.model_copy(update={"created": answer.created or time.time()})
         return answer.good() and self.write([(answer.key, answer.model_dump_json())])
-
-
-def stored_texts(folder: Path | None, model: str, generation: dict, rows: list) -> list[str | None]:
-    """For each row, the answer the store holds for `model` and `generation`, as the judge reads it
-    (reasoning blocks removed), looked up as a run's generation would; None where none is stored."""
-    from oab_bench.judge.answers import strip_reasoning
-    from oab_bench.judge.generation.task_prompt import candidate_messages
-
-    store = AnswerStore(folder, access="read") if folder is not None else None
-    found = [
-        store and store.get(answer_key(model=model, messages=candidate_messages(r), generation=generation))
-        for r in rows
-    ]
-    return [strip_reasoning(a.texts[0]) if a else None for a in found]

@@ -1,24 +1,6 @@
-"""Every workaround for lighteval 0.13 in one place, each naming the defect it works around
-(docs/lighteval-and-vllm.md lists them): the only module that reaches into lighteval's and litellm's
-internals. `install` runs once per process, warns when lighteval is not the version the patches were
-written for, and limits each to our task:
-
-- no per-document system message: the exam's rules become one (`PromptManager`);
-- a task name that is also a prefix (`oab_bench`) expands to every `oab_bench:*` task too;
-- no hook for "an evaluation starts": the task's check runs when the pipeline prepares our documents
-  (`LightevalTask.get_docs`), never while they are browsed;
-- a task's dataset is fixed when its module is imported: ours is set when lighteval builds the task;
-- warnings no user can act on: few-shot examples from evaluation data for a zero-shot task, the
-  dataset splits its own litellm client asks for;
-- a litellm response cache whose hits crash inside litellm (the run then returns empty answers);
-- candidate requests with both `max_tokens` and `max_completion_tokens`, and `stop: []`;
-- every failed call retried 8 times, backing off to a minute, and its error dropped: a permanent one
-  (401, 403, 404, a hopeless 400) stops the run, once stopping no call starts, and the last error of
-  each question is kept (task_run.ERRORS);
-- one call per document (`__call_api`): the answer store serves what it holds, keeps what is new;
-- with custom tasks, the registry still imports ~660 built-in tasks (a download of nltk's punkt, a
-  deprecated Hub call): `oab-bench run` loads only ours (`load_only_custom_tasks`).
-"""
+"""Every workaround for lighteval 0.13, each naming its defect (docs/lighteval-and-vllm.md lists
+them): the only module that reaches into lighteval's and litellm's internals. Each patch is limited to
+our task, and `install` warns when lighteval is not the version they were written for."""
 
 from __future__ import annotations
 
@@ -26,6 +8,7 @@ import copy
 import functools
 import importlib.metadata
 import importlib.util
+import itertools
 import logging
 import os
 import threading
@@ -41,36 +24,29 @@ _CANDIDATE = threading.local()  # set while lighteval's client makes a candidate
 _INSTALLED: list[str] = []
 
 
-def ensure_offline_safe() -> Path | None:
-    """lighteval's registry imports its built-in tasks on every plain CLI run, and tiny_benchmarks
-    downloads a pickle at import when its file is missing (a crash offline): an empty one stops it."""
-    if (spec := importlib.util.find_spec("lighteval")) is None:
-        return None
+def ensure_offline_safe() -> Path:
+    """The plain CLI imports every built-in task, and tiny_benchmarks downloads a pickle at import
+    when its file is missing (a crash offline): an empty one stops it."""
+    spec = importlib.util.find_spec("lighteval")
     pkl = Path(next(iter(spec.submodule_search_locations))) / "tasks/tasks/tinyBenchmarks.pkl"
-    try:
-        pkl.touch(exist_ok=True)
-    except OSError:
-        return None
+    pkl.touch(exist_ok=True)
     return pkl
 
 
-def check_version() -> str:
-    version = importlib.metadata.version("lighteval")
-    if version != TESTED_VERSION:
+def check_version() -> None:
+    if (version := importlib.metadata.version("lighteval")) != TESTED_VERSION:
         warnings.warn(
             f"oab_bench patches lighteval internals tested with {TESTED_VERSION}, found {version}: "
             "check the workarounds in judge/generation/lighteval_compat.py",
             stacklevel=2,
         )
-    return version
 
 
 def install(
     *, task: str, system_key: str, prepare: Callable | None = None, before_evaluating: Callable | None = None
 ):
     """The patches for `task`, whose documents carry their system prompt under `system_key`;
-    `prepare(lighteval_task)` sets our task's dataset folder when lighteval builds it to run;
-    `before_evaluating()` runs once an evaluation has our documents, before any model call."""
+    `prepare(lighteval_task)` when lighteval builds it; `before_evaluating()` before any model call."""
     import litellm
     from lighteval.models.endpoints import litellm_model
     from lighteval.tasks.lighteval_task import LightevalTask
@@ -81,7 +57,7 @@ def install(
         return
     _INSTALLED.append(task)
     check_version()
-    litellm.cache = None
+    litellm.cache = None  # lighteval turns litellm's response cache on, and its hits crash inside litellm
     chat_template, expand = PromptManager._prepare_chat_template, Registry._expand_task_definition
     init, get_docs = LightevalTask.__init__, LightevalTask.get_docs
     first_split = LightevalTask.get_first_possible_fewshot_splits
@@ -90,27 +66,30 @@ def install(
         name = getattr(lighteval_task, "name", "")
         return name == task or name.startswith(f"{task}:")
 
-    def prepare_chat_template(self, doc, tokenize: bool = True):
+    def prepare_chat_template(self, doc, tokenize: bool = True):  # no per-document system message
         if (rules := (doc.specific or {}).get(system_key)) is None:
             return chat_template(self, doc, tokenize)
         manager = copy.copy(self)  # no shared state: prompts are built from several threads
         manager.system_prompt = f"{self.system_prompt}\n\n{rules}" if self.system_prompt else rules
         return chat_template(manager, doc, tokenize)
 
-    def init_task(self, config, *args, **kwargs):
+    def init_task(self, config, *args, **kwargs):  # a task's dataset is fixed when its module is imported
         init(self, config, *args, **kwargs)
         if prepare is not None and ours(self):
             prepare(self)
 
-    def get_our_docs(self, max_samples: int | None = None):
+    def get_our_docs(self, max_samples: int | None = None):  # no hook for "an evaluation starts"
         docs = get_docs(self, max_samples)
         if before_evaluating is not None and any(system_key in (d.specific or {}) for d in docs):
             before_evaluating()
         return docs
 
     PromptManager._prepare_chat_template = prepare_chat_template
+    # a task name that is also a prefix (`oab_bench`) expands to every `oab_bench:*` task too
     Registry._expand_task_definition = lambda self, name: [name] if name == task else expand(self, name)
     LightevalTask.__init__, LightevalTask.get_docs = init_task, get_our_docs
+    # warnings no user can act on: few-shot examples from evaluation data for a zero-shot task, and
+    # the dataset splits its own litellm client asks for
     LightevalTask.get_first_possible_fewshot_splits = lambda self, s: (
         None if ours(self) else first_split(self, s)
     )
@@ -120,9 +99,8 @@ def install(
 
 
 def request_shape(kwargs: dict) -> dict:
-    """A candidate request as every provider takes it: one token limit, `max_tokens` (litellm
-    renames it `max_completion_tokens` for OpenAI's reasoning models and maps it for Anthropic,
-    Gemini and the rest; lighteval's generation setting wins), and no empty `stop` list."""
+    """lighteval sends `max_tokens` and `max_completion_tokens`, and `stop: []`: one limit, `max_tokens`
+    (litellm maps it per provider; lighteval's generation setting wins), and no empty `stop`."""
     shaped = dict(kwargs)
     if (limit := shaped.pop("max_completion_tokens", None)) is not None:
         shaped["max_tokens"] = limit
@@ -132,10 +110,10 @@ def request_shape(kwargs: dict) -> dict:
 
 
 def _guard_candidate_calls(litellm, litellm_model) -> None:
-    """lighteval's client calls `litellm.completion` once per attempt inside `__call_api` (one
-    document, retries around it). Around that: the answer store, and no call at all once stopping.
-    Inside it: the request shaped, its error kept; a permanent error, or any attempt once stopping,
-    is raised as a BadRequestError, the one error lighteval gives up on without sleeping."""
+    """lighteval retries every error 8 times, backing off to a minute, and drops its text. Around each
+    document's `__call_api`: the answer store, and no call once stopping. Inside: the request shaped,
+    its error kept; a permanent error, or any attempt once stopping, raised as the one error lighteval
+    gives up on without sleeping (BadRequestError)."""
     from oab_bench.judge.generation.answer_store import StoredAnswer, answer_key, generation_settings
     from oab_bench.judge.grading.client import permanent
 
@@ -149,9 +127,8 @@ def _guard_candidate_calls(litellm, litellm_model) -> None:
             try:
                 return completion(*args, **request_shape(kwargs))
             except Exception as e:
-                said = redact(
-                    f"{type(e).__name__} ({getattr(e, 'status_code', '')}): {e}".replace("\n", " ")
-                )[:2000]
+                said = f"{type(e).__name__} ({getattr(e, 'status_code', '')}): {e}".replace("\n", " ")
+                said = redact(said)[:2000]
                 task_run.ERRORS[kwargs["messages"][-1]["content"]] = said
                 if not permanent(e):
                     raise
@@ -169,24 +146,21 @@ def _guard_candidate_calls(litellm, litellm_model) -> None:
             _CANDIDATE.active = False
 
     def stored_call_api(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence):
+        args = (prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
         if (store := task_run.RUN.answers if task_run.RUN else plain_cli_answers()) is None:
-            return ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
+            return ask(self, *args)
         params = self.generation_parameters.model_dump(exclude_none=True)
         generation = generation_settings(params, max_new_tokens, num_samples, stop_sequence)
         key = answer_key(model=self.model, messages=prompt, generation=generation)
         with store.claim(key):  # another run generating it: wait, then read it
             if (stored := store.get(key)) is not None:
                 return _response(stored)
-            response = ask(self, prompt, return_logits, max_new_tokens, num_samples, stop_sequence)
+            response = ask(self, *args)
             choices = getattr(response, "choices", None) or []
-            texts = [c.message.content or "" for c in choices]
-            thoughts = [getattr(c.message, "reasoning_content", None) for c in choices]
-            finish = [c.finish_reason for c in choices]
-            store.put(
-                StoredAnswer(
-                    key=key, model=self.model, texts=texts, reasonings=thoughts, finish_reasons=finish
-                )
-            )
+            answer = StoredAnswer(key=key, model=self.model, texts=[c.message.content or "" for c in choices])
+            answer.reasonings = [getattr(c.message, "reasoning_content", None) for c in choices]
+            answer.finish_reasons = [c.finish_reason for c in choices]
+            store.put(answer)
         return response
 
     litellm.completion = candidate_completion
@@ -195,7 +169,7 @@ def _guard_candidate_calls(litellm, litellm_model) -> None:
 
 @functools.cache
 def plain_cli_answers():
-    """The plain lighteval CLI keeps answers too where OAB_ANSWER_CACHE names a folder."""
+    """The plain CLI's answer store: OAB_ANSWER_CACHE, unset or "off" for none."""
     from oab_bench.judge.generation.answer_store import AnswerStore
     from oab_bench.keyed_store import env_access
 
@@ -208,17 +182,16 @@ def _response(stored):
     from litellm.utils import ModelResponse
 
     choices = []
-    for i, text in enumerate(stored.texts):
-        message = {"role": "assistant", "content": text}
-        if i < len(stored.reasonings) and stored.reasonings[i]:
-            message["reasoning_content"] = stored.reasonings[i]
-        finish = stored.finish_reasons[i] if i < len(stored.finish_reasons) else None
+    each = itertools.zip_longest(stored.texts, stored.reasonings, stored.finish_reasons)
+    for i, (text, thought, finish) in enumerate(each):
+        message = {"role": "assistant", "content": text} | ({"reasoning_content": thought} if thought else {})
         choices.append({"index": i, "message": message, "finish_reason": finish or "stop"})
     return ModelResponse(choices=choices)
 
 
 def load_only_custom_tasks() -> None:
-    """With custom tasks, the registry loads that module's tasks and no built-in one."""
+    """With custom tasks, the registry still imports ~660 built-in ones (nltk downloads, a deprecated
+    Hub call): `oab-bench run` loads only that module's."""
     from lighteval.tasks.registry import Registry
 
     load_all = Registry.load_all_task_configs
@@ -232,4 +205,4 @@ def load_only_custom_tasks() -> None:
 
 
 if __name__ == "__main__":
-    print(ensure_offline_safe() or "lighteval not installed")
+    print(ensure_offline_safe())

@@ -1,15 +1,6 @@
-"""`oab-bench run`: every check first (run_checks.py), local vLLM servers if asked (vllm_server.py),
-then lighteval's pipeline in this process (its public API, as `lighteval endpoint litellm` builds
-it, on the task file with only our tasks loaded), then the summary, the leaderboard row, the report
-and the exit code: lighteval 0.13 exits 0 even when every call failed, so the exit code is ours.
-
-The pipeline runs in a thread the main thread watches: a signal (only recorded, task_run.py), a
-local server that dies or a permanent error from the candidate stops it: no new call starts, those
-in flight finish and are stored within the grace period, and the run says why (a signal: what was
-kept and the command that resumes, exit 128 + its number). Each run gets a fresh lighteval response
-cache (0.13 keys it by model and task only and replays failed calls as empty answers); lighteval
-works in the output folder, so whatever it and litellm write lands there.
-"""
+"""`oab-bench run`: every check first (run_checks.py), local vLLM servers (vllm_server.py), lighteval's
+pipeline in a thread of this process that the main thread watches, then the summary, the leaderboard
+row, the report and the exit code (lighteval 0.13 exits 0 even when every call failed)."""
 
 from __future__ import annotations
 
@@ -39,19 +30,14 @@ from oab_bench.conventions import (
 )
 from oab_bench.judge.generation import run_checks as checks
 from oab_bench.judge.generation import task_run
-from oab_bench.judge.generation.run_checks import RUN, run_judge, stored_state
+from oab_bench.judge.generation.run_checks import RUN, run_judge, stored_answers, stored_state
 from oab_bench.judge.generation.run_settings import RunSettings, selected_rows
 from oab_bench.judge.generation.vllm_server import start_local_servers
 from oab_bench.judge.grading.loop import Stopped
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 
-__all__ = ["RUN", "run"]
 HUNG: list[bool] = []  # calls outlived the grace after a stop: the process exits without them
-
-
-class CandidateRefused(ValueError):
-    """The candidate's provider answered with a permanent error (401, 403, 404, a hopeless 400)."""
 
 
 def run(s: RunSettings) -> int:
@@ -62,15 +48,10 @@ def run(s: RunSettings) -> int:
         except KeyboardInterrupt as e:
             name = e.signame if isinstance(e, Stopped) else "SIGINT"
             if finished:
-                print(
-                    f"oab-bench run: stopped ({name}) after the run had finished: {finished[0]}",
-                    file=sys.stderr,
-                )
+                said = f" after the run had finished: {finished[0]}"
             else:
-                print(
-                    f"oab-bench run: stopped ({name}); {kept(s)}; resume with: {s.resume_command()}",
-                    file=sys.stderr,
-                )
+                said = f"; {kept(s)}; resume with: {s.resume_command()}"
+            print(f"oab-bench run: stopped ({name}){said}", file=sys.stderr)
             if HUNG:  # calls that outlived the grace are not waited for
                 sys.stderr.flush()
                 os._exit(128 + signal.Signals[name])
@@ -116,27 +97,21 @@ def kept(s: RunSettings) -> str:
         state = stored_state(s)
     except BaseException:  # the dataset does not load, a second Ctrl-C: the line without numbers
         return f"answers kept in {answers}, judgments in {judges or '(no judgment cache)'}"
-    judged = (
-        f" and {state.judged} judgments ({judges})" if judges else ", judgments not kept (--judge-cache off)"
-    )
+    judged = ", judgments not kept (--judge-cache off)"
+    if judges:
+        judged = f" and {state.judged} judgments ({judges})"
     return f"kept {state.answered} of {state.questions} answers ({answers}){judged}"
 
 
 def estimate(s: RunSettings, panel) -> int:
-    """`run --estimate`: the judging bill, stored answers judged as they are (their cached judgments
-    cost nothing), answers still to generate assumed of DEFAULT_ANSWER_TOKENS; calls and writes nothing."""
-    from oab_bench.judge.answers import Answer
-    from oab_bench.judge.generation.answer_store import stored_texts
+    """`run --estimate`: the judging bill, stored answers judged as they are, answers still to generate
+    assumed of DEFAULT_ANSWER_TOKENS; calls and writes nothing."""
     from oab_bench.judge.grading import bill
     from oab_bench.judge.grading.judgment_store import JudgmentStore
 
-    rows, model = selected_rows(s), s.litellm_model
-    texts = stored_texts(None if s.fresh_answers else s.answer_cache, model, s.generation(), rows)
+    pairs, missing = stored_answers(s)
     judge = run_judge(s.judge, JudgmentStore(s.judge_cache, access="read"))
-    stored = [(r, t) for r, t in zip(rows, texts, strict=True) if t is not None]
-    pairs = [(r, Answer(model=model, question_id=r.question_id, turns=[t])) for r, t in stored]
-    missing = [r for r, t in zip(rows, texts, strict=True) if t is None]
-    est = bill.estimate(judge, pairs + bill.placeholder_pairs(missing, model, judge))
+    est = bill.estimate(judge, pairs + bill.placeholder_pairs(missing, s.litellm_model, judge))
     est.generations_cached, est.generations_to_pay = len(pairs), len(missing)
     note = f"Answers to generate assumed of {bill.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
     if panel is None:
@@ -147,8 +122,8 @@ def estimate(s: RunSettings, panel) -> int:
 
 
 def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
-    """lighteval's pipeline on the run's tasks: every judgment made, and the last error of each
-    candidate prompt that failed."""
+    """lighteval's pipeline, stopped by a signal, a dead local server or a permanent candidate error:
+    every judgment made, and the last error of each candidate prompt that failed."""
     from oab_bench.judge.generation.answer_store import AnswerStore
     from oab_bench.judge.grading.judgment_store import JudgmentStore
 
@@ -156,11 +131,12 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
     run = task_run.TaskRun(s.dataset, s.max_new_tokens, judge, s.model)
     if s.answer_cache:
         run.answers = AnswerStore(s.answer_cache, read=not s.fresh_answers, access=s.cache_access)
-    cache = s.output_dir / f".lighteval-cache-{secrets.token_hex(4)}"  # fresh: no replayed failures
+    # lighteval's response cache, fresh: 0.13 keys it by model and task only and replays failed calls
+    cache = s.output_dir / f".lighteval-cache-{secrets.token_hex(4)}"
     cache.mkdir()  # (mkdtemp's 0700 would shut a teammate out of what a killed run leaves)
     write_atomic(s.output_dir / "model_config.yaml", yaml.safe_dump(model_config(s, cache), sort_keys=False))
     failed: list[BaseException] = []
-    worker = threading.Thread(target=lambda: pipeline(s, failed), name="oab-bench-lighteval", daemon=True)
+    worker = threading.Thread(target=pipeline, args=(s, failed), name="oab-bench-lighteval", daemon=True)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(Redacted("[%(asctime)s] [%(levelname)8s]: %(message)s (%(filename)s:%(lineno)s)"))
     logging.getLogger().addHandler(handler)
@@ -168,7 +144,7 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
     print(f"running: lighteval's pipeline on {', '.join(s.tasks)}, in this process", file=sys.stderr)
     task_run.start(run)
     try:
-        with contextlib.chdir(s.output_dir):
+        with contextlib.chdir(s.output_dir):  # where lighteval and litellm write their own files
             worker.start()
             try:
                 while worker.is_alive() and not task_run.SIGNALLED and not task_run.REFUSED:
@@ -187,9 +163,7 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
         shutil.rmtree(cache, ignore_errors=True)
     task_run.checkpoint()  # a signal: Stopped
     if refused:
-        raise CandidateRefused(
-            f"the candidate's server refused the request, so the run stopped: {refused[0]}"
-        )
+        raise ValueError(f"the candidate's server refused the request, so the run stopped: {refused[0]}")
     if failed and not isinstance(failed[0], Exception):
         raise failed[0]
     if failed:  # lighteval's own failure: its traceback, then no results (summarize says so, exit 1)
@@ -198,6 +172,7 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
 
 
 def pipeline(s: RunSettings, failed: list[BaseException]) -> None:
+    """As `lighteval endpoint litellm` builds it, on the task file with only our tasks loaded."""
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.endpoints.litellm_model import LiteLLMModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
@@ -218,8 +193,8 @@ def pipeline(s: RunSettings, failed: list[BaseException]) -> None:
 
 
 def model_config(s: RunSettings, cache: Path) -> dict:
-    """lighteval's model config (model_config.yaml): never an api_key from the environment (lighteval
-    copies it into the results JSON); a local server without one gets a dummy."""
+    """lighteval's model config: never an api_key from the environment (lighteval copies it into the
+    results JSON); a local server without one gets a dummy."""
     params = dict(model_name=s.model, max_model_length=s.max_model_length, concurrent_requests=s.concurrency)
     params |= dict(cache_dir=str(cache), api_max_retry=s.candidate_retries, timeout=s.candidate_timeout)
     params |= dict(api_retry_sleep=s.candidate_retry_sleep, generation_parameters=s.generation_parameters())
@@ -248,51 +223,37 @@ def leaderboard(out: Path) -> tuple[str, list]:
 
 
 def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, panel, finished: list) -> int:
-    """The judgments and the summary written (whole or not at all; then the run counts as finished),
-    the leaderboard row, the report, and the exit code."""
+    """The judgments and the summary written whole (then the run counts as finished), the leaderboard
+    row, the report, and the exit code."""
     from oab_bench.judge.aggregate import QuestionResult, task_figures
+    from oab_bench.judge.audit.write import write_run_report
     from oab_bench.judge.grading.batch.state import BatchLog
     from oab_bench.judge.grading.runner import dump_jsonl
     from oab_bench.judge.records import total_cost
+    from oab_bench.judge.validity.jury_report import jury_lines
 
     out, say = s.output_dir, lambda line: print(f"oab-bench run: {line}", file=sys.stderr)
     if results is None or not judged:
         say(f"error: lighteval left no results or judgments in {out}")
-        if (
-            s.judge.batch
-            and s.judge_cache
-            and (s.judge_cache / BATCH_FILE).is_file()
-            and BatchLog(s.judge_cache).open_keys()
-        ):
-            say(
-                f"the judge's batches go on running (recorded in {s.judge_cache / BATCH_FILE}); answers are kept: resume with: {s.resume_command()}"
-            )
+        batches = s.judge_cache / BATCH_FILE if s.judge.batch and s.judge_cache else None
+        if batches and batches.is_file() and BatchLog(s.judge_cache).open_keys():
+            resume = f"answers are kept: resume with: {s.resume_command()}"
+            say(f"the judge's batches go on running (recorded in {batches}); {resume}")
         return 1
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judged))
     records = [j.record() for j in judged]
     figures = task_figures([QuestionResult.model_validate(j.sample()) for j in judged])
     empty = [j.question_id for j in judged if j.status == "no_answer"]
-    failed = [
-        f"{j.question_id} ({j.status}: {j.error or ''})"
-        for j in judged
-        if j.status not in ("ok", "no_answer")
-    ]
-    summary = {
-        "model": s.model,
-        "api_base": s.api_base,
-        "judge_model": s.judge.judge_model,
-        "results": str(results),
-    }
+    bad = [j for j in judged if j.status not in ("ok", "no_answer")]
+    failed = [f"{j.question_id} ({j.status}: {j.error or ''})" for j in bad]
+    summary = dict(model=s.model, api_base=s.api_base, judge_model=s.judge.judge_model, results=str(results))
     summary["figures"] = {k: None if math.isnan(v) else v for k, v in figures.items()}  # NaN: unknown
-    summary |= {
-        "cost_usd_total": total_cost([j.cost_usd for j in judged]),
-        "empty_answers": empty,
-        "failed_judgments": failed,
-    }
+    summary["cost_usd_total"] = total_cost([j.cost_usd for j in judged])
+    summary |= dict(empty_answers=empty, failed_judgments=failed)
     board = None
     if panel is not None:  # judged after the candidate, ranked beside it in the summary
         from oab_bench.judge.grading.batch.submit import BatchPending
-        from oab_bench.judge.panel.runs import judge_beside, ranking
+        from oab_bench.judge.panel.runs import judge_beside, rank_line, ranking
 
         try:
             panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
@@ -310,12 +271,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     costs = (summary["figures"]["cost_usd"], summary["cost_usd_total"])
     paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
     print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)
-    from oab_bench.judge.audit.write import write_run_report
-    from oab_bench.judge.validity.jury_report import jury_lines
-
     if panel is not None:
-        from oab_bench.judge.panel.runs import rank_line
-
         print(rank_line(summary["panel"], s.model), file=sys.stderr)
     for line in jury_lines(records):  # a jury: its members' costs and agreement
         print(line, file=sys.stderr)
@@ -325,16 +281,11 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     if empty:
         from oab_bench.judge.generation.task_prompt import candidate_prompt
 
-        said = {
-            r.question_id: errors.get(candidate_prompt(r)) for r in selected_rows(s) if r.question_id in empty
-        }
         say(f"{len(empty)} empty answers (failed generations?): {', '.join(empty)}")
-        for question, error in said.items():  # lighteval drops the error's text: ours kept it
-            say(
-                f"{question}: its last call failed: {error}"
-                if error
-                else f"{question}: the answer came back empty"
-            )
+        for row in (r for r in selected_rows(s) if r.question_id in empty):
+            error = errors.get(candidate_prompt(row))  # lighteval drops it: ours kept it
+            said = f"its last call failed: {error}" if error else "the answer came back empty"
+            say(f"{row.question_id}: {said}")
     if failed:
         say(f"{len(failed)} failed judgments: {'; '.join(failed)}")
     if empty or failed:

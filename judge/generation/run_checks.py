@@ -1,9 +1,6 @@
-"""Everything `oab-bench run` checks before its first paid call, so a doomed run fails in seconds,
-in one line, having written nothing: tasks (run_settings.py), keys, the places it writes, the
-dataset and its editions and areas, the judge's Batch API, servers that answer, one minimal real
-call per remote model it will pay, and, once local servers run, prompts that fit the context.
-`stored_state` counts what the caches hold as the generation and the judge will look it up.
-"""
+"""Everything `oab-bench run` checks before its first paid call, so a doomed run fails in seconds, in
+one line, having written nothing; and what the caches hold (`stored_state`), looked up as the
+generation and the judge will."""
 
 from __future__ import annotations
 
@@ -37,16 +34,15 @@ def drop_empty_keys(env=None) -> list[str]:
 
 
 def check_keys() -> None:
-    """`*API_KEY` variables lose surrounding blanks (a key pasted from a file ends in a line break,
-    which no HTTP header may carry); one with a control character inside fails, its value unshown."""
+    """`*API_KEY` variables lose surrounding blanks (a key pasted from a file ends in a line break, which
+    no HTTP header may carry); one with a control character inside fails, its value unshown."""
     for name in drop_empty_keys():
         print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
     for name, value in list(os.environ.items()):
         if name.upper().endswith("API_KEY"):
             if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
-                raise PreflightError(
-                    f"{name} holds a line break or another control character: fix the variable"
-                )
+                what = "a line break or another control character"
+                raise PreflightError(f"{name} holds {what}: fix the variable")
             os.environ[name] = value.strip()
 
 
@@ -66,14 +62,13 @@ def check_places(s: RunSettings) -> None:
         except ValueError as e:
             raise PreflightError(f"{name}: {e}") from None
     env, home = os.environ, os.environ.get("HOME") or str(Path("~").expanduser())
-    places = [("HF_HOME", env.get("HF_HOME")), ("HF_DATASETS_CACHE", env.get("HF_DATASETS_CACHE"))]
-    if not places[0][1]:
-        xdg = env.get("XDG_CACHE_HOME")
-        default = "$XDG_CACHE_HOME/huggingface" if xdg else f"$HOME/.cache/huggingface, HOME={home}"
-        places[0] = (
-            f"HF_HOME (not set: {default})",
-            f"{xdg}/huggingface" if xdg else f"{home}/.cache/huggingface",
-        )
+    if env.get("HF_HOME"):
+        places = [("HF_HOME", env["HF_HOME"])]
+    elif xdg := env.get("XDG_CACHE_HOME"):
+        places = [("HF_HOME (not set: $XDG_CACHE_HOME/huggingface)", f"{xdg}/huggingface")]
+    else:
+        places = [(f"HF_HOME (not set: $HOME/.cache/huggingface, HOME={home})", f"{home}/.cache/huggingface")]
+    places.append(("HF_DATASETS_CACHE", env.get("HF_DATASETS_CACHE")))
     if not Path(s.dataset).expanduser().is_dir():  # a Hub id: the Hub's cache too
         places += [(v, env[v]) for v in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") if env.get(v)][:1]
     problems = []
@@ -113,9 +108,8 @@ def check_task_rows(names: list[str], rows: list, dataset: str) -> None:
         if what and not any(what in (r.area, str(r.edition)) for r in rows):
             kind = "edition" if what.isdigit() else "area"
             have = ", ".join(sorted({str(r.edition) if what.isdigit() else r.area for r in rows})) or "none"
-            raise PreflightError(
-                f"--tasks {name}: the dataset {dataset} has no questions of {kind} {what}; its {kind}s: {have}"
-            )
+            lacks = f"the dataset {dataset} has no questions of {kind} {what}"
+            raise PreflightError(f"--tasks {name}: {lacks}; its {kind}s: {have}")
 
 
 def check_output(s: RunSettings) -> None:
@@ -128,9 +122,8 @@ def check_output(s: RunSettings) -> None:
     for top in (s.output_dir / "results", s.output_dir / "details"):
         for folder in [top, *top.rglob("*")] if top.is_dir() else []:
             if folder.is_dir() and not allowed(folder, os.W_OK | os.X_OK):
-                raise PreflightError(
-                    f"--output-dir {s.output_given}: {folder} is not writable by this user (lighteval writes there): {fix}"
-                )
+                why = f"{folder} is not writable by this user (lighteval writes there)"
+                raise PreflightError(f"--output-dir {s.output_given}: {why}: {fix}")
 
 
 class Stored(NamedTuple):
@@ -141,31 +134,41 @@ class Stored(NamedTuple):
     judgments_missing: int  # to make and keep (every grader's of an answer not stored yet; the panel's)
 
 
+def stored_answers(s: RunSettings) -> tuple[list, list]:
+    """The stored answers as (row, Answer) pairs, as the judge reads them (reasoning removed), and the
+    rows without one: looked up as the generation will, creating nothing."""
+    from oab_bench.judge.answers import Answer, strip_reasoning
+    from oab_bench.judge.generation.answer_store import AnswerStore, answer_key
+    from oab_bench.judge.generation.task_prompt import candidate_messages
+
+    model, generation = s.litellm_model, s.generation()
+    store = AnswerStore(s.answer_cache, access="read") if s.answer_cache and not s.fresh_answers else None
+    pairs, missing = [], []
+    for row in selected_rows(s):
+        key = answer_key(model=model, messages=candidate_messages(row), generation=generation)
+        if found := store and store.get(key):
+            text = strip_reasoning(found.texts[0])
+            pairs.append((row, Answer(model=model, question_id=row.question_id, turns=[text])))
+        else:
+            missing.append(row)
+    return pairs, missing
+
+
 def stored_state(s: RunSettings, panel=None) -> Stored:
-    """What the caches hold for this run, looked up as the generation and the judge will, without
-    creating or writing anything; a `--panel`'s judgments count among those missing."""
-    from oab_bench.judge.answers import Answer
-    from oab_bench.judge.generation.answer_store import stored_texts
+    """What the caches hold for this run, creating and writing nothing; a `--panel`'s judgments count
+    among those missing."""
     from oab_bench.judge.grading.judgment_store import JudgmentStore
     from oab_bench.judge.panel.judging import unstored
 
-    rows, model = selected_rows(s), s.litellm_model
-    texts = stored_texts(None if s.fresh_answers else s.answer_cache, model, s.generation(), rows)
+    pairs, missing = stored_answers(s)
     store = JudgmentStore(s.judge_cache, access="read") if s.judge_cache else None
     judge = run_judge(s.judge, store or JudgmentStore(None))
     graders = len(getattr(judge, "runs", None) or getattr(judge, "members", None) or [judge])
-    lacking = [
-        unstored(judge, [(r, Answer(model=model, question_id=r.question_id, turns=[t]))])
-        for r, t in zip(rows, texts, strict=True)
-        if t is not None
-    ]
-    missing = (
-        sum(lacking)
-        + graders * texts.count(None)
-        + (unstored(judge, panel[1]) if panel and store is not None else 0)
-    )
+    lacking = [unstored(judge, [pair]) for pair in pairs]
+    to_judge = sum(lacking) + graders * len(missing)
+    to_judge += unstored(judge, panel[1]) if panel and store is not None else 0
     judged = lacking.count(0) if store is not None else None
-    return Stored(len(rows), len(lacking), judged, texts.count(None), missing)
+    return Stored(len(pairs) + len(missing), len(pairs), judged, len(missing), to_judge)
 
 
 def run_judge(settings: JudgeSettings, store=None):
@@ -179,48 +182,36 @@ def run_judge(settings: JudgeSettings, store=None):
 def check_caches(s: RunSettings, panel=None) -> RunSettings:
     """The answer and judgment caches readable, and writable, or read-only and allowed: served when
     nothing new must be kept there, else refused (how much would be lost) unless --cache-read-only."""
-    read_only = []
-    for kind, name, path, stores in (
-        ("answers", s.answer_cache_name, s.answer_cache, (ANSWERS_FILE,)),
-        ("judgments", s.judge_cache_name, s.judge_cache, (JUDGMENT_CACHE_FILE,)),  # batches: its tables
+    read_only = {}
+    for kind, name, path, store in (
+        ("answers", s.answer_cache_name, s.answer_cache, ANSWERS_FILE),
+        ("judgments", s.judge_cache_name, s.judge_cache, JUDGMENT_CACHE_FILE),  # batches: its tables
     ):
-        files = (
-            [path / f for store in stores for f in (store, Path(store).with_suffix(".lock").name)]
-            if path
-            else []
-        )
+        if path is None:
+            continue
+        files = (path / store, path / Path(store).with_suffix(".lock").name)
         if unreadable := [f for f in files if f.exists() and not allowed(f, os.R_OK)]:
-            raise PreflightError(
-                f"{name} {path}: {unreadable[0]} is not readable by this user: make it readable (chmod g+r) or use another folder"
-            )
-        if path and s.cache_read_only:  # no write to any cache, whatever the permissions
-            read_only.append((kind, f"  {name} {path}: --cache-read-only"))
-        elif path and (why := unwritable(path, tuple(files))):
-            read_only.append((kind, f"  {name} {path}: {why}"))
+            fix = "make it readable (chmod g+r) or use another folder"
+            raise PreflightError(f"{name} {path}: {unreadable[0]} is not readable by this user: {fix}")
+        if why := "--cache-read-only" if s.cache_read_only else unwritable(path, files):
+            read_only[kind] = f"  {name} {path}: {why}"  # no write to any cache, whatever the permissions
     if not read_only:
         return s
-    state, kinds = stored_state(s, panel), {kind for kind, _ in read_only}
-    answers = state.answers_missing if "answers" in kinds else 0
-    judgments = state.judgments_missing if "judgments" in kinds else 0
-    lines = [
-        f"this cache is read-only: {answers} answers / {judgments} judgments would not be kept",
-        *(x for _, x in read_only),
-    ]
+    state = stored_state(s, panel)
+    answers = state.answers_missing if "answers" in read_only else 0
+    judgments = state.judgments_missing if "judgments" in read_only else 0
+    lines = [f"this cache is read-only: {answers} answers / {judgments} judgments would not be kept"]
+    lines += read_only.values()
     if s.judge.batch and judgments:
-        lines.append(
-            f"--judge-batch records its batches in the judgment cache: {MAKE_WRITABLE}, or give another --judge-cache, or judge without --judge-batch"
-        )
+        lines.append(f"--judge-batch records its batches in the judgment cache: {MAKE_WRITABLE}, ")
+        lines[-1] += "or give another --judge-cache, or judge without --judge-batch"
         raise PreflightError("\n".join(lines))
     if (answers or judgments) and not s.cache_read_only:
-        lines.append(
-            f"to go on without keeping them, add --cache-read-only; to keep them, {MAKE_WRITABLE}, or give another --answer-cache / --judge-cache"
-        )
+        lines.append(f"to go on without keeping them, add --cache-read-only; to keep them, {MAKE_WRITABLE}, ")
+        lines[-1] += "or give another --answer-cache / --judge-cache"
         raise PreflightError("\n".join(lines))
-    lines.append(
-        "going on (--cache-read-only): what is new serves this run only"
-        if answers or judgments
-        else "nothing new to keep: its entries are served as they are"
-    )
+    going = "going on (--cache-read-only): what is new serves this run only"
+    lines.append(going if answers or judgments else "nothing new to keep: its entries are served as they are")
     print("\n".join(f"oab-bench run: {line}" for line in lines), file=sys.stderr)
     return s.model_copy(update={"cache_access": "read"})
 
@@ -233,10 +224,8 @@ def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings
 
     problems = missing_judge_keys(judge, knob("judge_api_base"))
     if not api_base and not vllm_target(candidate) and (missing := missing_keys(candidate)):
-        problems.insert(
-            0,
-            f"the candidate {candidate} needs {' or '.join(missing)} (or {knob('api_base')} for a local server)",
-        )
+        local = f"(or {knob('api_base')} for a local server)"
+        problems.insert(0, f"the candidate {candidate} needs {' or '.join(missing)} {local}")
     if problems:
         raise PreflightError("no API key: " + "; ".join(problems))
 
@@ -249,9 +238,8 @@ def check_reachable(api_base: str | None, who: str) -> None:
         if api_base:
             httpx.get(f"{api_base.rstrip('/')}/models", timeout=10)
     except httpx.TransportError as e:
-        raise PreflightError(
-            f"the {who} server at {api_base} does not answer ({type(e).__name__}: {e})"
-        ) from None
+        why = f"{type(e).__name__}: {e}"
+        raise PreflightError(f"the {who} server at {api_base} does not answer ({why})") from None
 
 
 def check_remote(s: RunSettings, panel=None) -> None:
@@ -265,13 +253,10 @@ def check_remote(s: RunSettings, panel=None) -> None:
     check_reachable(s.judge.api_base if judges else None, "judge")
     state = stored_state(s, panel) if s.check_call else None
     if state and not vllm_target(s.model) and state.answered < state.questions:
-        key = (
-            (os.environ.get("OPENAI_API_KEY") or "EMPTY")
-            if s.api_base and s.model.startswith("openai/")
-            else None
-        )
+        local = s.api_base and s.model.startswith("openai/")  # a local server takes any key
+        key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
         checkpoint()
-        check_call("candidate", s.model, api_base=s.api_base, api_key=key)  # a local server takes any key
+        check_call("candidate", s.model, api_base=s.api_base, api_key=key)
     if state and (state.judged is None or state.judgments_missing):
         checkpoint()
         check_judges(judges)
@@ -290,9 +275,7 @@ def check_context(s: RunSettings) -> RunSettings:
     served, limit = s.model.removeprefix("openai/"), None
     try:
         cards = httpx.get(f"{s.api_base.rstrip('/')}/models", timeout=30).json()["data"] if s.api_base else []
-        limit = next(
-            (int(c["max_model_len"]) for c in cards if c.get("id") == served and c.get("max_model_len")), None
-        )
+        limit = next((int(c["max_model_len"]) for c in cards if c.get("id") == served), None)
     except (httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
         pass
     if s.max_model_length is not None:
@@ -313,9 +296,8 @@ def check_context(s: RunSettings) -> RunSettings:
         if n >= limit:
             too_long.append(f"{row.question_id}: prompt {n} tokens, context {limit} tokens")
         elif n + s.max_new_tokens > limit:
-            tight.append(
-                f"{row.question_id}: prompt {n} tokens leaves {limit - n} of {s.max_new_tokens} to answer"
-            )
+            leaves = f"leaves {limit - n} of {s.max_new_tokens} to answer"
+            tight.append(f"{row.question_id}: prompt {n} tokens {leaves}")
     if too_long:
         raise PreflightError(
             f"{len(too_long)} prompts do not fit the model's context; start the server with a longer "

@@ -1,13 +1,11 @@
-"""`oab-bench run`'s settings: one typed object built once from the command line (and the `OAB_*`
-variables its flags fall back to); every step of the run takes it. A step that learns something
-(the dataset's folder, a local server's address) makes a new object (`model_copy`), never edits one.
-
-No heavy import: the CLI reads the defaults its flags show.
-"""
+"""`oab-bench run`'s settings, built once from the command line (and `OAB_*` variables); a step that
+learns something (the dataset's folder, a server's address) makes a new object, never edits one.
+No heavy import: the CLI reads the defaults its flags show."""
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shlex
 import sys
@@ -66,7 +64,6 @@ class RunSettings(BaseModel):
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunSettings:
-        """Flags over `OAB_*` variables over defaults; the judge defaults to upstream's recommended GPT-5.2."""
         judge = settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
         members = member_settings(judge)
         if len(members) > 1 and any(vllm_target(m.judge_model) for m in members):
@@ -88,8 +85,7 @@ class RunSettings(BaseModel):
         return litellm_name(self.model)
 
     def generation(self) -> dict:
-        """What shapes an answer besides model and prompt, as the answer store keys it (and as
-        lighteval's client reports it: its GenerationParameters without unset fields)."""
+        """The answer store's generation settings, as lighteval's client reports them."""
         from lighteval.models.model_input import GenerationParameters
 
         from oab_bench.judge.generation.answer_store import generation_settings
@@ -107,7 +103,7 @@ class RunSettings(BaseModel):
 
 
 def _cache(given: str | None, kind: str, default: str) -> tuple[Path | None, str]:
-    """A cache's folder (None: "off") and the flag or variable that chose it."""
+    """A cache's folder (None: off) and the flag or variable that chose it."""
     flag, var = f"--{kind}-cache", f"OAB_{kind.upper()}_CACHE"
     where = given if given is not None else os.environ.get(var)
     name = flag if given is not None else var if where else f"{flag} (default; {var} not set)"
@@ -118,7 +114,7 @@ def _cache(given: str | None, kind: str, default: str) -> tuple[Path | None, str
 
 
 def vllm_target(model: str | None) -> str | None:
-    """The HF id or folder of `vllm:...`, else None."""
+    """The HF id or folder of `vllm:...`."""
     return model[len(VLLM_PREFIX) :] if model and model.startswith(VLLM_PREFIX) else None
 
 
@@ -135,7 +131,7 @@ def litellm_name(model: str) -> str:
 
 
 def task_names() -> list[str]:
-    """The tasks oab_bench_task.py defines (without importing lighteval: seconds)."""
+    """The tasks oab_bench_task.py defines, without importing lighteval."""
     return [TASK, *(f"{TASK}:{a}" for a in AREAS), *(f"{TASK}:{e}" for e in EDITIONS)]
 
 
@@ -148,22 +144,20 @@ def check_tasks(tasks: str) -> list[str]:
         raise ValueError(
             f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {', '.join(task_names())}"
         )
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            what_a, what_b = a.partition(":")[2], b.partition(":")[2]
-            if a == b or not what_a or not what_b or what_a.isdigit() != what_b.isdigit():
-                raise ValueError(
-                    f"tasks {a} and {b} overlap: their common questions would be generated, judged and "
-                    "counted twice; give tasks with no question in common (one area or edition each), "
-                    "or run them with separate --output-dir"
-                )
+    for a, b in itertools.combinations(names, 2):
+        what_a, what_b = a.partition(":")[2], b.partition(":")[2]
+        if a == b or not what_a or not what_b or what_a.isdigit() != what_b.isdigit():
+            raise ValueError(
+                f"tasks {a} and {b} overlap: their common questions would be generated, judged and "
+                "counted twice; give tasks with no question in common (one area or edition each), "
+                "or run them with separate --output-dir"
+            )
     return names
 
 
 def selected_rows(s: RunSettings, sampled: bool = True) -> list:
-    """The dataset rows the run's tasks ask for, as the task file selects them; `sampled`: with
-    --max-samples, those lighteval evaluates (per task, its rows shuffled with lighteval's seed,
-    the first N: LightevalTask.get_docs)."""
+    """The rows the run's tasks ask for; `sampled`: with --max-samples, those lighteval evaluates (per
+    task, its rows shuffled with lighteval's seed, the first N: LightevalTask.get_docs)."""
     import random
 
     from oab_bench.judge.dataset import load_rows

@@ -1,5 +1,5 @@
-"""What the candidate is asked: the exam's answer sheet (no lighteval import: `oab-bench run` reads
-it before starting lighteval, to know which answers it already has)."""
+"""What the candidate is asked: the exam's answer sheet (no lighteval import: `run` looks its answers
+up before lighteval starts)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def candidate_prompt(row: QuestionRow) -> str:
 
 
 def candidate_messages(row: QuestionRow) -> list[dict]:
-    """What the candidate receives (the system message is added by our lighteval patch)."""
+    """What the candidate receives (lighteval_compat adds the system message)."""
     return [
         {"role": "system", "content": row.system_prompt},
         {"role": "user", "content": candidate_prompt(row)},

@@ -1,13 +1,6 @@
-"""What `oab-bench run` tells the task it runs in its own process (RUN, set before lighteval's
-pipeline starts: the dataset folder, the answer budget, the judge with its store opened as the run
-allows, the answer store; None under the plain lighteval CLI, where the task reads `OAB_*`
-variables), and how the run stops.
-
-STOPPING set (a signal, a dead server, a permanent candidate error, whose message REFUSED keeps): no
-candidate call or judgment starts. ERRORS: the last error of each candidate prompt. The run's signal
-handlers only record (SIGNALLED); its main thread raises Stopped at its next `checkpoint`, never
-inside a library's code, a child's start or a write.
-"""
+"""What `oab-bench run` hands the task in its process (RUN; None under the plain lighteval CLI, whose
+task reads `OAB_*` variables), and how it stops: once STOPPING is set no call starts; signals are only
+recorded (SIGNALLED) and raised as Stopped at the main thread's next `checkpoint`."""
 
 from __future__ import annotations
 
@@ -20,7 +13,7 @@ from typing import Any
 from oab_bench.judge.grading.loop import Stopped
 
 STOPPING = threading.Event()
-REFUSED: list[str] = []
+REFUSED: list[str] = []  # a permanent candidate error's message
 ERRORS: dict[str, str] = {}  # a candidate prompt's user message -> its last call's error
 SIGNALLED: list[int] = []
 
@@ -39,7 +32,6 @@ RUN: TaskRun | None = None
 
 
 def start(run: TaskRun | None) -> None:
-    """`run` is the task's from now (None: the plain CLI's variables again); nothing stopped."""
     global RUN
     RUN = run
     STOPPING.clear()
@@ -55,8 +47,8 @@ def checkpoint() -> None:
 
 @contextlib.contextmanager
 def stop_signals():
-    """Ctrl-C, SIGTERM and SIGHUP recorded for the run's checkpoints; a second one changes nothing.
-    Ctrl-C ignored (a background job) stays ignored; outside the main thread signals are left alone."""
+    """Ctrl-C, SIGTERM and SIGHUP recorded for the checkpoints, the first one only; an ignored Ctrl-C
+    (a background job) stays ignored; outside the main thread signals are left alone."""
 
     def record(signum, frame) -> None:
         if not SIGNALLED:  # list.append only: no lock taken inside a handler

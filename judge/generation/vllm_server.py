@@ -1,20 +1,10 @@
-"""vLLM's OpenAI-compatible server for one run: `--model vllm:HF_ID_OR_PATH` (and a `vllm:` judge).
-
-lighteval 0.13's in-process vLLM backend needs vllm<0.10.2 and cuts long prompts from the left
-without a word, so we start vLLM's own server on 127.0.0.1 and talk to it through litellm like any
-API (`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`).
-
-The server is ours for the run: a free port, waited for on /health (one that never gets healthy
-fails with its last log lines), its log in OUTPUT_DIR/vllm-<name>.log, stopped with its whole
-process group however the run ends. If the run is killed (SIGKILL), a watcher stops it: a shell
-beside the server reads a pipe only the run holds open, so the kernel closing that pipe when the
-run dies is its cue (SIGTERM to the server's group, SIGKILL 30 s later); no native calls, no polling.
-"""
+"""vLLM's OpenAI-compatible server for one run (`vllm:` models): a free port on 127.0.0.1, healthy or
+its log's last lines, stopped with its process group however the run ends; killed with the run, a
+shell watcher reading a pipe only the run holds sees it close and stops the group."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import re
 import shlex
@@ -26,7 +16,13 @@ import time
 from collections import deque
 from pathlib import Path
 
-from oab_bench.judge.generation.run_settings import LOCAL_CONCURRENCY, RunSettings, served_name, vllm_target
+from oab_bench.judge.generation.run_settings import (
+    API_CONCURRENCY,
+    LOCAL_CONCURRENCY,
+    RunSettings,
+    served_name,
+    vllm_target,
+)
 from oab_bench.judge.generation.task_run import checkpoint
 
 ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")  # one per request: noise after a crash
@@ -52,22 +48,12 @@ class VllmServer:
         self.proc = self.watcher = None
 
     def command(self) -> list[str]:
+        """`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`."""
         local = Path(self.target).expanduser()
         model = str(local.resolve()) if local.exists() else self.target
-        flags = {
-            "--model": model,
-            "--served-model-name": self.name,
-            "--host": "127.0.0.1",
-            "--port": str(self.port),
-        }
         python = os.environ.get(PYTHON_ENV) or sys.executable
-        return [
-            python,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            *itertools.chain(*flags.items()),
-            *self.extra_args,
-        ]
+        flags = ["--model", model, "--served-model-name", self.name, "--host", "127.0.0.1", "--port"]
+        return [python, "-m", "vllm.entrypoints.openai.api_server", *flags, str(self.port), *self.extra_args]
 
     def __enter__(self) -> VllmServer:
         import httpx
@@ -75,8 +61,7 @@ class VllmServer:
         cmd = self.command()
         print(f"starting vLLM: {shlex.join(cmd)} (log: {self.log})", file=sys.stderr)
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("w", encoding="utf-8") as log:  # its own group (its engine, its workers), not
-            # the terminal's: Ctrl-C reaches us alone, and we stop it
+        with self.log.open("w", encoding="utf-8") as log:  # its own group: Ctrl-C reaches us alone
             self.proc = subprocess.Popen(
                 cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
             )
@@ -108,7 +93,6 @@ class VllmServer:
         self.stop()
 
     def tail(self, lines: int = 30) -> str:
-        """The log's last lines, without the access log's."""
         try:
             with self.log.open(encoding="utf-8", errors="replace") as f:
                 kept = "".join(deque((x for x in f if not ACCESS_LINE.match(x)), maxlen=lines)).rstrip()
@@ -126,15 +110,14 @@ class VllmServer:
             with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
                 os.killpg(self.proc.pid, sig)
                 self.proc.wait(wait)
-        if self.watcher is not None:  # nothing left to watch
-            self.watcher.kill()
-            self.watcher.wait()
-            self.watcher.stdin.close()
+        self.watcher.kill()
+        self.watcher.wait()
+        self.watcher.stdin.close()
 
 
 def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list[VllmServer]]:
-    """`vllm:MODEL` candidate or judge: its server started (one when both are the same model), and
-    litellm pointed at it; a local server batches continuously, so more requests at a time."""
+    """`vllm:` candidate or judge: its server started (one when both are the same model), litellm
+    pointed at it, and more requests at a time (a local server batches continuously)."""
     started: dict[str, VllmServer] = {}
 
     def server(target: str, extra: str | None) -> VllmServer:
@@ -145,14 +128,11 @@ def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[Ru
             started[target] = stack.enter_context(made)
         return started[target]
 
-    update: dict = {"concurrency": s.concurrency or 10}
+    update: dict = {"concurrency": s.concurrency or API_CONCURRENCY}
     if candidate := vllm_target(s.model):
         got = server(candidate, s.vllm_args)
-        update = {
-            "model": f"openai/{got.name}",
-            "api_base": got.api_base,
-            "concurrency": s.concurrency or LOCAL_CONCURRENCY,
-        }
+        update = {"model": f"openai/{got.name}", "api_base": got.api_base}
+        update["concurrency"] = s.concurrency or LOCAL_CONCURRENCY
     if judge := vllm_target(s.judge.judge_model):
         got = server(judge, s.vllm_args if s.judge_vllm_args is None else s.judge_vllm_args)
         judged = {"judge_model": f"openai/{got.name}", "api_base": got.api_base}
