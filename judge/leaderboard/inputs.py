@@ -1,10 +1,6 @@
-"""Judged results from any input -> one record type (`Record`: one judged question).
-
-Inputs, told by their keys: our judgment files, run folders (lighteval details, and the panel judged
-beside), probe folders, shared results datasets (`hf:...`), and upstream's judgment files (one line
-per turn, summed per question). Nothing is skipped silently: upstream's -1 is a failed judgment, a
-missing turn leaves its question unjudged, never a zero.
-"""
+"""Judged results from any input (our judgment files, run and probe folders, shared results, upstream's
+per-turn judgment files, told by their keys) -> `Record`s, one per judged question. Nothing is skipped
+silently: upstream's -1 is a failed judgment, a missing turn leaves its question unjudged."""
 
 from __future__ import annotations
 
@@ -73,22 +69,14 @@ def facts_of_rows(rows) -> dict[str, Facts]:
 def facts_of_id(question_id: str) -> Facts:
     """What the id alone says (a peça is worth 5.00, a questão 1.25): the tie-breaker without a dataset."""
     q = parse_question_id(question_id)
-    return Facts(
-        question_id=question_id,
-        exam_id=q.exam_id,
-        area=q.area,
-        edition=q.edition,
-        max_score=PECA_MAX if q.kind == "peca" else QUESTAO_MAX,
-    )
+    worth = PECA_MAX if q.kind == "peca" else QUESTAO_MAX
+    return Facts(question_id=question_id, exam_id=q.exam_id, area=q.area, edition=q.edition, max_score=worth)
 
 
 def record_of(question_id: str, max_score: float | None = None, **fields) -> Record:
-    """A record whose exam, area and edition come from its question id."""
-    f = facts_of_id(question_id)
-    fields.setdefault("exam_id", f.exam_id)
-    return Record(
-        question_id=question_id, area=f.area, edition=f.edition, max_score=max_score or f.max_score, **fields
-    )
+    """A record whose exam (unless given), area and edition come from its question id."""
+    facts = facts_of_id(question_id).model_dump()
+    return Record(**facts | {"max_score": max_score or facts["max_score"]} | fields)
 
 
 def _structured(text: str) -> bool:
@@ -166,25 +154,20 @@ class UpstreamTurn(BaseModel):
         facts_of_id(qid)
         return qid
 
+    @field_validator("score")
+    @classmethod
+    def _no_negative(cls, score: float) -> float:
+        if score < 0 and score != -1:
+            raise ValueError(f"{score} is negative (only -1, upstream's 'no score found', is allowed)")
+        return score
 
-def _turn(r: dict, path: Path, lineno: int) -> UpstreamTurn:
-    try:
-        t = UpstreamTurn.model_validate(r)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
-    n_turns = 1 if "peca" in t.question_id else 2
-    if not 1 <= t.turn <= n_turns:
-        raise SourceError(
-            f"{t.turn} is not a turn of {t.question_id} (1..{n_turns})",
-            file=str(path),
-            line=lineno,
-            field="turn",
-        )
-    if t.score < 0 and t.score != -1:
-        why = f"{t.score} is negative (only -1, upstream's 'no score found', is allowed)"
-        raise SourceError(why, file=str(path), line=lineno, field="score")
-    return t
+    @field_validator("turn")
+    @classmethod
+    def _a_turn(cls, turn: int, info) -> int:
+        qid = info.data.get("question_id", "")
+        if not 1 <= turn <= (n := 1 if "peca" in qid else 2):
+            raise ValueError(f"{turn} is not a turn of {qid} (1..{n})")
+        return turn
 
 
 def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
@@ -196,7 +179,11 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
 
     groups: dict[tuple, dict[int, tuple[UpstreamTurn, int]]] = defaultdict(dict)
     for lineno, r in rows:
-        t = _turn(r, path, lineno)
+        try:
+            t = UpstreamTurn.model_validate(r)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
         row, key = dataset.get(t.question_id), (t.judge[0], t.model, t.question_id)
         value = ITEM_MAX if "peca" not in t.question_id else PECA_MAX
         value = row.items[t.turn - 1].max_score if row and len(row.items) >= t.turn else value
@@ -305,14 +292,11 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
             return from_upstream(path, rows, dataset)
         if keys >= OURS_KEYS:
             return [_ours(r, str(path), n, dataset) for n, r in rows]
-        raise SourceError(
-            f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's",
-            file=str(path),
-            line=rows[0][0],
-        )
-    except (ValidationError, ValueError) as e:
-        if isinstance(e, SourceError):
-            raise
+        why = f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's"
+        raise SourceError(why, file=str(path), line=rows[0][0])
+    except SourceError:
+        raise
+    except ValueError as e:  # pydantic's ValidationError too
         raise SourceError(str(e).splitlines()[0], file=str(path)) from None
 
 
