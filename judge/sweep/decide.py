@@ -39,7 +39,7 @@ class JudgeRow(BaseModel):
     cost_usd_per_model_batch: float | None
     calls: int
     seconds: float
-    pareto: bool
+    pareto: bool = False
     failed: str | None
 
 
