@@ -6,7 +6,7 @@ import argparse
 
 from oab_bench.judge import settings as judge_settings
 from oab_bench.judge.grading.estimate.flags import add_estimate_arguments
-from oab_bench.judge.panel.option import add_panel_argument
+from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
 
 HELP = "grade answers against each question's rubric"

@@ -84,9 +84,9 @@ def steps(s: RunSettings, finished: list[Path]) -> int:
     task_run.checkpoint()
     panel = None
     if s.panel:  # fetched, read and checked before any call
-        from oab_bench.judge.panel.runs import prepare
+        from oab_bench.judge.panel.published import prepare
 
-        panel = prepare(s.panel, selected_rows(s), {s.model, s.litellm_model})
+        panel = prepare(s.panel, selected_rows(s), {s.model, s.litellm_model}, "run")
     if s.estimate:
         return estimate(s, panel)
     checks.check_output(s)
@@ -141,7 +141,7 @@ def estimate(s: RunSettings, panel) -> int:
     note = f"Answers to generate assumed of {core.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
     if panel is None:
         return core.print_estimate(est, s.format, note)
-    from oab_bench.judge.panel.estimate import print_with_panel
+    from oab_bench.judge.panel.judging import print_with_panel
 
     return print_with_panel(est, core.estimate(judge, panel[1]), panel[0], s.format, note)
 
@@ -292,7 +292,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     board = None
     if panel is not None:  # judged after the candidate, ranked beside it in the summary
         from oab_bench.judge.grading.batch.submit import BatchPending
-        from oab_bench.judge.panel.runs import judge_beside, ranking
+        from oab_bench.judge.panel.judging import judge_beside, ranking
 
         try:
             panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
@@ -314,7 +314,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     from oab_bench.judge.validity.jury_report import jury_lines
 
     if panel is not None:
-        from oab_bench.judge.panel.runs import rank_line
+        from oab_bench.judge.panel.judging import rank_line
 
         print(rank_line(summary["panel"], s.model), file=sys.stderr)
     for line in jury_lines(records):  # a jury: its members' costs and agreement

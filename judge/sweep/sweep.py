@@ -79,7 +79,7 @@ def load_material(args: argparse.Namespace):
         ) from None
     from oab_bench.judge.dataset import dataset_argument, load_rows, select_rows
     from oab_bench.judge.grading.judge_answers import pairs_to_grade  # (imports litellm: seconds)
-    from oab_bench.judge.panel.judging import panel_pairs, print_notes
+    from oab_bench.judge.panel.published import panel_pairs, print_notes
 
     dataset, origin = dataset_argument(args)
     pool = load_rows(dataset, origin=origin)
