@@ -330,22 +330,9 @@ class Inputs(BaseModel):
     origins: list[tuple[str, str | None]] = []  # per record: its input, and the dataset it recorded
 
 
-def _parts(path: str) -> list[tuple]:
-    """(name, the dataset it recorded, its records given the rows to check) of an input; a shared
-    results dataset gives one per input it was exported from, so it reads back as its inputs did."""
-    shared = open_shared(path)
-    if shared is None:
-        return [(path, lambda: recorded_dataset(Path(path)), lambda rows: load_records(Path(path), rows))]
-    return [
-        (name, lambda d=d: d, lambda rows, key=(name, d): from_shared(shared, rows, only=key))
-        for name, d in shared.sources()
-    ]
-
-
 def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
-    """Every input's records, with the facts to check them against: `--dataset` for every input;
-    without it, a run folder's recorded dataset (a local folder) for its questions, and two such
-    datasets must agree."""
+    """Every input's records, checked against `--dataset`; without it, against a run folder's recorded
+    dataset (a local folder), two of which must agree. A shared results dataset reads as its inputs did."""
     from oab_bench.judge.dataset import load_rows
 
     loaded: dict[str, dict[str, QuestionRow]] = {}
@@ -357,33 +344,37 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
 
     truth = facts_of_rows(rows_of(dataset).values()) if dataset else {}
     records, notes, origins = [], [], []
-    for path, recorded, load in (part for given in paths for part in _parts(given)):
-        try:
-            source = recorded()
-        except SourceError:
-            if not dataset:
-                raise
-            source = None  # several datasets: --dataset settles it (said for export only)
-        rows = rows_of(dataset) if dataset else {}
-        if not dataset and source and Path(source).is_dir():
-            rows = rows_of(source)
-            for qid, facts in facts_of_rows(rows.values()).items():
-                if truth.setdefault(qid, facts) != facts:
-                    raise SourceError(
-                        f"its dataset {source} and another input's disagree on {qid}: pass --dataset",
-                        file=str(path),
-                    )
-        elif not dataset and source:
-            notes.append(
-                f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
-            )
-        try:
-            got = load(rows)
-        except NoResults as e:
-            notes.append(f"skipped {e}")
-            continue
-        records += got
-        origins += [(path, source)] * len(got)
+    for given in paths:
+        shared = open_shared(given)
+        for path, recorded in [(given, None)] if shared is None else shared.sources():
+            try:
+                source = recorded if shared else recorded_dataset(Path(path))
+            except SourceError:
+                if not dataset:
+                    raise
+                source = None  # several datasets: --dataset settles it (said for export only)
+            rows = rows_of(dataset) if dataset else {}
+            if not dataset and source and Path(source).is_dir():
+                rows = rows_of(source)
+                for qid, facts in facts_of_rows(rows.values()).items():
+                    if truth.setdefault(qid, facts) != facts:
+                        why = f"its dataset {source} and another input's disagree on {qid}: pass --dataset"
+                        raise SourceError(why, file=str(path))
+            elif not dataset and source:
+                notes.append(
+                    f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
+                )
+            try:
+                got = (
+                    from_shared(shared, rows, only=(path, recorded))
+                    if shared
+                    else load_records(Path(path), rows)
+                )
+            except NoResults as e:
+                notes.append(f"skipped {e}")
+                continue
+            records += got
+            origins += [(path, source)] * len(got)
     if not records:
         raise ValueError("no judged results in any input")
     return Inputs(  # notes sorted: the output never depends on the order of the inputs
