@@ -5,6 +5,7 @@ given among the inputs or apart."""
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -23,6 +24,7 @@ class Inputs(BaseModel):
     records: list[Record]
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
     generation: dict[tuple[str, str], dict] = {}  # what generating it cost, where its file says
+    paid: dict[tuple[str, str], list[float | None]] = {}  # (judge, model): its run folders' cost in all
     notes: list[str]
 
 
@@ -49,12 +51,24 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
     return answers, gone
 
 
+def paid_in_all(path: Path, records: list[Record]) -> dict[tuple[str, str], float | None]:
+    """A run folder's judging cost in all (its summary's `cost_usd_total`, resumes included) by the
+    (judge, model) of its candidate; none for any other input."""
+    try:
+        summary = json.loads((Path(path) / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    mine = {(r.judge, r.model) for r in records if r.model == summary.get("model") and not r.panel}
+    return dict.fromkeys(mine, summary.get("cost_usd_total"))
+
+
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
     """Everything the report shows. A folder with nothing judged is skipped with a note, as the
     leaderboard does; any other bad input stops the report naming its file and line."""
     records: list[Record] = []
     answers: list[Answer] = [a for path in answer_files for a in load_answers(Path(path))]
     notes: list[str] = []
+    paid: dict[tuple[str, str], list[float | None]] = defaultdict(list)
     for path in map(Path, inputs):
         shared = open_shared(path) is not None
         if not shared and not path.exists():
@@ -65,10 +79,13 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
                 answers += load_answers(path)
                 continue
         try:
-            records += load_records(path, dataset)
+            got = load_records(path, dataset)
         except NoResults as e:
             notes.append(f"skipped {e}")
             continue
+        records += got
+        for key, cost in paid_in_all(path, got).items():
+            paid[key].append(cost)
         got, gone = (load_answers(path), []) if shared else carried_answers(path)
         answers += got
         notes += gone
@@ -79,5 +96,6 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         records=records,
         answers={key: a.text for key, a in chosen},
         generation={key: a.usage.model_dump() for key, a in chosen if a.usage is not None},
+        paid=paid,
         notes=sorted(notes),  # whatever the order of the inputs
     )

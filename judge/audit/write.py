@@ -18,6 +18,7 @@ from oab_bench.judge.audit.collect import Inputs, read_inputs
 from oab_bench.judge.leaderboard.inputs import Record, Trail, facts_of_rows
 from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, cents, one_each, shown
 from oab_bench.judge.output import write_atomic
+from oab_bench.judge.records import total_cost
 from oab_bench.judge.redact import redact
 
 TOP_DISAGREEMENTS = 100
@@ -90,16 +91,25 @@ def _probes(probes: dict) -> list[dict]:
     return out
 
 
-def generation_cost(inputs: Inputs, model: str, judged: set[str]) -> str | None:
-    """What generating a model's answers to the `judged` questions cost, where its answer files say."""
-    costs = [u.get("cost") for (m, q), u in inputs.generation.items() if m == model and q in judged]
+def cost_text(costs: list[float | None], what: str) -> str | None:
+    """A total of recorded costs; where some are not recorded, how many it covers."""
     known = [c for c in costs if c is not None]
     if not costs:
         return None
     total = f"${sum(known):.4f}" if known else "unknown"
     return (
-        f"{total} for {len(known)} of its answers with a recorded cost" if len(known) < len(costs) else total
+        f"{total} for {len(known)} of its {what} with a recorded cost" if len(known) < len(costs) else total
     )
+
+
+def judging_cost(inputs: Inputs, t: Table, model: str) -> str | None:
+    """What judging a model's answers cost in all: its run folders' summaries say, else the judgments
+    that count (where they record a cost; upstream's record none)."""
+    if (t.judge, model) in inputs.paid:
+        total = total_cost(inputs.paid[(t.judge, model)])
+        return "unknown (no price)" if total is None else f"${total:.4f}"
+    costs = [r.cost_usd for r in t.chosen[model].values()]
+    return cost_text(costs, "judgments") if any(c is not None for c in costs) else None
 
 
 def environment() -> jinja2.Environment:
@@ -154,8 +164,10 @@ def report_html(
     for t in tables:
         for r in t.rows:
             exams = _exams(t, r.model, r.exam_totals)
-            cost = generation_cost(data, r.model, set(t.chosen[r.model]))
-            view = {"row": r, "anchor": anchors[(t.judge, r.model)], "exams": exams, "generation": cost}
+            judged = set(t.chosen[r.model])
+            made = [u.get("cost") for (m, q), u in data.generation.items() if m == r.model and q in judged]
+            view = {"row": r, "anchor": anchors[(t.judge, r.model)], "exams": exams}
+            view |= {"generation": cost_text(made, "answers"), "judging": judging_cost(data, t, r.model)}
             models.append(view | {"counts": Counter(e["verdict"] for e in exams)})
     all_rows = [r for t in tables for r in t.rows]
     pairs = {(r.model, r.question_id) for r in counted}

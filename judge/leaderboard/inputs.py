@@ -5,6 +5,7 @@ silently: upstream's -1 is a failed judgment, a missing turn leaves its question
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -60,6 +61,7 @@ class Record(Facts):
     panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
     items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
     trail: Trail | None = None
+    cost_usd: float | None = None  # what judging it cost, where its record says (details: this run's)
 
 
 def facts_of_rows(rows) -> dict[str, Facts]:
@@ -102,7 +104,7 @@ def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Reco
         error=got.error,
         members=[m.model_dump(mode="json") for m in got.members or []],
     )
-    repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
+    repeats, cost = sorted(got.repeats or [], key=lambda m: m.repeat or 0), v.get("cost_usd")
     return record_of(
         got.question_id,
         got.max_score,
@@ -114,6 +116,7 @@ def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Reco
         source=source,
         line=line,
         trail=trail,
+        cost_usd=cost if isinstance(cost, float | int) and math.isfinite(cost) else None,  # NaN: no price
     )
 
 
