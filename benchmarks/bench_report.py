@@ -1,9 +1,6 @@
-"""Benchmark: the HTML audit report for 12 models x 210 made-up questions of realistic length: its size,
-the time to write it, and Chromium's time to open it (navigation start to the load event, the
-leaderboard and a question's page), median of a few runs. Target: under 2 s.
-
-    python -m benchmarks.bench_report [--models 12] [--runs 3] [--keep report.html]
-"""
+"""Benchmark: the audit report for 12 models x 210 made-up questions of realistic length: its size, the
+time to write it, and Chromium's time to open it (leaderboard, a question's page; median). Target: 2 s.
+`python -m benchmarks.bench_report [--models 12] [--runs 3] [--keep report.html]`"""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ from oab_bench.dataset_builder.ids import AREAS
 from oab_bench.dataset_builder.schema import QuestionRow
 
 WORDS = ["direito", "processo", "recurso", "sentença", "réu", "prazo", "artigo", "tribunal", "nulidade"]
-# the browser's own clock at the load event; then the data blobs dropped, so that --dump-dom (how the
-# time is read back) does not spend its time printing 18 MB of JSON
+# the browser's clock at the load event; the data blobs then dropped (--dump-dom need not print 18 MB)
 TIMING = (
     "<script>addEventListener('load', () => setTimeout(() => {"
     "document.title = 'LOAD=' + performance.getEntriesByType('navigation')[0].loadEventStart.toFixed(0)"

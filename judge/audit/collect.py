@@ -1,6 +1,5 @@
-"""Every input of a report: judged records with their audit trail (read as the leaderboard reads
-them), and the candidates' answers: run and probe folders carry theirs, FastChat answer files may be
-given among the inputs or apart."""
+"""Every input of a report: judged records with their audit trail (as the leaderboard reads them),
+and the candidates' answers (run and probe folders carry theirs; FastChat files among the inputs or apart)."""
 
 from __future__ import annotations
 

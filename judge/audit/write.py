@@ -1,6 +1,5 @@
-"""`oab-bench report` and the report a run leaves in its folder: the inputs read, their view (what
-the template shows, and JSON blobs of each judgment the page's script renders on demand, so a large
-report opens fast), the template filled with the plot inlined: one file that loads nothing."""
+"""`oab-bench report` and a run's report.html: the template filled with the view, the plot inlined and
+each judgment as a JSON blob the page renders on demand (a large report opens fast); one file."""
 
 from __future__ import annotations
 

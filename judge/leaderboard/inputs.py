@@ -1,9 +1,9 @@
-"""Judged results from any input (our judgment files, run and probe folders, shared results, upstream's
-per-turn judgment files, told by their keys) -> `Record`s, one per judged question. Nothing is skipped
-silently: upstream's -1 is a failed judgment, a missing turn leaves its question unjudged."""
+"""Judged results from any input (our judgments, run and probe folders, shared results, upstream's
+per-turn files, told by their keys) -> `Record`s; nothing skipped silently (upstream's -1 is a failure)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -338,12 +338,9 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
     dataset (a local folder), two of which must agree. A shared results dataset reads as its inputs did."""
     from oab_bench.judge.dataset import load_rows
 
-    loaded: dict[str, dict[str, QuestionRow]] = {}
-
+    @functools.cache
     def rows_of(source: str) -> dict[str, QuestionRow]:
-        if source not in loaded:
-            loaded[source] = {r.question_id: r for r in load_rows(source)}
-        return loaded[source]
+        return {r.question_id: r for r in load_rows(source)}
 
     truth = facts_of_rows(rows_of(dataset).values()) if dataset else {}
     records, notes, origins = [], [], []
@@ -368,11 +365,7 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
                     f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
                 )
             try:
-                got = (
-                    from_shared(shared, rows, only=(path, recorded))
-                    if shared
-                    else load_records(Path(path), rows)
-                )
+                got = from_shared(shared, rows, (path, recorded)) if shared else load_records(path, rows)
             except NoResults as e:
                 notes.append(f"skipped {e}")
                 continue
@@ -382,7 +375,7 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
         raise ValueError("no judged results in any input")
     return Inputs(  # notes sorted: the output never depends on the order of the inputs
         records=records,
-        expected=set(loaded[dataset]) if dataset else None,
+        expected=set(rows_of(dataset)) if dataset else None,
         truth=truth,
         notes=sorted(notes),
         origins=origins,

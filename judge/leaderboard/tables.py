@@ -1,6 +1,5 @@
-"""Per judge (never two mixed), per model: exam scores over complete exams with 95% intervals,
-coverage, shared ranks for equal scores; rendered as markdown (upstream's columns), CSV, JSON and
-paired comparisons. Nothing depends on the order of the inputs."""
+"""Per judge (never two mixed), per model: exam scores over complete exams with 95% intervals, coverage,
+shared ranks; markdown (upstream's columns), CSV, JSON, paired comparisons; input order changes nothing."""
 
 from __future__ import annotations
 
@@ -176,17 +175,12 @@ def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Recor
         else:
             copies += len(rs) - 1
         out[judge][model][qid] = rs[0]
-    notes = []
-    if copies:
-        notes.append(
-            f"{copies} records repeat a (judge, model, question) with the same result: each counted once"
-        )
-    if retried:
-        notes.append(
-            f"{retried} (judge, model, question) have different outcomes in different inputs: "
-            "an ok judgment, if any, is used over failures"
-        )
-    return out, notes
+    notes = [
+        f"{copies} records repeat a (judge, model, question) with the same result: each counted once",
+        f"{retried} (judge, model, question) have different outcomes in different inputs: "
+        "an ok judgment, if any, is used over failures",
+    ]
+    return out, [note for note, n in zip(notes, (copies, retried), strict=True) if n]
 
 
 def _ranked(rows: list[Row]) -> list[Row]:

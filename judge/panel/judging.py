@@ -1,6 +1,5 @@
-"""The panel judged beside a candidate (`judge`, `run`): its judgments marked, the cost cap shared
-(the candidate first), its bill apart (`--estimate`); in `run`, judged once lighteval has judged the
-candidate, on the same questions, then the candidate's place among the panel's published models."""
+"""The panel judged beside a candidate (`judge`, `run`): its judgments marked, the cost cap shared (the
+candidate first), its bill apart (`--estimate`), and in `run` the candidate's place among the panel."""
 
 from __future__ import annotations
 

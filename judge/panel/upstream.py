@@ -1,6 +1,5 @@
-"""Upstream's six published answer files, fetched once into the cache (whole, atomically) only when
-their size and SHA-256 are the pinned ones; a cached file is hashed again on every use (milliseconds),
-so an edited copy is not used."""
+"""Upstream's six published answer files, cached (whole, atomically) only when their size and SHA-256
+are the pinned ones; a cached file is hashed again on every use, so an edited copy is never used."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The sweep's rows and decision (sweep.json's contract) and its text table. Pareto front: no other
-judge as cheap or cheaper and as valid or more, one strictly; validity: a probe that discriminates
-above any that does not, then the higher κ on pass/fail; a failed or unpriced judge is on no front."""
+"""The sweep's rows and decision (sweep.json's contract), its text table. Pareto front: none as cheap
+and as valid, one strictly (validity: a probe that discriminates, then κ); failed or unpriced: on none."""
 
 from __future__ import annotations
 
@@ -163,10 +162,10 @@ def cells(report: SweepReport) -> list[tuple[str, ...]]:
 def render_text(report: SweepReport, why: dict[str, str], scaled: str, counted: str) -> str:
     """The table, then what its columns mean, the failed judges, why each other was not chosen."""
     out = [*text_table(HEADER, cells(report)), "", f"cost per model: {scaled}"]
-    out.append(
-        "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)"
-    )
-    out.append(f"calls and seconds: this run's; {counted}")
+    out += [
+        "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)",
+        f"calls and seconds: this run's; {counted}",
+    ]
     failed = [r for r in report.judges if r.failed]
     out += [
         f"FAILED {r.judge}: {r.failed} (its calls failed: nothing is said about its validity)" for r in failed

@@ -1,6 +1,5 @@
-"""A judge on one line (`--reference-judge`, `--candidate`): `MODEL[,SETTING=VALUE...]` with any of
-`oab-bench judge`'s settings by name (`effort` for short), or `jury[-mean|-min]:JUDGE|JUDGE...`; what
-it leaves out comes from the OAB_JUDGE_* variables, then the defaults (docs/judge-sweep.md)."""
+"""A judge on one line: `MODEL[,SETTING=VALUE...]` (any `oab-bench judge` setting by name, `effort`
+for short) or `jury[-mean|-min]:JUDGE|JUDGE...`; the rest from OAB_JUDGE_*, then the defaults."""
 
 from __future__ import annotations
 

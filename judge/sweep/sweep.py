@@ -1,6 +1,5 @@
-"""`oab-bench judge-sweep`: each judge probed, compared with the reference on the same real answers
-(the panel's published ones by default) and priced per model for the whole dataset, through the
-normal judge path (one judgment cache, one cost cap); then the decision (decide.py)."""
+"""`oab-bench judge-sweep`: each judge probed, compared with the reference on the same real answers and
+priced per model for the whole dataset, through the judge path (one cache, one cost cap); then decide.py."""
 
 from __future__ import annotations
 
@@ -95,11 +94,8 @@ def load_material(args: argparse.Namespace):
         sources.append(f"--panel {' '.join(specs)}: {panel.label()}")
     probe = next((a for a in answers if a.model.startswith("probe:")), None)
     if probe is not None:
-        raise SourceError(
-            f"model {probe.model!r}: the probe: prefix is the sweep's own",
-            file=probe.source or None,
-            line=probe.line or None,
-        )
+        why = f"model {probe.model!r}: the probe: prefix is the sweep's own"
+        raise SourceError(why, file=probe.source or None, line=probe.line or None)
     if len({a.model for _, a in pairs}) < 2:
         raise ValueError(
             "the agreement needs the answers of two models or more to the questions chosen (--answers, --panel)"
@@ -331,9 +327,7 @@ def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
 
     try:
         view = sweep_view(report, why=why, scaled=scaled, name=str(out))
-        path = write_sweep_page(
-            [view], out / names.SWEEP_PAGE_FILE, title=f"OAB-Bench judge sweep: {out.name}"
-        )
+        path = write_sweep_page([view], out / names.SWEEP_PAGE_FILE, f"OAB-Bench judge sweep: {out.name}")
     except Exception as e:  # a page is a by-product of the sweep
         say(f"note: no {names.SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})")
         return

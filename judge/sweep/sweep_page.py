@@ -1,6 +1,5 @@
-"""The sweep's page: the decision, a picture of validity against dollars per model (κ on pass/fail
-and exam CCC with the reference), the table. `judge-sweep` writes it as sweep.html (no script);
-`oab-bench report` shows a sweep among its inputs as a page of the audit report, or alone."""
+"""The sweep's page: the decision, validity (κ on pass/fail, exam CCC) against dollars per model, the
+table; `judge-sweep` writes it as sweep.html, `oab-bench report` shows a sweep among its inputs as a page."""
 
 from __future__ import annotations
 
