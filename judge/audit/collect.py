@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.conventions import PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMARY_FILE
-from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import HF_PREFIX, read_objects
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
@@ -31,7 +30,6 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
     """The answers a folder carries beside its judgments, and a note for each panel answer file gone
     since: a run folder's (lighteval details, and the panel's files its summary names), a probe
     folder's (answers/*.jsonl); none for a file."""
-    path = Path(path)
     if is_probe_folder(path):
         return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)], []
     if not (path.is_dir() or path.suffix == ".parquet"):
@@ -69,10 +67,7 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
     notes: list[str] = []
     paid: dict[tuple[str, str], list[float | None]] = defaultdict(list)
     for path in map(Path, inputs):
-        shared = open_shared(path) is not None
-        if not shared and not path.exists():
-            raise SourceError("not found", file=str(path))
-        if not shared and path.is_file() and path.suffix != ".parquet":
+        if path.is_file() and path.suffix != ".parquet":  # answers given among the inputs
             first = next(iter(read_objects(path)), (0, {}))[1]
             if set(first) >= ANSWER_KEYS:
                 answers += load_answers(path)
@@ -85,7 +80,7 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         records += got
         for key, cost in paid_in_all(path, got).items():
             paid[key].append(cost)
-        got, gone = (load_answers(path), []) if shared else carried_answers(path)
+        got, gone = (load_answers(path), []) if open_shared(path) else carried_answers(path)
         answers += got
         notes += gone
     if not records:

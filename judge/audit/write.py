@@ -147,11 +147,8 @@ def report_html(
 
     data = read_inputs(list(inputs), list(answers), rows)
     graded = [r for r in data.records if not r.model.startswith(PROBE_PREFIX)]
-    tables, notes = [], []
-    if graded:
-        tables, notes = build_tables(
-            graded, expected_ids=expected_ids, truth=facts_of_rows(rows.values()), **bootstrap
-        )
+    truth = facts_of_rows(rows.values())
+    tables, notes = build_tables(graded, expected_ids=expected_ids, truth=truth, **bootstrap)  # none: none
     probes, _ = one_each([r for r in data.records if r.model.startswith(PROBE_PREFIX)])
     chosen = [*(t.chosen for t in tables), *probes.values()]
     counted = [

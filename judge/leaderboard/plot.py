@@ -52,8 +52,7 @@ def figure(tables: list[Table]):
         bars.set_yticks(y, [f"{r.model}{marks(r)} ({r.passed}/{r.exams})" for r in rows], fontsize=9)
         for yi, m in zip(y, means, strict=True):
             bars.text(0.1, yi, cents(m), va="center", color="white", fontsize=8, fontweight="bold")
-        bars.set_xlim(0, 10)
-        bars.set_xlabel("mean exam score (0-10), 95% interval; (exams passed/exams)")
+        bars.set(xlim=(0, 10), xlabel="mean exam score (0-10), 95% interval; (exams passed/exams)")
         bars.set_title(f"Judge: {table.judge}", fontsize=10, loc="left")
 
         areas = ordered_areas(a for r in table.rows for a in r.per_area)

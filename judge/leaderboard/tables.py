@@ -237,20 +237,16 @@ def build_tables(
         rows = [model_row(m, judge, recs, expected, **bootstrap) for m, recs in sorted(models.items())]
         for row in rows:
             bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
-            if bad:
-                notes.append(
-                    f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, "
-                    f"the question's id) on its value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
-                )
-            if not row.complete:
-                notes.append(
-                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
-                    f"{row.exams} complete exams only"
-                )
-            if row.same_family_as_judge:
-                notes.append(
-                    f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})"
-                )
+            said = [
+                f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, the "
+                f"question's id) on its value or exam (e.g. {min(bad, default='')}): their exams are left out "
+                "(see coverage)",
+                f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
+                f"{row.exams} complete exams only",
+                f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})",
+            ]
+            flags = (bad, not row.complete, row.same_family_as_judge)
+            notes += [note for note, yes in zip(said, flags, strict=True) if yes]
         tables.append(Table(judge=judge, rows=_ranked(rows), expected=expected, chosen=dict(models)))
     return tables, notes
 

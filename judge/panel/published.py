@@ -90,17 +90,13 @@ def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str], wha
     pairs, missing, _ = pair_answers(rows, panel.answers)
     ids = {r.question_id for r in rows}
     outside = [a for a in panel.answers if a.question_id not in ids]
-    notes = []
-    if outside:
-        notes.append(
-            f"panel: {len(outside)} answers to {len({a.question_id for a in outside})} questions that are not "
-            f"among the {len(ids)} judged here (not in the dataset, or not selected): not judged"
-        )
-    if missing:
-        notes.append(
-            f"panel: {len(missing)} of the questions judged here have no published answer from "
-            f"{', '.join(sorted({m for _, m in missing}))}: those models' figures use the exams they answered"
-        )
+    notes = [
+        f"panel: {len(outside)} answers to {len({a.question_id for a in outside})} questions that are not "
+        f"among the {len(ids)} judged here (not in the dataset, or not selected): not judged",
+        f"panel: {len(missing)} of the questions judged here have no published answer from "
+        f"{', '.join(sorted({m for _, m in missing}))}: those models' figures use the exams they answered",
+    ]
+    notes = [note for note, n in zip(notes, (outside, missing), strict=True) if n]
     return pairs, notes
 
 

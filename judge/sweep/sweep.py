@@ -285,9 +285,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     dataset, models, built = {r.question_id: r for r in pool}, {a.model for _, a in pairs}, []
     options = {"resamples": args.resamples, "seed": args.seed}
-    reference = (
-        load_source("A", folders[0] / names.JUDGMENTS_FILE, dataset) if not measured[0].failed else None
-    )
+    first = folders[0] / names.JUDGMENTS_FILE
+    reference = None if measured[0].failed else load_source("A", first, dataset)
     for m, folder in zip(measured, folders, strict=True):
         direct, batch, scaled = cost_per_model([g for g in m.graded if g[1].model in models], rows, pool)
         probe = agreement = None
@@ -297,9 +296,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             probe = {"verdict": report.verdict, "ordering": report.ordering}
             probe |= {"reference_pct": pct.get("reference"), "swapped_pct": pct.get("swapped")}
         if m is not measured[0] and not m.failed and reference:  # on the same answers
-            got = compare_two(
-                reference, load_source("B", folder / names.JUDGMENTS_FILE, dataset), dataset, **options
-            )
+            other = load_source("B", folder / names.JUDGMENTS_FILE, dataset)
+            got = compare_two(reference, other, dataset, **options)
             exam = got["exam"]
             flip_rate = exam["flips"] / exam["n"] if exam["n"] else None
             agreement = {"exam_ccc": exam["ccc"], "kappa_pass": exam["kappa_pass"], "exam_mae": exam["mae"]}

@@ -63,8 +63,7 @@ def figure(report: SweepReport):
             ax.set_xscale("symlog", linthresh=min(positive, default=1e-3))
         elif positive and max(positive) / min(positive) > 20:
             ax.set_xscale("log")
-        ax.set_xlabel("dollars per model, whole dataset (scaled from the questions judged)")
-        ax.set_ylabel(title)
+        ax.set(xlabel="dollars per model, whole dataset (scaled from the questions judged)", ylabel=title)
         ax.set_title(title, fontsize=10, loc="left")
         ax.grid(alpha=0.3)
     key = ["judges (numbered as in the table)"]
