@@ -93,12 +93,9 @@ def _probes(probes: dict) -> list[dict]:
 def cost_text(costs: list[float | None], what: str) -> str | None:
     """A total of recorded costs; where some are not recorded, how many it covers."""
     known = [c for c in costs if c is not None]
-    if not costs:
-        return None
     total = f"${sum(known):.4f}" if known else "unknown"
-    return (
-        f"{total} for {len(known)} of its {what} with a recorded cost" if len(known) < len(costs) else total
-    )
+    part = f" for {len(known)} of its {what} with a recorded cost" if len(known) < len(costs) else ""
+    return total + part if costs else None
 
 
 def judging_cost(inputs: Inputs, t: Table, model: str) -> str | None:

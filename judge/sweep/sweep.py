@@ -141,11 +141,8 @@ def print_bill(judges, pairs, fmt: str) -> int:
         for x in [*lines, {"judge": "total", **total}]
     ]
     header = ("judge", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
-    print(
-        "estimate for the sweep; nothing was called (cached gradings cost nothing)",
-        *text_table(header, rows),
-        sep="\n",
-    )
+    title = "estimate for the sweep; nothing was called (cached gradings cost nothing)"
+    print(title, *text_table(header, rows), sep="\n")
     return 0
 
 
