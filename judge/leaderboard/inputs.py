@@ -131,9 +131,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
         for n, metric in enumerate(pd.read_parquet(file, columns=["metric"])["metric"], start=1):
             v = plain(metric.get("oab_judgment") if isinstance(metric, dict) else None)
             if not v or not isinstance(v, dict):
-                raise SourceError(
-                    "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
-                )
+                why = "no oab_judgment metric: not an oab_bench details file"
+                raise SourceError(why, file=str(file), line=n)
             out.append(_ours({**v, "model": model}, str(file), n, dataset))
     return out
 
@@ -246,12 +245,8 @@ def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | N
         for n, said, record in rows:
             r = _ours(record, str(Path(label)), n, dataset)
             if r.judge != said:
-                raise SourceError(
-                    f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}",
-                    file=r.source,
-                    line=n,
-                    field="judge",
-                )
+                why = f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}"
+                raise SourceError(why, file=r.source, line=n, field="judge")
             out.append(r)
     return out + [r for label, rows in upstream.items() for r in from_upstream(Path(label), rows, dataset)]
 
@@ -280,9 +275,8 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
     try:
         if path.is_dir():  # a run's folder: its candidate's details, and the panel judged beside it
             if not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
-                raise NoResults(
-                    "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
-                )
+                why = "no oab_bench results in this folder (an unfinished or failed run?)"
+                raise NoResults(why, file=str(path))
             panel = path / PANEL_JUDGMENTS_FILE
             return _from_lighteval(path, dataset) + (load_records(panel, dataset) if panel.is_file() else [])
         if path.suffix == ".parquet":
@@ -319,9 +313,8 @@ def recorded_dataset(path: Path) -> str | None:
             if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
         }
     if len(found) > 1:
-        raise SourceError(
-            f"made with several datasets ({', '.join(sorted(found))}): pass --dataset", file=str(path)
-        )
+        why = f"made with several datasets ({', '.join(sorted(found))}): pass --dataset"
+        raise SourceError(why, file=str(path))
     return next(iter(found), None)
 
 

@@ -165,11 +165,8 @@ def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Recor
         scores = sorted({(r.source, r.line, round(r.score, 6)) for r in rs if r.status == "ok"})
         if len({s for _, _, s in scores}) > 1:
             (fa, la, a), (fb, lb, b) = scores[0], next(x for x in scores if x[2] != scores[0][2])
-            raise SourceError(
-                f"{model} on {qid} (judge {judge}) scores {a} here and {b} in {fb}:{lb}: pass one of them",
-                file=fa,
-                line=la or None,
-            )
+            why = f"{model} on {qid} (judge {judge}) scores {a} here and {b} in {fb}:{lb}: pass one of them"
+            raise SourceError(why, file=fa, line=la or None)
         if len({(r.status, r.score) for r in rs}) > 1:
             retried += 1
         else:
@@ -239,8 +236,8 @@ def build_tables(
             bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
             said = [
                 f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, the "
-                f"question's id) on its value or exam (e.g. {min(bad, default='')}): their exams are left out "
-                "(see coverage)",
+                f"question's id) on its value or exam (e.g. {min(bad, default='')}): their exams are left "
+                "out (see coverage)",
                 f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
                 f"{row.exams} complete exams only",
                 f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})",

@@ -97,9 +97,8 @@ def load_material(args: argparse.Namespace):
         why = f"model {probe.model!r}: the probe: prefix is the sweep's own"
         raise SourceError(why, file=probe.source or None, line=probe.line or None)
     if len({a.model for _, a in pairs}) < 2:
-        raise ValueError(
-            "the agreement needs the answers of two models or more to the questions chosen (--answers, --panel)"
-        )
+        why = "the agreement needs the answers of two models or more to the questions chosen"
+        raise ValueError(f"{why} (--answers, --panel)")
     print_notes([f"answers to agree on: {'; '.join(sources)}", *notes], "judge-sweep")
     return pool, rows, pairs, missing, dict(panel.sources) if panel else {}
 
