@@ -306,9 +306,8 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
             out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
             for r in t.rows:
                 name = _cell(r.model) + f" {PANEL_MARK}" * bool(r.panel)
-                out.append(
-                    f"| {name} | " + " | ".join(cents(getattr(r, f"per_{by}").get(k)) for k in keys) + " |"
-                )
+                values = " | ".join(cents(getattr(r, f"per_{by}").get(k)) for k in keys)
+                out.append(f"| {name} | {values} |")
         out.append("")
     rows = [r for t in tables for r in t.rows]
     out.append("Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00.")

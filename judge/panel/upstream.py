@@ -56,10 +56,8 @@ def upstream_files() -> list[Path]:
         raise unavailable(folder, missing, "HF_HUB_OFFLINE is set (offline)")
     for i, name in enumerate(missing):
         if (folder / name).exists():
-            print(
-                f"--panel upstream: {folder / name} fails its SHA-256 check: fetching it again",
-                file=sys.stderr,
-            )
+            why = f"--panel upstream: {folder / name} fails its SHA-256 check: fetching it again"
+            print(why, file=sys.stderr)
         try:
             fetch(f"{base.rstrip('/')}/{name}", folder / name)
         except OSError as e:  # the files fetched so far stay: a later try fetches only the rest
