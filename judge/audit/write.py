@@ -174,30 +174,27 @@ def report_html(
         "generation": {f"{m}\t{q}": u for (m, q), u in data.generation.items() if (m, q) in pairs},
     }
     drawn = any(r.mean_exam_score is not None for r in all_rows)
-    html = (
-        environment()
-        .get_template("report.html.j2")
-        .render(
-            title=title,
-            inputs=sorted({str(p) for p in [*inputs, *answers]}),
-            plot=data_url(plot_png_bytes(tables)) if drawn else None,
-            blobs=blobs,
-            sweeps=list(sweeps),
-            tables=[_table_view(t, anchors) for t in tables],
-            incomplete=any(not r.complete for r in all_rows),
-            panel_sources=sorted({r.panel for r in all_rows if r.panel}),
-            same_family=any(r.same_family_as_judge for r in all_rows),
-            models=models,
-            failures=[r for r in sorted(counted, key=lambda r: (r.model, r.question_id)) if r.status != "ok"],
-            disagreements=_disagreements(counted),
-            probes=_probes(probes),
-            notes=notes + data.notes,
-            anchors={f"{j}\t{m}": a for (j, m), a in anchors.items()},
-            pass_mark=PASS_MARK,
-            n_judgments=len(counted),
-            n_answers=len(data.answers),
-            jid=lambda r: ids[id(r)],  # a record's place in the judgments blob: its page is #j<jid>
-        )
+    template = environment().get_template("report.html.j2")
+    html = template.render(
+        title=title,
+        inputs=sorted({str(p) for p in [*inputs, *answers]}),
+        plot=data_url(plot_png_bytes(tables)) if drawn else None,
+        blobs=blobs,
+        sweeps=list(sweeps),
+        tables=[_table_view(t, anchors) for t in tables],
+        incomplete=any(not r.complete for r in all_rows),
+        panel_sources=sorted({r.panel for r in all_rows if r.panel}),
+        same_family=any(r.same_family_as_judge for r in all_rows),
+        models=models,
+        failures=[r for r in sorted(counted, key=lambda r: (r.model, r.question_id)) if r.status != "ok"],
+        disagreements=_disagreements(counted),
+        probes=_probes(probes),
+        notes=notes + data.notes,
+        anchors={f"{j}\t{m}": a for (j, m), a in anchors.items()},
+        pass_mark=PASS_MARK,
+        n_judgments=len(counted),
+        n_answers=len(data.answers),
+        jid=lambda r: ids[id(r)],  # a record's place in the judgments blob: its page is #j<jid>
     )
     return redact(html)  # a key an error or an answer quoted never reaches the file
 
