@@ -1,6 +1,5 @@
 """Question scores -> exam totals -> the task's figures. Failures are never zeros: an exam counts only
-when every one of its questions was judged `ok` and their maxima add up to 10.00 (the peça and four
-questões); any other exam is left out of the exam figures and shows in coverage instead."""
+when every question is judged `ok` and their maxima add up to 10.00; others show in coverage instead."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Every 95% interval, in one place: a seeded percentile bootstrap that resamples whole exams (a
-question's score depends on its exam's other questions, so resampling questions would understate
-the spread)."""
+"""Every 95% interval: a seeded percentile bootstrap that resamples whole exams (a question's score
+depends on its exam's other questions, so resampling questions would understate the spread)."""
 
 from __future__ import annotations
 
@@ -32,22 +31,9 @@ def quiet(stat: Stat, cols: Columns) -> float:
 
 def bootstrap_ci(values: list[float], *, resamples: int = LEADERBOARD_RESAMPLES, seed: int = DEFAULT_SEED):
     """(low, high) of the mean, resampling the values (whole exams); (None, None) below 2 values."""
-    import numpy as np
-    from scipy import stats
-
-    if len(values) < 2:
-        return None, None
-    if len(set(values)) == 1:
+    if len(set(values)) == 1 < len(values):  # exactly the value: a mean of copies may be a float off
         return float(values[0]), float(values[0])
-    rng = np.random.default_rng(seed)
-    res = stats.bootstrap(
-        (np.asarray(values, dtype=float),),
-        np.mean,
-        n_resamples=resamples,
-        method="percentile",
-        random_state=rng,
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return repeats_ci({i: [v] for i, v in enumerate(values)}, resamples=resamples, seed=seed)
 
 
 def repeats_ci(by_exam: dict[str, list[float]], *, resamples: int, seed: int):

@@ -17,10 +17,10 @@ def main(args: argparse.Namespace) -> int:
     got = read_for_command(args.command, args.inputs, args.dataset)
     options = {"resamples": args.resamples, "seed": args.seed}
     tables, _ = lb.build_tables(got.records, expected_ids=got.expected, truth=got.truth, **options)
-    comparisons = lb.compare(tables, args.model_a, args.model_b, **options)
-    if not comparisons:
+    lines = lb.compare(tables, args.model_a, args.model_b, **options)
+    if not lines:
         raise ValueError(f"no judge graded both {args.model_a!r} and {args.model_b!r}")
-    sys.stdout.write(lb.render_comparisons(comparisons))
+    sys.stdout.write("".join(lines))
     return 0
 
 

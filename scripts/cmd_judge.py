@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from oab_bench.judge import settings as judge_settings
-from oab_bench.judge.panel.option import add_panel_argument
+from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
 
 HELP = "grade answers against each question's rubric"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from oab_bench.judge.intervals import AGREEMENT_RESAMPLES
-from oab_bench.judge.panel.option import add_panel_argument
+from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.judge.validity.probes import DEFAULT_SEED
 from oab_bench.scripts.arguments import add_probe_arguments, number, whole
 

@@ -24,9 +24,7 @@ def main(args: argparse.Namespace) -> int:
         got.records += [r for path in args.inputs for r in member_records_of(Path(path))]
     probes = sorted({r.model for r in got.records if r.model.startswith(PROBE_PREFIX)})
     left_out = []
-    if (
-        probes and not args.probes
-    ):  # answers of known worth are no models to rank (the report keeps them apart)
+    if probes and not args.probes:  # answers of known worth are no models to rank (nor does the report)
         got.records = [r for r in got.records if not r.model.startswith(PROBE_PREFIX)]
         names = ", ".join(probes)
         if not got.records:

@@ -11,7 +11,7 @@ from oab_bench.judge.generation.run_settings import (
     LOCAL_CONCURRENCY,
     RunSettings,
 )
-from oab_bench.judge.panel.option import add_panel_argument
+from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.judge.settings import add_arguments as add_judge_arguments
 from oab_bench.judge.settings import add_estimate_arguments
 from oab_bench.scripts.arguments import number

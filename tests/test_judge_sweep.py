@@ -208,7 +208,7 @@ def test_bad_input_writes_nothing(stub, built_dataset, material, tmp_path, capsy
     content = stub(policy="overlap")
     ref = spec("ref", content)
     for cands, says in [
-        ([ref], "is given twice"),
+        ([ref], "are one judge: every setting is the same"),
         (["openai/x,foo=1"], "'foo' is not a judge's own setting"),
         (["jury:openai/x,concurrency=2|openai/y"], "jury member"),
         ([f"{ref},effort=low", f"{ref},reasoning-effort=low"], "are one judge: every setting is the same"),

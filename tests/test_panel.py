@@ -337,8 +337,8 @@ def _ranked(tmp_path, scores: dict[str, list[tuple[float, float]]]):
 
 def test_ties_are_ties_and_an_unsettled_order_is_said(tmp_path):
     """Seven models at 10.00 (the same intervals) share rank 1: no alphabetical place is a rank."""
+    from oab_bench.judge.panel.judging import rank_line, ranking
     from oab_bench.judge.panel.published import Panel
-    from oab_bench.judge.panel.runs import rank_line, ranking
 
     names = ["cand", *(f"p{i}" for i in range(6))]
     panel = Panel(answers=[], sources={n: "published" for n in names[1:]}, files=[])
@@ -364,8 +364,8 @@ def test_ties_are_ties_and_an_unsettled_order_is_said(tmp_path):
 def test_a_panel_judged_again_says_what_came_from_the_cache(stub, judge_key, tmp_path, capsys):
     """A rerun said "judging the panel: 630 published answers" while it made no call."""
     from oab_bench.judge.answers import Answer
+    from oab_bench.judge.panel.judging import judge_beside
     from oab_bench.judge.panel.published import Panel
-    from oab_bench.judge.panel.runs import judge_beside
     from tests.helpers import made_up_row, settings
 
     server, row = stub(), made_up_row()

@@ -255,3 +255,19 @@ def test_the_report_is_the_same_file_whatever_the_order_and_shows_the_judgment_t
         with pytest.raises(SourceError) as e:
             report_html([b], order, {}, resamples=50)
         assert str(e.value).startswith(f"{ans[0]}:2: model-r answers {qid} differently")
+
+
+def test_a_model_page_says_what_judging_it_cost_in_all(tmp_path):
+    from oab_bench.judge.audit.write import report_html
+    from tests.helpers import exam_records
+
+    priced = exam_records("model-c", "judge-a", "90_direito_civil", 4.0, 1.0)
+    for n, r in enumerate(priced):
+        r["cost_usd"], r["cached"] = 0.01, n > 2  # cached or not, a judgment cost what it cost when paid
+    unpriced = exam_records("model-d", "judge-a", "90_direito_civil", 4.0, 1.0)
+    unpriced[0]["cost_usd"] = 0.02
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in priced + unpriced), encoding="utf-8")
+    html = report_html([path], [], {}, resamples=50)
+    assert "judging them cost in all: $0.0500 " in html
+    assert "judging them cost in all: $0.0200 for 1 of its judgments with a recorded cost" in html

@@ -125,6 +125,8 @@ def test_a_killed_run_resumes_paying_only_what_is_missing_and_costs_what_an_unin
     assert server.requests[before:] == []
     second = summary(tmp_path / "run")
     assert second["figures"].pop("cost_usd") == 0.0 and second["cost_usd_total"] == total
+    report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert f"judging them cost in all: ${total:.4f} " in report  # the details say $0: the report says all
     first["figures"].pop("cost_usd")
     assert second["figures"] == first["figures"] and second["figures"]["coverage"] == 1.0
     check_no_secret(tmp_path / "ac", again.stderr)

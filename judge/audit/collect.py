@@ -1,16 +1,15 @@
-"""Every input of a report: judged records with their audit trail (read as the leaderboard reads
-them), and the candidates' answers: run and probe folders carry theirs, FastChat answer files may be
-given among the inputs or apart."""
+"""Every input of a report: judged records with their audit trail (as the leaderboard reads them),
+and the candidates' answers (run and probe folders carry theirs; FastChat files among the inputs or apart)."""
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from oab_bench.conventions import PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMARY_FILE
-from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import HF_PREFIX, read_objects
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
@@ -23,6 +22,7 @@ class Inputs(BaseModel):
     records: list[Record]
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
     generation: dict[tuple[str, str], dict] = {}  # what generating it cost, where its file says
+    paid: dict[tuple[str, str], list[float | None]] = {}  # (judge, model): its run folders' cost in all
     notes: list[str]
 
 
@@ -30,7 +30,6 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
     """The answers a folder carries beside its judgments, and a note for each panel answer file gone
     since: a run folder's (lighteval details, and the panel's files its summary names), a probe
     folder's (answers/*.jsonl); none for a file."""
-    path = Path(path)
     if is_probe_folder(path):
         return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)], []
     if not (path.is_dir() or path.suffix in (".parquet", ".eval")):
@@ -49,27 +48,39 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
     return answers, gone
 
 
+def paid_in_all(path: Path, records: list[Record]) -> dict[tuple[str, str], float | None]:
+    """A run folder's judging cost in all (its summary's `cost_usd_total`, resumes included) by the
+    (judge, model) of its candidate; none for any other input."""
+    try:
+        summary = json.loads((Path(path) / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    mine = {(r.judge, r.model) for r in records if r.model == summary.get("model") and not r.panel}
+    return dict.fromkeys(mine, summary.get("cost_usd_total"))
+
+
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
     """Everything the report shows. A folder with nothing judged is skipped with a note, as the
     leaderboard does; any other bad input stops the report naming its file and line."""
     records: list[Record] = []
     answers: list[Answer] = [a for path in answer_files for a in load_answers(Path(path))]
     notes: list[str] = []
+    paid: dict[tuple[str, str], list[float | None]] = defaultdict(list)
     for path in map(Path, inputs):
-        shared = open_shared(path) is not None
-        if not shared and not path.exists():
-            raise SourceError("not found", file=str(path))
-        if not shared and path.is_file() and path.suffix not in (".parquet", ".eval"):
+        if path.is_file() and path.suffix not in (".parquet", ".eval"):  # answers given among the inputs
             first = next(iter(read_objects(path)), (0, {}))[1]
             if set(first) >= ANSWER_KEYS:
                 answers += load_answers(path)
                 continue
         try:
-            records += load_records(path, dataset)
+            got = load_records(path, dataset)
         except NoResults as e:
             notes.append(f"skipped {e}")
             continue
-        got, gone = (load_answers(path), []) if shared else carried_answers(path)
+        records += got
+        for key, cost in paid_in_all(path, got).items():
+            paid[key].append(cost)
+        got, gone = (load_answers(path), []) if open_shared(path) else carried_answers(path)
         answers += got
         notes += gone
     if not records:
@@ -79,5 +90,6 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
         records=records,
         answers={key: a.text for key, a in chosen},
         generation={key: a.usage.model_dump() for key, a in chosen if a.usage is not None},
+        paid=paid,
         notes=sorted(notes),  # whatever the order of the inputs
     )

@@ -65,9 +65,9 @@ def steps(s: RunSettings, finished: list[Path]) -> int:
     task_run.checkpoint()
     panel = None
     if s.panel:  # fetched, read and checked before any call
-        from oab_bench.judge.panel.runs import prepare
+        from oab_bench.judge.panel.published import prepare
 
-        panel = prepare(s.panel, selected_rows(s), {s.model, s.litellm_model})
+        panel = prepare(s.panel, selected_rows(s), {s.model, s.litellm_model}, "run")
     if s.estimate:
         return estimate(s, panel)
     checks.check_output(s)
@@ -116,7 +116,7 @@ def estimate(s: RunSettings, panel) -> int:
     note = f"Answers to generate assumed of {bill.DEFAULT_ANSWER_TOKENS} tokens." if missing else ""
     if panel is None:
         return bill.print_estimate(est, s.format, note)
-    from oab_bench.judge.panel.estimate import print_with_panel
+    from oab_bench.judge.panel.judging import print_with_panel
 
     return print_with_panel(est, bill.estimate(judge, panel[1]), panel[0], s.format, note)
 
@@ -253,7 +253,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     board = None
     if panel is not None:  # judged after the candidate, ranked beside it in the summary
         from oab_bench.judge.grading.batch.submit import BatchPending
-        from oab_bench.judge.panel.runs import judge_beside, rank_line, ranking
+        from oab_bench.judge.panel.judging import judge_beside, ranking
 
         try:
             panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
@@ -272,6 +272,8 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
     print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)
     if panel is not None:
+        from oab_bench.judge.panel.judging import rank_line
+
         print(rank_line(summary["panel"], s.model), file=sys.stderr)
     for line in jury_lines(records):  # a jury: its members' costs and agreement
         print(line, file=sys.stderr)

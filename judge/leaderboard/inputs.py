@@ -1,14 +1,11 @@
-"""Judged results from any input -> one record type (`Record`: one judged question).
-
-Inputs, told by their keys: our judgment files, run folders (lighteval details, and the panel judged
-beside), probe folders, shared results datasets (`hf:...`), and upstream's judgment files (one line
-per turn, summed per question). Nothing is skipped silently: upstream's -1 is a failed judgment, a
-missing turn leaves its question unjudged, never a zero.
-"""
+"""Judged results from any input (our judgments, run and probe folders, shared results, upstream's
+per-turn files, told by their keys) -> `Record`s; nothing skipped silently (upstream's -1 is a failure)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -65,6 +62,7 @@ class Record(Facts):
     panel: str | None = None  # a panel's published answer (`--panel`): where the answers came from
     items: dict[str, float] | None = None  # item id -> score, where an ok judgment has item scores
     trail: Trail | None = None
+    cost_usd: float | None = None  # what judging it cost, where its record says (details: this run's)
 
 
 def facts_of_rows(rows) -> dict[str, Facts]:
@@ -74,22 +72,14 @@ def facts_of_rows(rows) -> dict[str, Facts]:
 def facts_of_id(question_id: str) -> Facts:
     """What the id alone says (a peça is worth 5.00, a questão 1.25): the tie-breaker without a dataset."""
     q = parse_question_id(question_id)
-    return Facts(
-        question_id=question_id,
-        exam_id=q.exam_id,
-        area=q.area,
-        edition=q.edition,
-        max_score=PECA_MAX if q.kind == "peca" else QUESTAO_MAX,
-    )
+    worth = PECA_MAX if q.kind == "peca" else QUESTAO_MAX
+    return Facts(question_id=question_id, exam_id=q.exam_id, area=q.area, edition=q.edition, max_score=worth)
 
 
 def record_of(question_id: str, max_score: float | None = None, **fields) -> Record:
-    """A record whose exam, area and edition come from its question id."""
-    f = facts_of_id(question_id)
-    fields.setdefault("exam_id", f.exam_id)
-    return Record(
-        question_id=question_id, area=f.area, edition=f.edition, max_score=max_score or f.max_score, **fields
-    )
+    """A record whose exam (unless given), area and edition come from its question id."""
+    facts = facts_of_id(question_id).model_dump()
+    return Record(**facts | {"max_score": max_score or facts["max_score"]} | fields)
 
 
 def _structured(text: str) -> bool:
@@ -115,7 +105,7 @@ def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Reco
         error=got.error,
         members=[m.model_dump(mode="json") for m in got.members or []],
     )
-    repeats = sorted(got.repeats or [], key=lambda m: m.repeat or 0)
+    repeats, cost = sorted(got.repeats or [], key=lambda m: m.repeat or 0), v.get("cost_usd")
     return record_of(
         got.question_id,
         got.max_score,
@@ -127,6 +117,7 @@ def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Reco
         source=source,
         line=line,
         trail=trail,
+        cost_usd=cost if isinstance(cost, float | int) and math.isfinite(cost) else None,  # NaN: no price
     )
 
 
@@ -141,9 +132,8 @@ def _from_lighteval(path: Path, dataset: dict[str, QuestionRow]) -> list[Record]
         for n, metric in enumerate(pd.read_parquet(file, columns=["metric"])["metric"], start=1):
             v = plain(metric.get("oab_judgment") if isinstance(metric, dict) else None)
             if not v or not isinstance(v, dict):
-                raise SourceError(
-                    "no oab_judgment metric: not an oab_bench details file", file=str(file), line=n
-                )
+                why = "no oab_judgment metric: not an oab_bench details file"
+                raise SourceError(why, file=str(file), line=n)
             out.append(_ours({**v, "model": model}, str(file), n, dataset))
     return out
 
@@ -167,25 +157,20 @@ class UpstreamTurn(BaseModel):
         facts_of_id(qid)
         return qid
 
+    @field_validator("score")
+    @classmethod
+    def _no_negative(cls, score: float) -> float:
+        if score < 0 and score != -1:
+            raise ValueError(f"{score} is negative (only -1, upstream's 'no score found', is allowed)")
+        return score
 
-def _turn(r: dict, path: Path, lineno: int) -> UpstreamTurn:
-    try:
-        t = UpstreamTurn.model_validate(r)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
-    n_turns = 1 if "peca" in t.question_id else 2
-    if not 1 <= t.turn <= n_turns:
-        raise SourceError(
-            f"{t.turn} is not a turn of {t.question_id} (1..{n_turns})",
-            file=str(path),
-            line=lineno,
-            field="turn",
-        )
-    if t.score < 0 and t.score != -1:
-        why = f"{t.score} is negative (only -1, upstream's 'no score found', is allowed)"
-        raise SourceError(why, file=str(path), line=lineno, field="score")
-    return t
+    @field_validator("turn")
+    @classmethod
+    def _a_turn(cls, turn: int, info) -> int:
+        qid = info.data.get("question_id", "")
+        if not 1 <= turn <= (n := 1 if "peca" in qid else 2):
+            raise ValueError(f"{turn} is not a turn of {qid} (1..{n})")
+        return turn
 
 
 def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
@@ -197,7 +182,11 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
 
     groups: dict[tuple, dict[int, tuple[UpstreamTurn, int]]] = defaultdict(dict)
     for lineno, r in rows:
-        t = _turn(r, path, lineno)
+        try:
+            t = UpstreamTurn.model_validate(r)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
         row, key = dataset.get(t.question_id), (t.judge[0], t.model, t.question_id)
         value = ITEM_MAX if "peca" not in t.question_id else PECA_MAX
         value = row.items[t.turn - 1].max_score if row and len(row.items) >= t.turn else value
@@ -257,12 +246,8 @@ def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | N
         for n, said, record in rows:
             r = _ours(record, str(Path(label)), n, dataset)
             if r.judge != said:
-                raise SourceError(
-                    f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}",
-                    file=r.source,
-                    line=n,
-                    field="judge",
-                )
+                why = f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}"
+                raise SourceError(why, file=r.source, line=n, field="judge")
             out.append(r)
     return out + [r for label, rows in upstream.items() for r in from_upstream(Path(label), rows, dataset)]
 
@@ -295,9 +280,8 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
     try:
         if path.is_dir():  # a run's folder: its candidate's details, and the panel judged beside it
             if not any(p.name.startswith("details_") for p in path.rglob("*.parquet")):
-                raise NoResults(
-                    "no oab_bench results in this folder (an unfinished or failed run?)", file=str(path)
-                )
+                why = "no oab_bench results in this folder (an unfinished or failed run?)"
+                raise NoResults(why, file=str(path))
             panel = path / PANEL_JUDGMENTS_FILE
             return _from_lighteval(path, dataset) + (load_records(panel, dataset) if panel.is_file() else [])
         if path.suffix == ".parquet":
@@ -310,14 +294,11 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
             return from_upstream(path, rows, dataset)
         if keys >= OURS_KEYS:
             return [_ours(r, str(path), n, dataset) for n, r in rows]
-        raise SourceError(
-            f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's",
-            file=str(path),
-            line=rows[0][0],
-        )
-    except (ValidationError, ValueError) as e:
-        if isinstance(e, SourceError):
-            raise
+        why = f"unknown format (keys {sorted(keys)[:8]}...): expected our judgments or upstream's"
+        raise SourceError(why, file=str(path), line=rows[0][0])
+    except SourceError:
+        raise
+    except ValueError as e:  # pydantic's ValidationError too
         raise SourceError(str(e).splitlines()[0], file=str(path)) from None
 
 
@@ -339,9 +320,8 @@ def recorded_dataset(path: Path) -> str | None:
             if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
         }
     if len(found) > 1:
-        raise SourceError(
-            f"made with several datasets ({', '.join(sorted(found))}): pass --dataset", file=str(path)
-        )
+        why = f"made with several datasets ({', '.join(sorted(found))}): pass --dataset"
+        raise SourceError(why, file=str(path))
     return next(iter(found), None)
 
 
@@ -353,65 +333,49 @@ class Inputs(BaseModel):
     origins: list[tuple[str, str | None]] = []  # per record: its input, and the dataset it recorded
 
 
-def _parts(path: str) -> list[tuple]:
-    """(name, the dataset it recorded, its records given the rows to check) of an input; a shared
-    results dataset gives one per input it was exported from, so it reads back as its inputs did."""
-    shared = open_shared(path)
-    if shared is None:
-        return [(path, lambda: recorded_dataset(Path(path)), lambda rows: load_records(Path(path), rows))]
-    return [
-        (name, lambda d=d: d, lambda rows, key=(name, d): from_shared(shared, rows, only=key))
-        for name, d in shared.sources()
-    ]
-
-
 def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
-    """Every input's records, with the facts to check them against: `--dataset` for every input;
-    without it, a run folder's recorded dataset (a local folder) for its questions, and two such
-    datasets must agree."""
+    """Every input's records, checked against `--dataset`; without it, against a run folder's recorded
+    dataset (a local folder), two of which must agree. A shared results dataset reads as its inputs did."""
     from oab_bench.judge.dataset import load_rows
 
-    loaded: dict[str, dict[str, QuestionRow]] = {}
-
+    @functools.cache
     def rows_of(source: str) -> dict[str, QuestionRow]:
-        if source not in loaded:
-            loaded[source] = {r.question_id: r for r in load_rows(source)}
-        return loaded[source]
+        return {r.question_id: r for r in load_rows(source)}
 
     truth = facts_of_rows(rows_of(dataset).values()) if dataset else {}
     records, notes, origins = [], [], []
-    for path, recorded, load in (part for given in paths for part in _parts(given)):
-        try:
-            source = recorded()
-        except SourceError:
-            if not dataset:
-                raise
-            source = None  # several datasets: --dataset settles it (said for export only)
-        rows = rows_of(dataset) if dataset else {}
-        if not dataset and source and Path(source).is_dir():
-            rows = rows_of(source)
-            for qid, facts in facts_of_rows(rows.values()).items():
-                if truth.setdefault(qid, facts) != facts:
-                    raise SourceError(
-                        f"its dataset {source} and another input's disagree on {qid}: pass --dataset",
-                        file=str(path),
-                    )
-        elif not dataset and source:
-            notes.append(
-                f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
-            )
-        try:
-            got = load(rows)
-        except NoResults as e:
-            notes.append(f"skipped {e}")
-            continue
-        records += got
-        origins += [(path, source)] * len(got)
+    for given in paths:
+        shared = open_shared(given)
+        for path, recorded in [(given, None)] if shared is None else shared.sources():
+            try:
+                source = recorded if shared else recorded_dataset(Path(path))
+            except SourceError:
+                if not dataset:
+                    raise
+                source = None  # several datasets: --dataset settles it (said for export only)
+            rows = rows_of(dataset) if dataset else {}
+            if not dataset and source and Path(source).is_dir():
+                rows = rows_of(source)
+                for qid, facts in facts_of_rows(rows.values()).items():
+                    if truth.setdefault(qid, facts) != facts:
+                        why = f"its dataset {source} and another input's disagree on {qid}: pass --dataset"
+                        raise SourceError(why, file=str(path))
+            elif not dataset and source:
+                notes.append(
+                    f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
+                )
+            try:
+                got = from_shared(shared, rows, (path, recorded)) if shared else load_records(path, rows)
+            except NoResults as e:
+                notes.append(f"skipped {e}")
+                continue
+            records += got
+            origins += [(path, source)] * len(got)
     if not records:
         raise ValueError("no judged results in any input")
     return Inputs(  # notes sorted: the output never depends on the order of the inputs
         records=records,
-        expected=set(loaded[dataset]) if dataset else None,
+        expected=set(rows_of(dataset)) if dataset else None,
         truth=truth,
         notes=sorted(notes),
         origins=origins,

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from oab_bench.dataset_builder.schema import PASS_MARK
-from oab_bench.judge.leaderboard.tables import PANEL_MARK, Table, area_name, ordered_areas, points
+from oab_bench.judge.leaderboard.tables import PANEL_MARK, Table, area_name, cents, marks, ordered_areas
 
 
 def plot_png_bytes(tables: list[Table]) -> bytes:
@@ -29,60 +29,30 @@ def png_bytes(fig) -> bytes:
 
 
 def figure(tables: list[Table]):
-    n_models = max((len(t.rows) for t in tables), default=1)
+    size = (14, len(tables) * (2.2 + 0.55 * max((len(t.rows) for t in tables), default=1)))
     fig, axes = plt.subplots(
-        len(tables),
-        2,
-        figsize=(14, len(tables) * (2.2 + 0.55 * n_models)),
-        squeeze=False,
-        gridspec_kw={"width_ratios": [1, 1.3]},
+        len(tables), 2, figsize=size, squeeze=False, gridspec_kw={"width_ratios": [1, 1.3]}
     )
     for (bars, heat), table in zip(axes, tables, strict=True):
         rows = [r for r in table.rows if r.mean_exam_score is not None][::-1]  # best on top
-        y = np.arange(len(rows))
-        means = np.array([r.mean_exam_score for r in rows])
-        drawn = bars.barh(
-            y,
-            means,
-            color=["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means],
-            alpha=0.85,
-            height=0.6,
-        )
-        for bar, r in zip(drawn, rows, strict=True):
+        y, means = np.arange(len(rows)), np.array([r.mean_exam_score for r in rows])
+        colors = ["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means]
+        for bar, r in zip(bars.barh(y, means, color=colors, alpha=0.85, height=0.6), rows, strict=True):
             if r.panel:  # published answers (--panel): lighter and hatched, the candidate stands out
                 bar.set_alpha(0.45)
                 bar.set_hatch("//")
         lows = np.array([r.mean_exam_score if r.ci_low is None else r.ci_low for r in rows])
         highs = np.array([r.mean_exam_score if r.ci_high is None else r.ci_high for r in rows])
         # clipped: a mean of equal totals may land a float's width outside its interval (0.1 * 3 / 3)
-        bars.errorbar(
-            means,
-            y,
-            xerr=[np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)],
-            fmt="none",
-            ecolor="black",
-            capsize=4,
-            lw=1.2,
-        )
+        err = [np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)]
+        bars.errorbar(means, y, xerr=err, fmt="none", ecolor="black", capsize=4, lw=1.2)
         bars.axvline(PASS_MARK, color="black", ls="--", lw=1)
-        bars.text(
-            PASS_MARK + 0.08,
-            0.02,
-            "pass mark (6.00)",
-            transform=bars.get_xaxis_transform(),
-            fontsize=8,
-            rotation=90,
-            va="bottom",
-        )
-        labels = [
-            f"{r.model}{' *' * (not r.complete)}{' †' * r.same_family_as_judge}{f' {PANEL_MARK}' * bool(r.panel)} ({r.passed}/{r.exams})"
-            for r in rows
-        ]
-        bars.set_yticks(y, labels, fontsize=9)
+        at_bottom = bars.get_xaxis_transform()
+        bars.text(PASS_MARK + 0.08, 0.02, "pass mark (6.00)", transform=at_bottom, fontsize=8, rotation=90)
+        bars.set_yticks(y, [f"{r.model}{marks(r)} ({r.passed}/{r.exams})" for r in rows], fontsize=9)
         for yi, m in zip(y, means, strict=True):
-            bars.text(0.1, yi, points(m), va="center", color="white", fontsize=8, fontweight="bold")
-        bars.set_xlim(0, 10)
-        bars.set_xlabel("mean exam score (0-10), 95% interval; (exams passed/exams)")
+            bars.text(0.1, yi, cents(m), va="center", color="white", fontsize=8, fontweight="bold")
+        bars.set(xlim=(0, 10), xlabel="mean exam score (0-10), 95% interval; (exams passed/exams)")
         bars.set_title(f"Judge: {table.judge}", fontsize=10, loc="left")
 
         areas = ordered_areas(a for r in table.rows for a in r.per_area)

@@ -1,10 +1,5 @@
-"""The headline tables: per judge, per model, exam scores with 95% intervals; and their renderings
-(markdown with upstream's columns, CSV, JSON, paired comparisons).
-
-Rankings are per judge (model, prompt and settings); two judges are never mixed. Exam figures use
-complete exams only (every question judged ok); coverage says how much is missing. Models with
-the same exam score share a rank. Nothing depends on the order of the inputs.
-"""
+"""Per judge (never two mixed), per model: exam scores over complete exams with 95% intervals, coverage,
+shared ranks; markdown (upstream's columns), CSV, JSON, paired comparisons; input order changes nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ import json
 import re
 from collections import defaultdict
 from decimal import ROUND_HALF_UP, Decimal
+from statistics import fmean
 
 from pydantic import BaseModel
 
@@ -35,24 +31,22 @@ FAMILIES = {
     "xai": r"grok",
 }
 PANEL_MARK = "(panel)"
+MD_HEADER = "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |"
 
 
 def family(model: str) -> str | None:
-    """The vendor family of a model name, for flagging a judge that grades its own family."""
+    """The vendor family of a model name, to flag a judge grading its own family."""
     name = model.lower().split("/")[-1].split(" [")[0]
     return next((fam for fam, pattern in FAMILIES.items() if re.search(pattern, name)), None)
 
 
-def points(x: float, sign: bool = False) -> str:
-    """A score to the cent as a person rounds it, halves up (9.075 -> 9.08), where a binary float
-    (9.07499...) would round down."""
+def cents(x: float | None, sign: bool = False) -> str:
+    """A score to the cent, halves up as a person rounds (9.075 -> 9.08, where the float 9.07499...
+    would round down); "n/a" for none."""
+    if x is None:
+        return "n/a"
     value = Decimal(f"{x:.9f}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0  # + 0: no "-0.00"
     return f"{value:+}" if sign else f"{value}"
-
-
-def cents(x: float | None, sign: bool = False) -> str:
-    """A score as `points` writes it, "n/a" for none."""
-    return "n/a" if x is None else points(x, sign)
 
 
 def area_name(slug: str) -> str:
@@ -90,11 +84,6 @@ class Table(BaseModel):
     rows: list[Row]
     expected: dict[str, Facts] = {}  # the questions the table expects
     chosen: dict[str, dict[str, Record]] = {}  # model -> question -> the record that counts
-
-
-def fmean(xs) -> float:
-    xs = list(xs)
-    return sum(xs) / len(xs)
 
 
 def _best(per_area: dict[str, float]) -> str | None:
@@ -176,27 +165,19 @@ def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Recor
         scores = sorted({(r.source, r.line, round(r.score, 6)) for r in rs if r.status == "ok"})
         if len({s for _, _, s in scores}) > 1:
             (fa, la, a), (fb, lb, b) = scores[0], next(x for x in scores if x[2] != scores[0][2])
-            raise SourceError(
-                f"{model} on {qid} (judge {judge}) scores {a} here and {b} in {fb}:{lb}: pass one of them",
-                file=fa,
-                line=la or None,
-            )
+            why = f"{model} on {qid} (judge {judge}) scores {a} here and {b} in {fb}:{lb}: pass one of them"
+            raise SourceError(why, file=fa, line=la or None)
         if len({(r.status, r.score) for r in rs}) > 1:
             retried += 1
         else:
             copies += len(rs) - 1
         out[judge][model][qid] = rs[0]
-    notes = []
-    if copies:
-        notes.append(
-            f"{copies} records repeat a (judge, model, question) with the same result: each counted once"
-        )
-    if retried:
-        notes.append(
-            f"{retried} (judge, model, question) have different outcomes in different inputs: "
-            "an ok judgment, if any, is used over failures"
-        )
-    return out, notes
+    notes = [
+        f"{copies} records repeat a (judge, model, question) with the same result: each counted once",
+        f"{retried} (judge, model, question) have different outcomes in different inputs: "
+        "an ok judgment, if any, is used over failures",
+    ]
+    return out, [note for note, n in zip(notes, (copies, retried), strict=True) if n]
 
 
 def _ranked(rows: list[Row]) -> list[Row]:
@@ -253,59 +234,37 @@ def build_tables(
         rows = [model_row(m, judge, recs, expected, **bootstrap) for m, recs in sorted(models.items())]
         for row in rows:
             bad = sorted(q for q, r in models[row.model].items() if q in expected and r.status == "mismatch")
-            if bad:
-                notes.append(
-                    f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, "
-                    f"the question's id) on its value or exam (e.g. {bad[0]}): their exams are left out (see coverage)"
-                )
-            if not row.complete:
-                notes.append(
-                    f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
-                    f"{row.exams} complete exams only"
-                )
-            if row.same_family_as_judge:
-                notes.append(
-                    f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})"
-                )
+            said = [
+                f"{judge}: {row.model}: {len(bad)} judgments disagree with the dataset (or, without one, the "
+                f"question's id) on its value or exam (e.g. {min(bad, default='')}): their exams are left "
+                "out (see coverage)",
+                f"{judge}: {row.model} has coverage {row.coverage:.0%}; its exam figures use its "
+                f"{row.exams} complete exams only",
+                f"{judge}: {row.model} is graded by a judge of its own family ({family(row.model)})",
+            ]
+            flags = (bad, not row.complete, row.same_family_as_judge)
+            notes += [note for note, yes in zip(said, flags, strict=True) if yes]
         tables.append(Table(judge=judge, rows=_ranked(rows), expected=expected, chosen=dict(models)))
     return tables, notes
 
 
-class Comparison(BaseModel):
-    judge: str
-    model_a: str
-    model_b: str
-    exams: int  # complete for both
-    mean_difference: float | None  # A - B, exam points
-    ci_low: float | None
-    ci_high: float | None
-    a_passed_b_failed: int
-    b_passed_a_failed: int
-
-
-def compare(tables: list[Table], model_a: str, model_b: str, **bootstrap) -> list[Comparison]:
-    """Per judge that graded both: the paired difference over the exams both completed."""
+def compare(tables: list[Table], model_a: str, model_b: str, **bootstrap) -> list[str]:
+    """Per judge that graded both, a line: the paired difference over the exams both completed."""
     out = []
     for t in tables:
-        rows = {r.model: r for r in t.rows}
+        rows = {r.model: r.exam_totals for r in t.rows}
         if model_a not in rows or model_b not in rows:
             continue
-        a, b = rows[model_a].exam_totals, rows[model_b].exam_totals
+        a, b = rows[model_a], rows[model_b]
         both = sorted(set(a) & set(b))
         diffs = [a[e] - b[e] for e in both]
         low, high = bootstrap_ci(diffs, **bootstrap)  # paired: exams resampled, their pairs kept
+        ci = f"[{cents(low)}, {cents(high)}]" if low is not None else "n/a"
         out.append(
-            Comparison(
-                judge=t.judge,
-                model_a=model_a,
-                model_b=model_b,
-                exams=len(both),
-                mean_difference=fmean(diffs) if diffs else None,
-                ci_low=low,
-                ci_high=high,
-                a_passed_b_failed=sum(a[e] >= PASS_MARK > b[e] for e in both),
-                b_passed_a_failed=sum(b[e] >= PASS_MARK > a[e] for e in both),
-            )
+            f"judge {t.judge}: {model_a} - {model_b} = {cents(fmean(diffs) if diffs else None, sign=True)} "
+            f"exam points over {len(both)} exams both completed (95% paired bootstrap CI {ci}); {model_a} "
+            f"passed {sum(a[e] >= PASS_MARK > b[e] for e in both)} that {model_b} failed, {model_b} passed "
+            f"{sum(b[e] >= PASS_MARK > a[e] for e in both)} that {model_a} failed\n"
         )
     return out
 
@@ -320,7 +279,7 @@ def shown(r: Row) -> dict[str, str]:
     return {
         "mean": cents(r.mean_exam_score),
         "rate": f"{r.passed / r.exams:.0%} ({r.passed}/{r.exams})" if r.exams else "n/a (0 exams)",
-        "best": f"{area_name(r.best_area)} ({points(r.per_area[r.best_area])})" if r.best_area else "n/a",
+        "best": f"{area_name(r.best_area)} ({cents(r.per_area[r.best_area])})" if r.best_area else "n/a",
         "ci": f"{cents(r.ci_low)}–{cents(r.ci_high)}" if r.ci_low is not None else "n/a",
         "coverage": f"{r.coverage:.0%}",
     }
@@ -331,37 +290,24 @@ def _cell(text: str) -> str:
     return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
 
 
-def _marks(r: Row) -> str:
+def marks(r: Row) -> str:
     return " *" * (not r.complete) + " †" * r.same_family_as_judge + f" {PANEL_MARK}" * bool(r.panel)
-
-
-def panel_legend(tables: list[Table]) -> list[str]:
-    """One line per panel source: which rows are published answers, and where they came from."""
-    return [
-        f"{PANEL_MARK} published answers ({source}), judged here by the same judge with the same settings."
-        for source in sorted({r.panel for t in tables for r in t.rows if r.panel})
-    ]
 
 
 def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = None) -> str:
     out = []
     for t in tables:
-        out += [f"### Judge: {_cell(t.judge)}", ""]
-        out += [
-            "| Model | Average Score | Passing Rate | Best Area | 95% CI | Coverage |",
-            "| --- |" + " --- |" * 5,
-        ]
-        for r in t.rows:
-            out.append(f"| {_cell(r.model)}{_marks(r)} | " + " | ".join(shown(r).values()) + " |")
+        out += [f"### Judge: {_cell(t.judge)}", "", MD_HEADER, "| --- |" + " --- |" * 5]
+        out += [f"| {_cell(r.model)}{marks(r)} | " + " | ".join(shown(r).values()) + " |" for r in t.rows]
         if by:
-            seen = {k for r in t.rows for k in (r.per_area if by == "area" else r.per_edition)}
+            seen = {k for r in t.rows for k in getattr(r, f"per_{by}")}
             keys = ordered_areas(seen) if by == "area" else sorted(seen, key=lambda k: (len(k), k))
             names = [area_name(k) if by == "area" else f"Exame {k}" for k in keys]
             out += ["", "| Model | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(keys)]
             for r in t.rows:
-                values = r.per_area if by == "area" else r.per_edition
                 name = _cell(r.model) + f" {PANEL_MARK}" * bool(r.panel)
-                out.append(f"| {name} | " + " | ".join(cents(values.get(k)) for k in keys) + " |")
+                values = " | ".join(cents(getattr(r, f"per_{by}").get(k)) for k in keys)
+                out.append(f"| {name} | {values} |")
         out.append("")
     rows = [r for t in tables for r in t.rows]
     out.append("Average Score: mean exam total (0-10) over complete exams; Passing Rate: exams >= 6.00.")
@@ -369,7 +315,11 @@ def render_markdown(tables: list[Table], notes: list[str], *, by: str | None = N
         out.append("* incomplete coverage: exam figures use complete exams only.")
     if any(r.same_family_as_judge for r in rows):
         out.append("† graded by a judge of the same model family.")
-    return "\n".join(out + panel_legend(tables) + [f"Note: {n}" for n in notes]) + "\n"
+    out += [
+        f"{PANEL_MARK} published answers ({source}), judged here by the same judge with the same settings."
+        for source in sorted({r.panel for r in rows if r.panel})
+    ]
+    return "\n".join(out + [f"Note: {n}" for n in notes]) + "\n"
 
 
 def _flat(r: Row) -> dict:
@@ -397,14 +347,3 @@ def render_csv(tables: list[Table]) -> str:
             + [r.per_edition.get(e) for e in editions]
         )
     return buf.getvalue()
-
-
-def render_comparisons(comparisons: list[Comparison]) -> str:
-    return "".join(
-        f"judge {c.judge}: {c.model_a} - {c.model_b} = {cents(c.mean_difference, sign=True)} exam points over "
-        f"{c.exams} exams both completed (95% paired bootstrap CI "
-        f"{f'[{cents(c.ci_low)}, {cents(c.ci_high)}]' if c.ci_low is not None else 'n/a'}); {c.model_a} passed "
-        f"{c.a_passed_b_failed} that {c.model_b} failed, {c.model_b} passed {c.b_passed_a_failed} that "
-        f"{c.model_a} failed\n"
-        for c in comparisons
-    )

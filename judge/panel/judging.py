@@ -1,50 +1,25 @@
-"""The panel's share of a judging command: which of its answers are judged, how their judgments
-are marked, and the cost cap they share with the candidate.
-
-The panel goes through the normal path (judge/grading/runner.py): the same judge, cache, dedup,
-budget and batch as the candidate's answers. Only questions judged for the candidate are judged
-for the panel; its other answers are counted in one line, never judged.
-"""
+"""The panel judged beside a candidate (`judge`, `run`): its judgments marked, the cost cap shared (the
+candidate first), its bill apart (`--estimate`), and in `run` the candidate's place among the panel."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 
+from oab_bench.conventions import PANEL_JUDGMENTS_FILE
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.grading.judge_answers import Beside, pair_answers
-from oab_bench.judge.panel.published import Panel, check_names, resolve_panel
+from oab_bench.judge.grading.bill import Estimate, added, print_estimate
+from oab_bench.judge.grading.judge_answers import Beside
+from oab_bench.judge.grading.judgment_store import JudgmentStore
+from oab_bench.judge.grading.jury import make_judge
+from oab_bench.judge.grading.runner import run_judge_all
+from oab_bench.judge.output import write_atomic
+from oab_bench.judge.panel.published import Panel, prepare
 from oab_bench.judge.records import Judgment
-
-Pairs = list[tuple[QuestionRow, Answer]]
-
-
-def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str], what: str = "the candidate"):
-    """(every (row, answer) of the panel to judge, lines saying what is not judged). A candidate
-    named as a panel model is an error naming both."""
-    check_names(candidates, panel, what)
-    pairs, missing, _ = pair_answers(rows, panel.answers)
-    ids = {r.question_id for r in rows}
-    outside = [a for a in panel.answers if a.question_id not in ids]
-    notes = []
-    if outside:
-        notes.append(
-            f"panel: {len(outside)} answers to {len({a.question_id for a in outside})} questions that are not "
-            f"among the {len(ids)} judged here (not in the dataset, or not selected): not judged"
-        )
-    if missing:
-        notes.append(
-            f"panel: {len(missing)} of the questions judged here have no published answer from "
-            f"{', '.join(sorted({m for _, m in missing}))}: those models' figures use the exams they answered"
-        )
-    return pairs, notes
-
-
-def print_notes(notes: Iterable[str], command: str) -> None:
-    for note in notes:
-        print(f"oab-bench {command}: {note}", file=sys.stderr)
+from oab_bench.judge.settings import JudgeSettings
 
 
 def marked_records(judgments: Iterable[Judgment], sources: Mapping[str, str]) -> list[dict]:
@@ -69,9 +44,29 @@ def charge(judge, spent: float) -> None:
         first.budget.spent += spent
 
 
-def unstored(judge, pairs: Pairs) -> int:
+def unstored(judge, pairs: list[tuple[QuestionRow, Answer]]) -> int:
     """The gradings of `pairs` the judge's cache lacks (each member's and repeat's apart)."""
     return sum(g.to_call(row, answer)[2] is not None for g in graders(judge) for row, answer in pairs)
+
+
+def print_with_panel(candidate: Estimate, panel_est: Estimate, panel: Panel, fmt: str, note: str = "") -> int:
+    both = added([candidate, panel_est], candidate.judge_model).total
+    if fmt == "json":
+        doc = candidate.model_dump(mode="json") | {
+            "panel": panel_est.model_dump(mode="json") | {"source": panel.label()},
+            "total_with_panel": both.model_dump(mode="json"),
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print_estimate(candidate, "text", note)
+    print(f"\npanel ({len(panel.models)} models, published answers: {panel.label()}), apart:")
+    print_estimate(panel_est, "text", "The panel is judged with the candidate's judge and settings.")
+    cost, batch = ("unknown" if x is None else f"${x:.4f}" for x in (both.cost_usd, both.cost_usd_batch))
+    print(
+        f"\ncandidate + panel: {both.calls} calls, {both.prompt_tokens} prompt tokens, "
+        f"{both.completion_tokens} completion tokens, {cost} (batch {batch})"
+    )
+    return 0
 
 
 def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[Answer]], Beside]:
@@ -79,11 +74,7 @@ def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[A
     (read once their rows and answers are known, before any call)."""
 
     def beside(rows: list[QuestionRow], answers: list[Answer]) -> Beside:
-        from oab_bench.judge.panel.estimate import print_with_panel
-
-        panel = resolve_panel(specs)
-        pairs, notes = panel_pairs(panel, rows, {a.model for a in answers})
-        print_notes(notes, "judge")
+        panel, pairs = prepare(specs, rows, {a.model for a in answers}, "judge")
         return Beside(
             pairs=pairs,
             print_estimate=lambda candidates, extra, fmt: print_with_panel(candidates, extra, panel, fmt),
@@ -91,3 +82,80 @@ def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[A
         )
 
     return beside
+
+
+def judge_beside(
+    settings: JudgeSettings,
+    cache: Path | None,
+    panel: Panel,
+    pairs: list,
+    candidate: list[dict],
+    out: Path,
+    access="write",
+) -> list[dict]:
+    """Judge the panel's answers to the questions the `candidate` records judged;
+    write them, marked, to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does.
+    `access`: "read" when the run goes on with a read-only judgment cache (--cache-read-only)."""
+    asked = {r["question_id"] for r in candidate}
+    pairs = [(row, a) for row, a in pairs if row.question_id in asked]
+    judge = make_judge(settings, JudgmentStore(cache, access=access))
+    charge(judge, sum(r.get("cost_usd") or 0.0 for r in candidate if not r.get("cached")))
+    todo = sum(any(g.to_call(row, a)[2] is not None for g in graders(judge)) for row, a in pairs)
+    print(
+        f"oab-bench run: judging the panel: {len(pairs)} published answers of {len(panel.models)} models "
+        f"({panel.label()}): {todo} to judge now, {len(pairs) - todo} need no call (in the judgment cache, "
+        "or empty)",
+        file=sys.stderr,
+    )
+    records = marked_records(run_judge_all(judge, pairs), panel.sources)
+    write_atomic(out / PANEL_JUDGMENTS_FILE, dump_records(records))
+    return records
+
+
+def ranking(tables, candidate: str, panel: Panel, out: Path, records: list[dict]) -> dict:
+    """The run summary's `panel` block: the candidate's place among the panel in the leaderboard's
+    table (the run's judge): its shared rank, who ties with it, and whose 95% interval overlaps its."""
+    table = next((t for t in tables if any(r.model == candidate for r in t.rows)), None)
+    rows = table.rows if table else []
+    me = next((r for r in rows if r.model == candidate), None)
+
+    def overlaps(r) -> bool:  # no interval (one exam): the order is not settled either
+        return None in (me.ci_low, r.ci_low) or (me.ci_low <= r.ci_high and r.ci_low <= me.ci_high)
+
+    others = [r for r in rows if me and r is not me and r.mean_exam_score is not None]
+    keys = ("model", "mean_exam_score", "ci_low", "ci_high", "passed", "exams", "coverage")
+    return {
+        "source": panel.label(),
+        "files": panel.files,
+        "models": panel.models,
+        "judgments": str(out / PANEL_JUDGMENTS_FILE),
+        "failed_judgments": [
+            f"{r['model']} {r['question_id']} ({r['status']}: {r.get('error') or ''})"
+            for r in records
+            if r["status"] != "ok"
+        ],
+        "judge": table.judge if table else None,
+        "rank": me and me.rank,
+        "of": len(rows),
+        "tied": [r.model for r in others if r.rank == me.rank],
+        "unsettled": [r.model for r in others if r.rank != me.rank and overlaps(r)],
+        "ranking": [
+            r.model_dump(include=set(keys)) | {"panel": r.panel is not None, "rank": r.rank} for r in rows
+        ],
+    }
+
+
+def rank_line(block: dict, candidate: str) -> str:
+    if block["rank"] is None:
+        return f"oab-bench run: {candidate} has no row in the leaderboard: not ranked among the panel"
+    line = (
+        f"oab-bench run: {candidate} ranks {'=' * bool(block['tied'])}{block['rank']} of {block['of']} beside "
+        f"the panel's {len(block['models'])} published models ({block['source']}), judge {block['judge']}"
+    )
+    if block["tied"]:
+        line += f"; it ties with {', '.join(block['tied'])} (the same exam score)"
+    if block["unsettled"]:
+        line += (
+            f"; its order with {', '.join(block['unsettled'])} is not settled (their 95% intervals overlap)"
+        )
+    return line

@@ -1,8 +1,5 @@
-"""Upstream's six published answer files, fetched once into the cache and verified by SHA-256.
-
-Each file is read into memory and written into the cache (whole, atomically) only when its size and
-hash are the pinned ones: a wrong byte, a short file or a cut connection is never used or cached. A
-cached file is hashed again on every use (milliseconds), so an edited copy is not used."""
+"""Upstream's six published answer files, cached (whole, atomically) only when their size and SHA-256
+are the pinned ones; a cached file is hashed again on every use, so an edited copy is never used."""
 
 from __future__ import annotations
 
@@ -59,10 +56,8 @@ def upstream_files() -> list[Path]:
         raise unavailable(folder, missing, "HF_HUB_OFFLINE is set (offline)")
     for i, name in enumerate(missing):
         if (folder / name).exists():
-            print(
-                f"--panel upstream: {folder / name} fails its SHA-256 check: fetching it again",
-                file=sys.stderr,
-            )
+            why = f"--panel upstream: {folder / name} fails its SHA-256 check: fetching it again"
+            print(why, file=sys.stderr)
         try:
             fetch(f"{base.rstrip('/')}/{name}", folder / name)
         except OSError as e:  # the files fetched so far stay: a later try fetches only the rest
@@ -81,30 +76,22 @@ def unavailable(folder: Path, missing: list[str], why: str) -> PanelUnavailable:
 
 
 def fetch(url: str, dest: Path) -> Path:
-    """Download `url` to `dest` (named as in FILES) in memory (under a megabyte), then write it whole
-    once verified. A file that cannot be read is an OSError; one that is not the pinned file,
-    PanelUnavailable."""
+    """`url` into memory (under a megabyte), written to `dest` once verified against `dest`'s pin. A file
+    that cannot be read is an OSError; one that is not the pinned file, PanelUnavailable."""
     import httpx  # ~0.3 s: only when something is to be fetched
 
     from oab_bench.judge.output import write_atomic
 
     sha, size = FILES[dest.name]
-    body = bytearray()
     try:
-        with httpx.stream(
-            "GET", url, timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=True
-        ) as resp:
-            if resp.status_code != 200:
-                raise OSError(f"{url} answered HTTP {resp.status_code}")
-            for chunk in resp.iter_bytes():
-                body += chunk
-                if len(body) > size:
-                    break  # longer than the pinned file: refused below, without reading the rest
+        resp = httpx.get(url, timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=True)
     except httpx.HTTPError as e:
         raise OSError(f"{url} could not be read ({type(e).__name__}: {e})") from None
-    if len(body) != size or hashlib.sha256(body).hexdigest() != sha:
+    if resp.status_code != 200:
+        raise OSError(f"{url} answered HTTP {resp.status_code}")
+    if len(resp.content) != size or hashlib.sha256(resp.content).hexdigest() != sha:
         raise PanelUnavailable(
-            f"--panel upstream: {url}: refused, not the published file ({len(body)} bytes where {size} "
+            f"--panel upstream: {url}: refused, not the published file ({len(resp.content)} bytes where {size} "
             f"were expected, or its SHA-256 is not {sha}); nothing was cached"
         )
-    return write_atomic(dest, bytes(body))
+    return write_atomic(dest, resp.content)

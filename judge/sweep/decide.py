@@ -1,10 +1,5 @@
-"""The sweep's rows and its decision (sweep.json's contract), and the table on stdout.
-
-A judge is on the Pareto front when no other judge is both as cheap (or cheaper) and as valid (or
-more), one of the two strictly. Validity: a probe verdict other than `discriminates` is below every
-`discriminates`; among those, the higher κ on pass/fail. A judge whose calls failed, or whose cost
-is unknown, is on no front.
-"""
+"""The sweep's rows and decision (sweep.json's contract), its text table. Pareto front: none as cheap
+and as valid, one strictly (validity: a probe that discriminates, then κ); failed or unpriced: on none."""
 
 from __future__ import annotations
 
@@ -39,7 +34,7 @@ class JudgeRow(BaseModel):
     cost_usd_per_model_batch: float | None
     calls: int
     seconds: float
-    pareto: bool
+    pareto: bool = False
     failed: str | None
 
 
@@ -149,25 +144,18 @@ def cells(report: SweepReport) -> list[tuple[str, ...]]:
     out = []
     for r in report.judges:
         p, a = r.probe, r.agreement
-        out.append(
-            (
-                r.judge + " (reference)" * (r.judge == report.reference),
-                _num(r.cost_usd_per_model, "${:.4f}"),
-                _num(r.cost_usd_per_model_batch, "${:.4f}"),
-                "FAILED" if r.failed else "ok" if p and p.verdict == "discriminates" else "NO",
-                _num(p and p.reference_pct, "{:.1f}"),
-                _num(p and p.swapped_pct, "{:.1f}"),
-                _num(p and p.ordering),
-                _fig(a and a.kappa_pass),
-                f"{a.flips} ({_num(a.flip_rate, '{:.0%}')})" if a else "-",
-                _fig(a and a.exam_ccc),
-                _fig(a and a.exam_mae),
-                _fig(a and a.ranking_tau),
-                str(r.calls),
-                f"{r.seconds:.1f}",
-                "*" * r.pareto,
-            )
-        )
+        name = r.judge + " (reference)" * (r.judge == report.reference)
+        costs = [_num(r.cost_usd_per_model, "${:.4f}"), _num(r.cost_usd_per_model_batch, "${:.4f}")]
+        verdict = "FAILED" if r.failed else "ok" if p and p.verdict == "discriminates" else "NO"
+        probe = [
+            _num(p and p.reference_pct, "{:.1f}"),
+            _num(p and p.swapped_pct, "{:.1f}"),
+            _num(p and p.ordering),
+        ]
+        flips = f"{a.flips} ({_num(a.flip_rate, '{:.0%}')})" if a else "-"
+        figures = [_fig(a and getattr(a, k)) for k in ("exam_ccc", "exam_mae", "ranking_tau")]
+        ran = [str(r.calls), f"{r.seconds:.1f}", "*" * r.pareto]
+        out.append((name, *costs, verdict, *probe, _fig(a and a.kappa_pass), flips, *figures, *ran))
     return out
 
 
@@ -175,13 +163,12 @@ def render_text(report: SweepReport, why: dict[str, str], scaled: str, counted: 
     """The table, then what its columns mean, the failed judges, why each other was not chosen."""
     out = [*text_table(HEADER, cells(report)), "", f"cost per model: {scaled}"]
     out += [
-        "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)"
+        "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)",
+        f"calls and seconds: this run's; {counted}",
     ]
-    out += [f"calls and seconds: this run's; {counted}"]
+    failed = [r for r in report.judges if r.failed]
     out += [
-        f"FAILED {r.judge}: {r.failed} (its calls failed: nothing is said about its validity)"
-        for r in report.judges
-        if r.failed
+        f"FAILED {r.judge}: {r.failed} (its calls failed: nothing is said about its validity)" for r in failed
     ]
     out += [f"not chosen: {judge}: {reason}" for judge, reason in why.items()]
     out += ["", f"rule: {report.rule}", f"recommended: {report.recommended or 'none'}"]

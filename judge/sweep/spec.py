@@ -1,14 +1,5 @@
-"""A judge written on one line (`--reference-judge`, `--candidate`): a model with its own settings,
-or a jury of them (docs/judge-sweep.md).
-
-    MODEL[,SETTING=VALUE...]                 openai/gpt-5-mini,effort=low,max_tokens=8000
-    jury:JUDGE|JUDGE|JUDGE                   a jury (median of its members' item scores)
-    jury-mean:JUDGE|...  jury-min:JUDGE|...  the other ways to combine
-
-SETTING is any judge setting by its name, as `oab-bench judge`'s flags name them (`effort` for short);
-the cost cap is the sweep's. What a spec leaves out comes from the OAB_JUDGE_* variables, then the
-defaults.
-"""
+"""A judge on one line: `MODEL[,SETTING=VALUE...]` (any `oab-bench judge` setting by name, `effort`
+for short) or `jury[-mean|-min]:JUDGE|JUDGE...`; the rest from OAB_JUDGE_*, then the defaults."""
 
 from __future__ import annotations
 

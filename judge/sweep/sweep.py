@@ -1,12 +1,5 @@
-"""`oab-bench judge-sweep`: the reference judge and every candidate probed, compared with the
-reference on the same real answers, and priced per model for the whole dataset; then the decision
-(decide.py). Every call goes through the normal judge path: one judgment cache (a rerun calls
-nothing, a new candidate pays only for itself), `--estimate` first, one `--max-cost-usd` for all.
-
-The real answers are the panel's published ones (`--panel`, by default `upstream`: downloaded once,
-verified, cached), the user's (`--answers`), or both. A judge's cost per model is scaled from the
-questions judged: per question kind, the mean over the models' answers, times the dataset's count.
-"""
+"""`oab-bench judge-sweep`: each judge probed, compared with the reference on the same real answers and
+priced per model for the whole dataset, through the judge path (one cache, one cost cap); then decide.py."""
 
 from __future__ import annotations
 
@@ -21,27 +14,20 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from oab_bench.conventions import (
-    JUDGMENTS_FILE,
-    PROBE_ANSWERS_DIR,
-    PROBE_JUDGMENTS_FILE,
-    SWEEP_FILE,
-    SWEEP_MARKER,
-    SWEEP_PAGE_FILE,
-)
+from oab_bench import conventions as names
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.folders import Writer, check_folder, claim
 from oab_bench.judge.panel.published import UPSTREAM
 from oab_bench.judge.panel.upstream import PanelUnavailable
 from oab_bench.judge.redact import redact
 
-SWEEP = Writer("oab-bench judge-sweep", SWEEP_MARKER)
+SWEEP = Writer("oab-bench judge-sweep", names.SWEEP_MARKER)
+CALL_FAILURES = {"api_error", "budget"}  # the calls did not happen: nothing about the judge's grading
 
 
 class Measured(NamedTuple):
     spec: str  # as written, redacted
     judge: object
-    folder: Path
     probes: list  # its probe judgments
     graded: list  # (the judge that called, its judgment) per grading of probes and answers
     calls: int  # made by this run, retries counted (cached gradings made none)
@@ -49,39 +35,33 @@ class Measured(NamedTuple):
     failed: str | None
 
 
-CALL_FAILURES = {"api_error", "budget"}  # the calls did not happen: nothing about the judge's grading
-
-
 def say(line: str) -> None:
     print(f"oab-bench judge-sweep: {line}", file=sys.stderr)
 
 
 def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
-    """(spec as written, its settings) for the reference, then each candidate: a bad spec, or one
-    judge written twice (effort= and reasoning_effort=, a jury in another order), refused at once."""
+    """(spec, settings) of the reference, then each candidate; a bad spec, or one judge twice (even
+    written two ways: effort= and reasoning_effort=, a jury's members in another order), refused."""
     from oab_bench.judge.settings import member_settings
     from oab_bench.judge.sweep.spec import parse_spec
 
-    specs = [args.reference_judge, *args.candidate]
-    twice = sorted({s.strip() for s in specs if [x.strip() for x in specs].count(s.strip()) > 1})
-    if twice:
-        raise ValueError(f"judge {twice[0]!r} is given twice (as the reference or a candidate)")
-    parsed, same = [(spec, parse_spec(spec, os.environ)) for spec in specs], []
-    for spec, settings in parsed:
+    parsed, same = [], []
+    for spec in [args.reference_judge, *args.candidate]:
+        parsed.append((spec, parse_spec(spec, os.environ)))
         try:
-            same.append(sorted(member_settings(settings), key=lambda m: m.judge_model))
+            members = sorted(member_settings(parsed[-1][1]), key=lambda m: m.judge_model)
         except ValueError as e:
             raise ValueError(f"judge {spec!r}: {e}") from None
-        if same.index(same[-1]) < len(same) - 1:
-            raise ValueError(
-                f"judges {parsed[same.index(same[-1])][0]!r} and {spec!r} are one judge: every setting is the same"
-            )
+        if members in same:
+            one = parsed[same.index(members)][0]
+            raise ValueError(f"judges {one!r} and {spec!r} are one judge: every setting is the same")
+        same.append(members)
     return parsed
 
 
 def load_material(args: argparse.Namespace):
-    """(every row, the chosen rows, (row, answer) pairs to agree on, (row, model)s of --answers with
-    no answer, a panel model -> its answers' source); every input read and checked before any call."""
+    """(every row, the chosen rows, (row, answer) pairs to agree on, (row, model)s of --answers with no
+    answer, panel model -> its answers' source), every input checked before any call."""
     from oab_bench.judge.answers import read_answer_files
     from oab_bench.judge.panel.published import resolve_panel
 
@@ -98,7 +78,7 @@ def load_material(args: argparse.Namespace):
         ) from None
     from oab_bench.judge.dataset import dataset_argument, load_rows, select_rows
     from oab_bench.judge.grading.judge_answers import pairs_to_grade  # (imports litellm: seconds)
-    from oab_bench.judge.panel.judging import panel_pairs, print_notes
+    from oab_bench.judge.panel.published import panel_pairs, print_notes
 
     dataset, origin = dataset_argument(args)
     pool = load_rows(dataset, origin=origin)
@@ -114,15 +94,11 @@ def load_material(args: argparse.Namespace):
         sources.append(f"--panel {' '.join(specs)}: {panel.label()}")
     probe = next((a for a in answers if a.model.startswith("probe:")), None)
     if probe is not None:
-        raise SourceError(
-            f"model {probe.model!r}: the probe: prefix is the sweep's own",
-            file=probe.source or None,
-            line=probe.line or None,
-        )
+        why = f"model {probe.model!r}: the probe: prefix is the sweep's own"
+        raise SourceError(why, file=probe.source or None, line=probe.line or None)
     if len({a.model for _, a in pairs}) < 2:
-        raise ValueError(
-            "the agreement needs the answers of two models or more to the questions chosen (--answers, --panel)"
-        )
+        why = "the agreement needs the answers of two models or more to the questions chosen"
+        raise ValueError(f"{why} (--answers, --panel)")
     print_notes([f"answers to agree on: {'; '.join(sources)}", *notes], "judge-sweep")
     return pool, rows, pairs, missing, dict(panel.sources) if panel else {}
 
@@ -164,17 +140,14 @@ def print_bill(judges, pairs, fmt: str) -> int:
         for x in [*lines, {"judge": "total", **total}]
     ]
     header = ("judge", "calls", "prompt tokens", "completion tokens", "cost", "cost batch")
-    print(
-        "estimate for the sweep; nothing was called (cached gradings cost nothing)",
-        *text_table(header, rows),
-        sep="\n",
-    )
+    title = "estimate for the sweep; nothing was called (cached gradings cost nothing)"
+    print(title, *text_table(header, rows), sep="\n")
     return 0
 
 
 def gradings(judge, judgments) -> list:
-    """(the judge that called, its judgment) for every grading: a jury's members each on their own
-    (their judgments keep what a cached call first cost, unlike the jury's combined record)."""
+    """(the judge that called, its judgment) per grading: a jury's members each on their own (theirs
+    keep what a cached call first cost, unlike the jury's combined record)."""
     if getattr(judge, "members", None) is None:
         return [(judge, j) for j in judgments]
     models = {j.model for j in judgments}
@@ -183,8 +156,7 @@ def gradings(judge, judgments) -> list:
 
 
 def failure(graded) -> str | None:
-    """Why a judge's figures would say nothing about it: too many gradings whose calls failed (a
-    rejected key, an unknown model, a server down, the sweep's cost cap)."""
+    """Why a judge's figures would say nothing about it: too many gradings whose calls failed."""
     from oab_bench.judge.validity.probe_report import JUDGED_MIN
 
     bad = [j for _, j in graded if j.status in CALL_FAILURES]
@@ -195,8 +167,8 @@ def failure(graded) -> str | None:
 
 
 def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None, str]:
-    """(direct, batch) dollars per model for the whole `dataset`, scaled from the gradings of the
-    `judged` questions, and the sentence that says how."""
+    """(direct, batch) dollars per model for the whole `dataset`, scaled per question kind from the
+    gradings of the `judged` questions, and the sentence that says how."""
     kind = {r.question_id: r.kind for r in judged}
     costs: dict[str, dict[str, list]] = defaultdict(lambda: {"direct": [], "batch": []})
     models: dict[str, set[str]] = defaultdict(set)
@@ -229,9 +201,8 @@ def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None,
 
 
 def measure(judges, folders, probe_pairs, probe_missing, pairs, missing, *, progress: bool, panel: dict):
-    """Each judge in turn through the normal path: its probes and the real answers graded in one
-    pool of calls, both written (a panel's judgments marked as `judge --panel` marks them). A judge
-    whose batches are still running when its `batch_wait` runs out is left for a rerun to reattach."""
+    """Each judge in turn: its probes and the real answers graded in one pool of calls, both written
+    (the panel's marked); one whose batches outlast its `batch_wait` is left for a rerun to reattach."""
     from oab_bench.judge.grading.batch.submit import BatchPending
     from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
     from oab_bench.judge.output import write_atomic
@@ -252,12 +223,12 @@ def measure(judges, folders, probe_pairs, probe_missing, pairs, missing, *, prog
         ]
         no_answer = "the answer files have no answer to this question"
         answers = done[len(probe_pairs) :] + [judge.unanswered(r, m, no_answer) for r, m in missing]
-        write_atomic(folder / PROBE_JUDGMENTS_FILE, dump_jsonl(probes))
-        write_atomic(folder / JUDGMENTS_FILE, dump_records(marked_records(answers, panel)))
+        write_atomic(folder / names.PROBE_JUDGMENTS_FILE, dump_jsonl(probes))
+        write_atomic(folder / names.JUDGMENTS_FILE, dump_records(marked_records(answers, panel)))
         graded = gradings(judge, done)
         calls, failed = sum(j.attempts for _, j in graded if not j.cached), failure(graded)  # retries counted
         say(f"{spec}: {calls} calls, {seconds:.1f} s" + (f"; FAILED: {failed}" if failed else ""))
-        measured.append(Measured(spec, judge, folder, probes, graded, calls, seconds, failed))
+        measured.append(Measured(spec, judge, probes, graded, calls, seconds, failed))
     return measured, pending
 
 
@@ -273,14 +244,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     # the judging machinery (litellm: seconds) only once the input is known to be good
     from oab_bench.judge.grading.jury import make_judge
     from oab_bench.judge.output import check_output, write_atomic
-    from oab_bench.judge.sweep.decide import (
-        AgreementFigures,
-        JudgeRow,
-        ProbeFigures,
-        Rule,
-        decide,
-        render_text,
-    )
+    from oab_bench.judge.sweep.decide import JudgeRow, Rule, decide, render_text
     from oab_bench.judge.validity.agreement import compare_two
     from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
     from oab_bench.judge.validity.probes import build_probes
@@ -294,20 +258,20 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             raise ValueError(f"judge {spec!r}: {e}") from None
     probes = build_probes(rows, pool, parse_kinds(args.probes), seed=args.seed)
     out = Path(args.output or "runs/judge_sweep")
-    folders = [
-        out / f"{i:02d}_{re.sub(r'[^A-Za-z0-9._-]+', '_', spec)[:60]}" for i, (spec, _) in enumerate(judges)
-    ]
+    folders = [out / f"{i:02d}_{re.sub(r'[^A-Za-z0-9._-]+', '_', s)[:60]}" for i, (s, _) in enumerate(judges)]
+    page = out / names.SWEEP_PAGE_FILE
     if not args.estimate:  # anything in the way fails now, before a paid call
         check_folder(out, SWEEP, "--output")  # it replaces files there: never in someone else's folder
-        for f in [*(f / PROBE_JUDGMENTS_FILE for f in folders), out / SWEEP_FILE, out / SWEEP_PAGE_FILE]:
+        for f in [*(f / names.PROBE_JUDGMENTS_FILE for f in folders), out / names.SWEEP_FILE, page]:
             check_output(f)
         claim(out, SWEEP)
-    p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / PROBE_ANSWERS_DIR)
+    p_pairs, p_missing = probe_pairs(rows, probes, None if args.estimate else out / names.PROBE_ANSWERS_DIR)
     if args.estimate:
         return print_bill(judges, [*p_pairs, *pairs], args.format)
     share_budget(judges, args.max_cost_usd)
+    progress = not args.no_progress
     measured, pending = measure(
-        judges, folders, p_pairs, p_missing, pairs, missing, progress=not args.no_progress, panel=panel
+        judges, folders, p_pairs, p_missing, pairs, missing, progress=progress, panel=panel
     )
     if pending:  # batches still running: the other judges are judged and cached; a rerun reattaches
         for line in pending:
@@ -317,68 +281,48 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     dataset, models, built = {r.question_id: r for r in pool}, {a.model for _, a in pairs}, []
     options = {"resamples": args.resamples, "seed": args.seed}
-    for m in measured:
+    first = folders[0] / names.JUDGMENTS_FILE
+    reference = None if measured[0].failed else load_source("A", first, dataset)
+    for m, folder in zip(measured, folders, strict=True):
         direct, batch, scaled = cost_per_model([g for g in m.graded if g[1].model in models], rows, pool)
         probe = agreement = None
         if not m.failed:
             report = probe_report(m.judge, rows, probes, m.probes, **options)
             pct = {k: s.mean_pct for k, s in report.probes.items()}
-            probe = ProbeFigures(
-                verdict=report.verdict,
-                reference_pct=pct.get("reference"),
-                swapped_pct=pct.get("swapped"),
-                ordering=report.ordering,
-            )
-        if m is not measured[0] and not m.failed and not measured[0].failed:  # on the same answers
-            a = load_source("A", measured[0].folder / JUDGMENTS_FILE, dataset)
-            b = load_source("B", m.folder / JUDGMENTS_FILE, dataset)
-            got = compare_two(a, b, dataset, **options)
+            probe = {"verdict": report.verdict, "ordering": report.ordering}
+            probe |= {"reference_pct": pct.get("reference"), "swapped_pct": pct.get("swapped")}
+        if m is not measured[0] and not m.failed and reference:  # on the same answers
+            other = load_source("B", folder / names.JUDGMENTS_FILE, dataset)
+            got = compare_two(reference, other, dataset, **options)
             exam = got["exam"]
-            agreement = AgreementFigures(
-                exam_ccc=exam["ccc"],
-                kappa_pass=exam["kappa_pass"],
-                flips=exam["flips"],
-                flip_rate=exam["flips"] / exam["n"] if exam["n"] else None,
-                exam_mae=exam["mae"],
-                ranking_tau=got["ranking_tau"],
-            )
-        built.append(
-            JudgeRow(
-                judge=m.spec,
-                probe=probe,
-                agreement=agreement,
-                cost_usd_per_model=direct,
-                cost_usd_per_model_batch=batch,
-                calls=m.calls,
-                seconds=round(m.seconds, 3),
-                pareto=False,
-                failed=m.failed,
-            )
-        )
+            flip_rate = exam["flips"] / exam["n"] if exam["n"] else None
+            agreement = {"exam_ccc": exam["ccc"], "kappa_pass": exam["kappa_pass"], "exam_mae": exam["mae"]}
+            agreement |= {"flips": exam["flips"], "flip_rate": flip_rate, "ranking_tau": got["ranking_tau"]}
+        costs = {"cost_usd_per_model": direct, "cost_usd_per_model_batch": batch}
+        measures = {"calls": m.calls, "seconds": round(m.seconds, 3), "failed": m.failed}
+        built.append(JudgeRow(judge=m.spec, probe=probe, agreement=agreement, **costs, **measures))
     rule = Rule(min_kappa=args.min_kappa, kappa_on=args.kappa_on, max_flip_rate=args.max_flip_rate)
     report, why = decide(built[0], built[1:], rule)
     text = report.model_dump_json(indent=2) + "\n"
-    # an earlier sweep's page never stands beside this sweep.json (a stop or a failed page between them)
-    (out / SWEEP_PAGE_FILE).unlink(missing_ok=True)
-    write_atomic(out / SWEEP_FILE, text)
+    page.unlink(missing_ok=True)  # an earlier sweep's page never stands beside this sweep.json
+    write_atomic(out / names.SWEEP_FILE, text)
     every = [j for m in measured for _, j in m.graded]
     cached = f"{sum(j.cached for j in every)} of {len(every)} gradings came from the cache (no call)"
     counted = f"{sum(m.calls for m in measured)} calls made; {cached}"
     sys.stdout.write(text if args.format == "json" else render_text(report, why, scaled, counted))
     write_page(report, why, scaled, out)
-    print(f"wrote {out / SWEEP_FILE} and each judge's judgments under {out}", file=sys.stderr)
+    print(f"wrote {out / names.SWEEP_FILE} and each judge's judgments under {out}", file=sys.stderr)
     return 1 if args.strict and report.recommended is None else 0
 
 
 def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
-    """sweep.html beside sweep.json: a page that cannot be written never fails the sweep (its
-    figures are on disk already); the reason is printed."""
+    """sweep.html beside sweep.json; a page that cannot be written is a note, never a failed sweep."""
     from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
 
     try:
         view = sweep_view(report, why=why, scaled=scaled, name=str(out))
-        path = write_sweep_page([view], out / SWEEP_PAGE_FILE, title=f"OAB-Bench judge sweep: {out.name}")
+        path = write_sweep_page([view], out / names.SWEEP_PAGE_FILE, f"OAB-Bench judge sweep: {out.name}")
     except Exception as e:  # a page is a by-product of the sweep
-        say(f"note: no {SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})")
+        say(f"note: no {names.SWEEP_PAGE_FILE} ({type(e).__name__}: {redact(str(e))})")
         return
     print(f"page: {path}", file=sys.stderr)

@@ -1,11 +1,5 @@
-"""The sweep's page: the decision, a picture of validity against dollars per model, the table.
-`judge-sweep` writes it beside sweep.json as sweep.html (one file, no script); `oab-bench report`
-shows a sweep given as an input (its sweep.json or folder) as a page of the audit report, or alone.
-
-The picture: one numbered point per judge as in the table, κ on exam pass/fail (the Pareto front
-joined) and exam-score CCC with the reference, each with its 95% interval; a judge whose calls
-failed, or whose cost or figure is unknown, is named in the key, never placed.
-"""
+"""The sweep's page: the decision, validity (κ on pass/fail, exam CCC) against dollars per model, the
+table; `judge-sweep` writes it as sweep.html, `oab-bench report` shows a sweep among its inputs as a page."""
 
 from __future__ import annotations
 
@@ -20,6 +14,8 @@ from pydantic import ValidationError
 
 from oab_bench.conventions import SWEEP_FILE
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.audit.write import data_url, environment, write_report
+from oab_bench.judge.leaderboard.plot import plt, png_bytes
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.redact import redact
 from oab_bench.judge.sweep.decide import HEADER, SweepReport, cells
@@ -32,11 +28,8 @@ NOISE = re.compile(r",(api_base|price_[a-z_]+)=[^,|]*")  # settings that do not 
 
 
 def figure(report: SweepReport):
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no screen
-    import matplotlib.pyplot as plt
-
+    """One numbered point per judge with its 95% interval on each axis, the Pareto front ringed and
+    joined; a judge failed, unpriced or without figures is named in the key, never placed."""
     rows = list(enumerate(report.judges, start=1))
     fig, axes = plt.subplots(1, len(AXES), figsize=(16, max(5.0, 1.2 + 0.2 * len(rows))), squeeze=False)
     apart, undefined = {}, defaultdict(list)
@@ -51,20 +44,12 @@ def figure(report: SweepReport):
             if apart[n] or (not ref and (f is None or f.value is None)):
                 undefined[n] += [] if apart[n] else [key]
                 continue
-            # the reference agrees with itself
-            y, low, high = (1.0, 1.0, 1.0) if ref else (f.value, f.ci_low, f.ci_high)
+            y, low, high = (1.0, 1.0, 1.0) if ref else (f.value, f.ci_low, f.ci_high)  # agrees with itself
             x, low, high = r.cost_usd_per_model, y if low is None else low, y if high is None else high
             good = ref or (r.probe is not None and r.probe.verdict == "discriminates")
             marker, color = ("*", "#10243e") if ref else ("o", "#1b7d3a") if good else ("X", "#b3261e")
-            ax.errorbar(
-                [x],
-                [y],
-                yerr=[[max(y - low, 0)], [max(high - y, 0)]],
-                fmt=marker,
-                color=color,
-                ms=9,
-                capsize=3,
-            )
+            err = [[max(y - low, 0)], [max(high - y, 0)]]
+            ax.errorbar([x], [y], yerr=err, fmt=marker, color=color, ms=9, capsize=3)
             if r.pareto:
                 ax.plot([x], [y], "o", ms=15, mfc="none", mec="#5c6bc0", mew=1.5)
                 front.append((x, y))
@@ -78,8 +63,7 @@ def figure(report: SweepReport):
             ax.set_xscale("symlog", linthresh=min(positive, default=1e-3))
         elif positive and max(positive) / min(positive) > 20:
             ax.set_xscale("log")
-        ax.set_xlabel("dollars per model, whole dataset (scaled from the questions judged)")
-        ax.set_ylabel(title)
+        ax.set(xlabel="dollars per model, whole dataset (scaled from the questions judged)", ylabel=title)
         ax.set_title(title, fontsize=10, loc="left")
         ax.grid(alpha=0.3)
     key = ["judges (numbered as in the table)"]
@@ -95,21 +79,12 @@ def figure(report: SweepReport):
 
 def sweep_view(report: SweepReport, *, why=None, scaled=None, name: str = "", anchor: str = "sweep") -> dict:
     """What the template shows (sweep_section.html.j2); `why` and `scaled` when the sweep has just run."""
-    from oab_bench.judge.audit.write import data_url
-    from oab_bench.judge.leaderboard.plot import png_bytes
-
     rows = []
     for n, (r, line) in enumerate(zip(report.judges, cells(report), strict=True), start=1):
         marks = {"reference": r.judge == report.reference, "recommended": r.judge == report.recommended}
         marks["failed"] = bool(r.failed)
-        rows.append(
-            {
-                "n": n,
-                "judge": r.judge,
-                "cells": [r.judge, *line[1:]],
-                "marks": [m for m, on in marks.items() if on],
-            }
-        )
+        on = [m for m, yes in marks.items() if yes]
+        rows.append({"n": n, "judge": r.judge, "cells": [r.judge, *line[1:]], "marks": on})
     failed = {r.judge: r.failed for r in report.judges if r.failed}
     return {
         "anchor": anchor,
@@ -127,8 +102,6 @@ def sweep_view(report: SweepReport, *, why=None, scaled=None, name: str = "", an
 
 def write_sweep_page(views: Sequence[dict], path: Path, title: str) -> Path:
     """One file: the sweeps' pages alone, keys redacted (a judge's spec may name its server)."""
-    from oab_bench.judge.audit.write import environment
-
     html = environment().get_template("sweep.html.j2").render(title=title, sweeps=list(views))
     return write_atomic(Path(path), redact(html))
 
@@ -154,8 +127,6 @@ def read_sweep(path: Path) -> SweepReport | None:
 def write_report_with_sweeps(inputs: Sequence[Path], output: Path, **report_options) -> Path:
     """`oab-bench report`: sweeps among the inputs are pages of the report (alone, when they are
     all there is); the rest is read as always (judge/audit/write.py)."""
-    from oab_bench.judge.audit.write import write_report
-
     found = sorted((str(p), s) for p in inputs if (s := read_sweep(p)) is not None)  # any input order
     others = [p for p in inputs if str(p) not in dict(found)]
     views = [sweep_view(s, name=name, anchor=f"sweep-{i}") for i, (name, s) in enumerate(found, 1)]
