@@ -21,7 +21,6 @@ from oab_bench.folders import Writer, check_replaceable, listed, write_listed
 from oab_bench.hub_guard import card_data, guarded_push
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
-EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
 BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
@@ -103,10 +102,8 @@ def push_dataset(args: argparse.Namespace) -> str | None:
     folder = Path(args.dataset)
     ours = listed(folder, BUILD)
     if ours is None or not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
-        raise FileNotFoundError(
-            f"{folder} is not a dataset folder made by `oab-bench build` (no {MARKER} marker with "
-            f"{DATA_FILE} and README.md)"
-        )
+        why = f"no {MARKER} marker with {DATA_FILE} and README.md"
+        raise FileNotFoundError(f"{folder} is not a dataset folder made by `oab-bench build` ({why})")
     data = (folder / DATA_FILE).read_bytes()
     if hashlib.sha256(data).hexdigest() != ours.get(DATA_FILE):
         raise ValueError(f"{folder / DATA_FILE}: changed since the build: build again, then push")
@@ -119,6 +116,6 @@ def push_dataset(args: argparse.Namespace) -> str | None:
     for e in editions:
         buf = io.BytesIO()
         pq.write_table(table.filter(pc.equal(table.column("edition"), e)), buf)
-        files[EDITION_FILE.format(edition=e)] = buf.getvalue()
+        files[f"editions/{e}/test-00000-of-00001.parquet"] = buf.getvalue()
     card = pushed_card(card, editions, args.repo_id)  # an edition no longer built goes too:
     return guarded_push(HfApi(), args, card, files, kind="dataset", delete=["data/*.parquet", "editions/**"])
