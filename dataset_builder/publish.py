@@ -78,7 +78,7 @@ def is_our_build(folder: Path) -> bool:
     """A folder `oab-bench build` wrote, holding nothing else, unchanged since."""
     try:
         check_replaceable(folder, BUILD)
-    except OSError:  # NotOurFolder, FileExistsError
+    except OSError:
         return False
     return listed(folder, BUILD) is not None
 
