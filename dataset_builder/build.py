@@ -162,30 +162,29 @@ def _question(
             raise BuildError(f"{name}: errata gives {len(values)} values for {len(upstream_values)} turns")
         report.corrections.append(f"{name}: values {upstream_values} -> {values}: {entry.summary()}")
     try:
-        clean = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
+        body, prompts, notes, settled = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
     except SourceError as e:
         hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
         message = f"{name}: {e.message}{hint if 'Valor' in e.message else ''}"
         raise SourceError(message, field=e.field) from None
-    stale = sorted(set(fix.wrong_valor) - set(clean.settled))
+    stale = sorted(set(fix.wrong_valor) - set(settled))
     if stale:
         why = f"the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
         raise BuildError(f"{name}: errata says {why} (stale entry?)")
-    if clean.settled:
-        what = f"kept values over the written (Valor: ...) of {', '.join(clean.settled)}"
+    if settled:
+        what = f"kept values over the written (Valor: ...) of {', '.join(settled)}"
         report.corrections.append(f"{name}: {what}: {entry.summary()}")
-    report.normalisations += [f"{name} {n}" for n in clean.notes]
+    report.normalisations += [f"{name} {n}" for n in notes]
     expected = PECA_MAX if qid.kind == "peca" else QUESTAO_MAX
     if money(sum(values)) != expected:
         why = f"item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
         raise BuildError(f"{name}: {why}")
     references, rubric = _rubric(name, ref, labels, fix, report, errata)
-    annulled = ", ".join(fix.annulled)
     what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
-    what += [f"annulled {annulled} (full marks to every candidate)"] if fix.annulled else []
+    what += [f"annulled {', '.join(fix.annulled)} (full marks to every candidate)"] if fix.annulled else []
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
-    parts = zip(labels, clean.prompts, values, strict=True)
+    parts = zip(labels, prompts, values, strict=True)
     items = [Item(label=a, prompt=p, max_score=v) for a, p, v in parts]
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
@@ -198,7 +197,7 @@ def _question(
         exam_id=qid.exam_id,
         **qid._asdict(),  # edition, area, kind, number
         system_prompt=q.system,
-        statement=clean.statement,
+        statement=body,
         items=items,
         max_score=expected,
         reference=references,
