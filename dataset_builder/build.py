@@ -32,8 +32,6 @@ from oab_bench.dataset_builder.source import (
 )
 from oab_bench.dataset_builder.text import clean_question, parse_reference
 
-_PART_RE = re.compile(r"\((\d+[.,]\d+)\)")
-
 
 class BuildReport(BaseModel):
     """What a build did, each list sorted by question: input in another order prints the same bytes."""
@@ -122,7 +120,7 @@ def _rubric(
         if allowed[0] != 0.0:
             raise BuildError(f"{name} {item_id}: score cell {row.cell!r} does not start at 0")
         checked = item_id not in fixes and not row.annulled and " OU " not in row.description
-        parts = _PART_RE.findall(row.description) if checked else []
+        parts = re.findall(r"\((\d+[.,]\d+)\)", row.description) if checked else []
         total = money(sum(float(p.replace(",", ".")) for p in parts))
         if parts and total < allowed[-1]:
             why = f"max {allowed[-1]:.2f} exceeds its parenthesised parts ({total:.2f})"
@@ -164,30 +162,29 @@ def _question(
             raise BuildError(f"{name}: errata gives {len(values)} values for {len(upstream_values)} turns")
         report.corrections.append(f"{name}: values {upstream_values} -> {values}: {entry.summary()}")
     try:
-        clean = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
+        body, prompts, notes, settled = clean_question(q.statement, q.turns, values, qid, fix.wrong_valor)
     except SourceError as e:
         hint = " (if the written value is the wrong one, say so in the errata: correction.wrong_valor)"
         message = f"{name}: {e.message}{hint if 'Valor' in e.message else ''}"
         raise SourceError(message, field=e.field) from None
-    stale = sorted(set(fix.wrong_valor) - set(clean.settled))
+    stale = sorted(set(fix.wrong_valor) - set(settled))
     if stale:
         why = f"the (Valor: ...) of {stale} is wrong, but it agrees with the values or is not there"
         raise BuildError(f"{name}: errata says {why} (stale entry?)")
-    if clean.settled:
-        what = f"kept values over the written (Valor: ...) of {', '.join(clean.settled)}"
+    if settled:
+        what = f"kept values over the written (Valor: ...) of {', '.join(settled)}"
         report.corrections.append(f"{name}: {what}: {entry.summary()}")
-    report.normalisations += [f"{name} {n}" for n in clean.notes]
+    report.normalisations += [f"{name} {n}" for n in notes]
     expected = PECA_MAX if qid.kind == "peca" else QUESTAO_MAX
     if money(sum(values)) != expected:
         why = f"item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
         raise BuildError(f"{name}: {why}")
     references, rubric = _rubric(name, ref, labels, fix, report, errata)
-    annulled = ", ".join(fix.annulled)
     what = ["scores of " + ", ".join(f.item_id for f in fix.scores)] if fix.scores else []
-    what += [f"annulled {annulled} (full marks to every candidate)"] if fix.annulled else []
+    what += [f"annulled {', '.join(fix.annulled)} (full marks to every candidate)"] if fix.annulled else []
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
-    parts = zip(labels, clean.prompts, values, strict=True)
+    parts = zip(labels, prompts, values, strict=True)
     items = [Item(label=a, prompt=p, max_score=v) for a, p, v in parts]
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
@@ -200,7 +197,7 @@ def _question(
         exam_id=qid.exam_id,
         **qid._asdict(),  # edition, area, kind, number
         system_prompt=q.system,
-        statement=clean.statement,
+        statement=body,
         items=items,
         max_score=expected,
         reference=references,
@@ -238,17 +235,15 @@ def build_rows(
             raise e.at(file=file, line=ref_line if theirs else line) from None
         except BuildError as e:
             problems.append(str(e))
-    exams: dict[str, list[QuestionRow]] = defaultdict(list)
+    exams: dict[str, list[int]] = defaultdict(list)
     for row in rows:
-        exams[row.exam_id].append(row)
-    if problems:
-        raise BuildError("\n".join(problems))
-    for exam, members in sorted(exams.items()):
-        numbers, total = sorted(r.number for r in members), money(sum(r.max_score for r in members))
-        if numbers != [0, 1, 2, 3, 4]:
-            problems.append(f"exam {exam} is incomplete: has {numbers}, needs the peça (0) and questões 1-4")
-        elif total != EXAM_MAX:
-            problems.append(f"exam {exam} totals {total:.2f}, expected {EXAM_MAX:.2f}")
+        exams[row.exam_id].append(row.number)
+    # a peça (5.00) and questões 1-4 (1.25 each, every row's max_score checked above) total 10.00
+    problems = problems or [
+        f"exam {exam} is incomplete: has {sorted(n)}, needs the peça (0) and questões 1-4"
+        for exam, n in sorted(exams.items())
+        if sorted(n) != [0, 1, 2, 3, 4]
+    ]
     if problems:
         raise BuildError("\n".join(problems))
     rows.sort(key=lambda r: (r.edition, r.area, r.number))

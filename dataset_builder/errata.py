@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
 
@@ -45,27 +45,23 @@ class ErrataEntry(_Strict):
 
 def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        listed = TypeAdapter(list[ErrataEntry]).validate_python(yaml.safe_load(path.read_text("utf-8")) or [])
     except FileNotFoundError:
         raise SourceError("errata file not found", file=str(path)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise SourceError(f"invalid YAML: {e}", file=str(path), line=mark and mark.line + 1) from None
-    if not isinstance(raw, list):
-        raise SourceError("expected a list of entries", file=str(path))
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        raise SourceError(first["msg"], file=str(path), field=field or None) from None
     entries: dict[str, ErrataEntry] = {}
-    for i, item in enumerate(raw):
-        try:
-            entry = ErrataEntry.model_validate(item)
-        except ValidationError as e:
-            first = e.errors()[0]
-            field = f"[{i}]." + ".".join(map(str, first["loc"]))
-            raise SourceError(first["msg"], file=str(path), field=field) from None
+    for i, entry in enumerate(listed):
         qid, where = entry.question_id, {"file": str(path), "field": f"[{i}].correction"}
         if entry.correction == Correction():
             why = "corrects nothing (empty correction): remove it or say what to correct"
             raise SourceError(f"the entry for {qid} {why}", **where)
         if qid in entries:
             raise SourceError(f"second entry for {qid}", **{**where, "field": f"[{i}].question_id"})
-        entries[entry.question_id] = entry
+        entries[qid] = entry
     return entries

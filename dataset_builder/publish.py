@@ -21,26 +21,16 @@ from oab_bench.folders import Writer, check_replaceable, listed, write_listed
 from oab_bench.hub_guard import card_data, guarded_push
 
 DATA_FILE = "data/test-00000-of-00001.parquet"
-EDITION_FILE = "editions/{edition}/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
 BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
-CITATION = """\
-@inproceedings{pires2025automatic,
-  title     = {Automatic Legal Writing Evaluation of {LLMs}},
-  author    = {Pires, Ramon and Malaquias Junior, Roseval and Nogueira, Rodrigo},
-  booktitle = {Proceedings of the International Conference on Artificial Intelligence and Law (ICAIL)},
-  year      = {2025},
-  eprint    = {2504.21202},
-  archivePrefix = {arXiv},
-  url       = {https://arxiv.org/abs/2504.21202}
-}"""
+CARD_TEMPLATE = Path(__file__).with_name("card.md.j2")
 
 
 def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
     """The built folder's card, without `configs:` (docs/dataset.md: a local folder declaring them is cached
     by its name alone)."""
-    from huggingface_hub import DatasetCardData
+    from huggingface_hub import DatasetCard, DatasetCardData
 
     meta = DatasetCardData(
         license="apache-2.0",
@@ -53,62 +43,18 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
         source_datasets=["maritaca-ai/oab-bench"],
     )
     per_area = Counter(r.area for r in rows if r.kind == "peca")
-    areas = ", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area))
-    corrections = "\n".join(f"- {c}" for c in report.corrections) or "- none"
     origins = sorted({(r.provenance.source, r.provenance.revision) for r in rows})
-    origin = "; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins)
-    editions = ", ".join(map(str, sorted({r.edition for r in rows})))
-    return f"""---
-{meta.to_yaml()}
----
-
-# OAB-Bench
-
-Phase 2 of the Brazilian Bar Exam (Exame de Ordem, OAB/FGV) as a benchmark for legal writing in
-Portuguese: per exam one *peça prático-profissional* (5.00 points) and four *questões discursivas* of
-two items each (1.25 points per question), 10.00 points in all; a candidate passes at 6.00 or more.
-This build holds {len(rows)} questions ({report.exams} exams) from editions {editions}: {areas}.
-
-Each row carries the official answer standard (*padrão de respostas*): `reference` (the commented
-answer per item) and `rubric` (the score table, one entry per scored row, with its `allowed_scores`).
-For every item the rubric's maxima add up to the item's `max_score`; where the source is wrong, an
-errata entry corrects it (listed below, and in each row's `errata`). Annulled items (`annulled: true`)
-are not graded: as FGV does, every candidate gets their full value.
-
-## Fields
-
-`question_id` (`{{edition}}_direito_{{area}}_peca_*` or `..._questao_{{1-4}}`), `edition`, `area`,
-`exam_id` (`{{edition}}_direito_{{area}}`), `kind` and `number` (`peca` 0, `questao` 1-4),
-`system_prompt` (the exam's rules), `statement` (the case; headings and `(Valor: ...)` removed, legal
-text unchanged), `items` (`label, prompt, max_score`: `""` for the peça, `A`/`B`), `max_score`,
-`reference`, `rubric` (`item_id, part, section, label, description, max_score, allowed_scores,
-annulled`), `errata`, `upstream` (upstream's raw texts and values, for its judge prompts),
-`provenance` (`source, revision`: the Hub commit sha, or a hash of the local source's content).
-
-## Use
-
-```python
-from datasets import load_dataset
-ds = load_dataset("<this repo>", split="test")
-```
-
-Evaluate a model with lighteval and the project's task (`oab_bench_task.py`), or with `oab-bench run`.
-
-## Corrections applied in this build
-
-{corrections}
-
-## Source and license
-
-Built by `oab-bench build` from the upstream OAB-Bench release (maritaca-ai/oab-bench, Apache-2.0), from
-{origin} (also in each row's `provenance`). Licensed under Apache-2.0.
-
-## Citation
-
-```bibtex
-{CITATION}
-```
-"""
+    card = DatasetCard.from_template(
+        meta,
+        template_str=CARD_TEMPLATE.read_text(encoding="utf-8"),
+        questions=len(rows),
+        exams=report.exams,
+        editions=", ".join(map(str, sorted({r.edition for r in rows}))),
+        areas=", ".join(f"{AREAS[a]} ({per_area[a]} exams)" for a in sorted(per_area)),
+        corrections="\n".join(f"- {c}" for c in report.corrections) or "- none",
+        origin="; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins),
+    )
+    return f"{card}\n"  # Jinja drops the template's last newline
 
 
 def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
@@ -132,7 +78,7 @@ def is_our_build(folder: Path) -> bool:
     """A folder `oab-bench build` wrote, holding nothing else, unchanged since."""
     try:
         check_replaceable(folder, BUILD)
-    except OSError:  # NotOurFolder, FileExistsError
+    except OSError:
         return False
     return listed(folder, BUILD) is not None
 
@@ -156,10 +102,8 @@ def push_dataset(args: argparse.Namespace) -> str | None:
     folder = Path(args.dataset)
     ours = listed(folder, BUILD)
     if ours is None or not (folder / DATA_FILE).is_file() or not (folder / "README.md").is_file():
-        raise FileNotFoundError(
-            f"{folder} is not a dataset folder made by `oab-bench build` (no {MARKER} marker with "
-            f"{DATA_FILE} and README.md)"
-        )
+        why = f"no {MARKER} marker with {DATA_FILE} and README.md"
+        raise FileNotFoundError(f"{folder} is not a dataset folder made by `oab-bench build` ({why})")
     data = (folder / DATA_FILE).read_bytes()
     if hashlib.sha256(data).hexdigest() != ours.get(DATA_FILE):
         raise ValueError(f"{folder / DATA_FILE}: changed since the build: build again, then push")
@@ -172,6 +116,6 @@ def push_dataset(args: argparse.Namespace) -> str | None:
     for e in editions:
         buf = io.BytesIO()
         pq.write_table(table.filter(pc.equal(table.column("edition"), e)), buf)
-        files[EDITION_FILE.format(edition=e)] = buf.getvalue()
+        files[f"editions/{e}/test-00000-of-00001.parquet"] = buf.getvalue()
     card = pushed_card(card, editions, args.repo_id)  # an edition no longer built goes too:
     return guarded_push(HfApi(), args, card, files, kind="dataset", delete=["data/*.parquet", "editions/**"])

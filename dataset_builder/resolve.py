@@ -27,7 +27,6 @@ from oab_bench.whole_file import replace_whole
 
 UPSTREAM_DATASET = "maritaca-ai/oab-bench"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-HUB_TIMEOUT_S = 10.0
 INSTEAD = (
     "pass --dataset FOLDER: a folder made by `oab-bench build`, or upstream's files (question.jsonl "
     "and reference_answer/, e.g. a clone of github.com/maritaca-ai/oab-bench)"
@@ -100,7 +99,7 @@ def _info(repo: str, revision: str | None):
     from huggingface_hub import HfApi, errors
 
     try:
-        return HfApi().dataset_info(repo, revision=revision, timeout=HUB_TIMEOUT_S)
+        return HfApi().dataset_info(repo, revision=revision, timeout=10.0)
     except errors.GatedRepoError:
         raise SourceError(f"{repo} is gated on the Hub: accept its terms and set HF_TOKEN") from None
     except errors.RevisionNotFoundError:
@@ -154,12 +153,9 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
     if source is None:
         path = Path(dataset).expanduser().resolve()
         if not any(path.glob("data/test-*.parquet")):
-            raise SourceError(
-                "not a dataset: neither a folder made by `oab-bench build` (data/test-*.parquet) nor upstream's "
-                "layout (question.jsonl and reference_answer/, or a README.md declaring the configs questions "
-                "and guidelines)",
-                file=dataset,
-            )
+            theirs = "question.jsonl and reference_answer/, or a README.md declaring the configs questions"
+            why = "neither a folder made by `oab-bench build` (data/test-*.parquet) nor upstream's layout"
+            raise SourceError(f"not a dataset: {why} ({theirs} and guidelines)", file=dataset)
         return str(path)
     spec = parse_hub_spec(source) if source.startswith(HF_PREFIX) else None
     revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision

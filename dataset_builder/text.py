@@ -25,18 +25,11 @@ _ANNULLED_RE = re.compile(r"^\(?\s*anulad[ao]\s*\)?\.?$", re.IGNORECASE)
 SECTION_CELLS = {"nan", "", "-"}
 
 
-class CleanQuestion(NamedTuple):
-    statement: str
-    prompts: list[str]
-    notes: list[str]  # what was normalised, for the build report
-    settled: list[str]  # fields whose wrong `(Valor: ...)` an errata entry settled
-
-
 def clean_question(
     statement: str, turns: list[str], values: list[float], qid: QuestionId, wrong_valor: Collection[str]
-) -> CleanQuestion:
-    """SourceError (its field set) when a written value disagrees with `values`, unless the field is in
-    `wrong_valor`; an `Obs.:` note appended to an item moves back to the statement."""
+) -> tuple[str, list[str], list[str], list[str]]:
+    """(statement, prompts, what was normalised, fields whose wrong `(Valor: ...)` the errata settled);
+    SourceError (its field set) for a written value disagreeing with `values`, unless in `wrong_valor`."""
     notes, settled, prompts, moved_obs = [], [], [], []
 
     def cut_valor(text: str, field: str, value: float, but: str) -> str:
@@ -76,7 +69,7 @@ def clean_question(
             text = text[: obs.start()]
             notes.append(f"{field}: moved its 'Obs.:' note to the statement")
         prompts.append(cut_valor(text, field, values[i], f"values[{i}] is {values[i]}").strip())
-    return CleanQuestion("\n".join([statement.strip(), *moved_obs]), prompts, notes, settled)
+    return "\n".join([statement.strip(), *moved_obs]), prompts, notes, settled
 
 
 class TableRow(NamedTuple):

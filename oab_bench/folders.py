@@ -26,10 +26,6 @@ class Writer(NamedTuple):
     head: str = ""
 
 
-class NotOurFolder(FileExistsError):
-    """A folder a command did not write: refused before anything in it changes."""
-
-
 def entries(folder: Path, limit: int | None = None) -> list[str]:
     """Every path under `folder`, relative, folders ending in `/`; past `limit` entries the walk stops."""
     out = []
@@ -67,13 +63,13 @@ def check_folder(folder: Path, writer: Writer, flag: str, given: str | Path | No
     """Refuse a file where a folder goes, or a folder neither empty nor marked by the writer, naming it."""
     folder, given = Path(folder), folder if given is None else given
     if folder.exists() and not folder.is_dir():
-        raise NotOurFolder(f"{flag} {given}: is a file, not a folder")
+        raise FileExistsError(f"{flag} {given}: is a file, not a folder")
     found = [] if not folder.is_dir() or listed(folder, writer) is not None else entries(folder, _WALKED)
     if found:
         more = f" and more: over {_WALKED:,} entries" if len(found) > _WALKED else ""
         why = f"not a folder written by `{writer.command}` (no {writer.marker} marker) and not empty"
         fix = "refusing to write there; give a new or empty folder"
-        raise NotOurFolder(f"{flag} {given}: {why} ({summarize(found)}{more}): {fix}")
+        raise FileExistsError(f"{flag} {given}: {why} ({summarize(found)}{more}): {fix}")
 
 
 def claim(folder: Path, writer: Writer) -> None:

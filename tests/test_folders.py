@@ -12,7 +12,7 @@ import pytest
 
 from oab_bench.dataset_builder.build import build_rows
 from oab_bench.dataset_builder.publish import BUILD, DATA_FILE, MARKER, MARKER_HEAD, write_dataset
-from oab_bench.folders import NotOurFolder, Writer, check_folder, claim, listed
+from oab_bench.folders import Writer, check_folder, claim, listed
 from oab_bench.judge.generation.run_checks import RUN
 from oab_bench.judge.sweep.sweep import SWEEP
 from oab_bench.judge.validity.probe import PROBE
@@ -317,7 +317,7 @@ def test_judge_sweep_output_into_a_folder_it_did_not_write_is_refused_untouched(
 
 @pytest.mark.parametrize("writer", [RUN, PROBE, SWEEP, BUILD], ids=lambda w: w.command)
 def test_every_writer_refuses_in_the_same_words(writer, notes):
-    with pytest.raises(NotOurFolder) as e:
+    with pytest.raises(FileExistsError) as e:
         check_folder(notes, writer, "--out", "NOTES")
     assert str(e.value) == (
         f"--out NOTES: not a folder written by `{writer.command}` (no {writer.marker} marker) and not empty "
@@ -326,7 +326,7 @@ def test_every_writer_refuses_in_the_same_words(writer, notes):
     )
     (notes / "answers" / "probe_reference.jsonl").unlink()
     with pytest.raises(
-        NotOurFolder, match=r"not empty \(answers/, judgments.jsonl"
+        FileExistsError, match=r"not empty \(answers/, judgments.jsonl"
     ):  # an empty subfolder too
         check_folder(notes, writer, "--out", "NOTES")
 
@@ -340,7 +340,7 @@ def test_a_new_or_empty_folder_is_claimed_and_a_file_is_refused(tmp_path):
         claim(folder, writer)
         assert listed(folder, writer) is not None and [p.name for p in folder.iterdir()] == [".oab-bench-x"]
     (tmp_path / "a-file").write_text("x")
-    with pytest.raises(NotOurFolder, match=r"--output .*a-file: is a file, not a folder"):
+    with pytest.raises(FileExistsError, match=r"--output .*a-file: is a file, not a folder"):
         check_folder(tmp_path / "a-file", writer, "--output")
 
 
@@ -350,17 +350,17 @@ def test_a_marker_that_merely_looks_like_ours_does_not_count(tmp_path):
     folder.mkdir()
     (folder / "data.csv").write_text("mine")
     (folder / ".oab-bench-x").write_text("hello\n")  # another text
-    with pytest.raises(NotOurFolder):
+    with pytest.raises(FileExistsError):
         check_folder(folder, writer, "--output")
     (folder / ".oab-bench-x").unlink()
     (folder / ".oab-bench-x").mkdir()  # a folder of that name
-    with pytest.raises(NotOurFolder):
+    with pytest.raises(FileExistsError):
         check_folder(folder, writer, "--output")
     (folder / ".oab-bench-x").rmdir()
     outside = tmp_path / "outside.txt"
     outside.write_text("written by x\n")
     (folder / ".oab-bench-x").symlink_to(outside)  # a link to a marker elsewhere
-    with pytest.raises(NotOurFolder):
+    with pytest.raises(FileExistsError):
         check_folder(folder, writer, "--output")
     assert listed(folder, writer) is None
 
@@ -394,7 +394,7 @@ def test_the_tiny_model_is_not_built_into_someone_elses_folder(notes):
     from benchmarks.tiny_model import build
 
     before = snapshot(notes)
-    with pytest.raises(NotOurFolder, match=r"not a folder written by `python -m benchmarks\.tiny_model`"):
+    with pytest.raises(FileExistsError, match=r"not a folder written by `python -m benchmarks\.tiny_model`"):
         build(notes)
     assert snapshot(notes) == before
 
@@ -407,5 +407,5 @@ def test_a_home_folder_given_by_mistake_is_named_without_walking_all_of_it(tmp_p
     for i in range(30):
         (home / f"d{i:02d}").mkdir(parents=True)
         (home / f"d{i:02d}" / "f.txt").write_text("x")
-    with pytest.raises(NotOurFolder, match=r" and more: over 20 entries\): refusing"):
+    with pytest.raises(FileExistsError, match=r" and more: over 20 entries\): refusing"):
         check_folder(home, RUN, "--output-dir")

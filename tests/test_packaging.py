@@ -56,7 +56,7 @@ def test_the_wheel_installs_one_namespace_and_the_task_module(wheel):
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert top == {"oab_bench", "oab_bench_task.py"}
     assert not [n for n in names if "/benchmarks/" in n or n.startswith(("tests/", "benchmarks/"))]
-    assert "oab_bench/dataset_builder/errata.yaml" in names
+    assert {"oab_bench/dataset_builder/errata.yaml", "oab_bench/dataset_builder/card.md.j2"} <= set(names)
     assert any(n.startswith("oab_bench/judge/audit/templates/") for n in names)
 
 
