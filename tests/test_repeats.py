@@ -146,7 +146,7 @@ def test_repeats_report_ignores_line_order_and_identical_copies(run, tmp_path):
     other = json.loads(json.dumps(recs[3]))
     other["repeats"][1]["score"] = 0.5  # a repeat other than 0: the record's own score is repeat 0's
     clash = _write(tmp_path / "clash.jsonl", [*recs, other])
-    with pytest.raises(SourceError, match=r"clash.jsonl:21: .*differently on line 4"):
+    with pytest.raises(SourceError, match=r"clash.jsonl:4: .*differently here and in .*clash.jsonl:21"):
         read_repeated(clash)
 
 

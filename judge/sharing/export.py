@@ -12,12 +12,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.conventions import EXPORT_MARKER
-from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.folders import Writer, write_listed
 from oab_bench.judge import results_layout as layout
-from oab_bench.judge.answers import Answer, details_judgments, load_answers
+from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_copy_each
 from oab_bench.judge.audit.collect import carried_answers
 from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
@@ -115,17 +114,11 @@ def _answers(
         rows += [r for _, _, r in shared.answers()] if shared else [row(a, given) for a in got]
         notes += gone
     rows += [row(a, given) for given in answer_files for a in load_answers(Path(given))]
-    kept: dict[tuple[str, str], AnswerRow] = {}
-    for r in sorted(rows, key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line)):
-        seen = kept.setdefault((r.model, r.question_id), r)
-        if seen.turns != r.turns:
-            where = [f"{x.source}/{x.source_file}" if x.source_file else x.source for x in (seen, r)]
-            raise SourceError(
-                f"{r.model} answers {r.question_id} differently here and in {where[1]}:{r.source_line}: "
-                "pass one of them",
-                file=where[0],
-                line=seen.source_line or None,
-            )
+    where = [f"{r.source}/{r.source_file}" if r.source_file else r.source for r in rows]
+    keyed = [
+        ((r.model, r.question_id), r.turns, w, r.source_line, r) for r, w in zip(rows, where, strict=True)
+    ]
+    kept = one_copy_each(keyed, "answers")
     return list(kept.values()), notes
 
 
