@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
 from oab_bench.judge.records import NonEmpty
-from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.results_layout import open_shared
 
 
 class Answer(BaseModel):
@@ -55,7 +55,7 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
 
 
 def load_answers(path: Path) -> list[Answer]:
-    """A shared results dataset (results_source.py), a lighteval details parquet or folder, or a
+    """A shared results dataset (results_layout.py), a lighteval details parquet or folder, or a
     FastChat JSONL file."""
     shared = open_shared(path)
     if shared is not None:

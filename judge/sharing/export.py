@@ -20,8 +20,7 @@ from oab_bench.judge.answers import Answer, details_judgments, load_answers, one
 from oab_bench.judge.audit.collect import carried_answers
 from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
-from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
-from oab_bench.judge.results_source import open_shared, rows_at
+from oab_bench.judge.results_layout import AnswerRow, JudgmentRow, open_shared, rows_at
 from oab_bench.judge.sharing.results_card import render_card
 
 EXPORT = Writer(

@@ -10,7 +10,7 @@ import numpy as np
 
 from oab_bench.conventions import JUDGMENTS_FILE
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
-from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.results_layout import open_shared
 from oab_bench.judge.validity import stats
 from oab_bench.judge.validity.agreement import alpha_over, exam_totals
 from oab_bench.judge.validity.agreement_text import figure_text, listed, with_notes

@@ -19,7 +19,7 @@ from oab_bench.judge.answers import one_copy_each
 from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.leaderboard.tables import one_each
-from oab_bench.judge.results_source import judgment_objects, open_shared
+from oab_bench.judge.results_layout import judgment_objects, open_shared
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
