@@ -11,7 +11,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.intervals import repeats_ci
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import load_records
-from oab_bench.judge.validity.agreement_text import render_json
+from oab_bench.judge.validity.agreement import render_json
 from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 from tests.conftest import oab
 from tests.helpers import repeated
