@@ -111,10 +111,7 @@ def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
 
 def _csv_text(path: Path) -> str:
     """The file as text: UTF-8 (a BOM allowed); another encoding is named with its line and byte."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise SourceError(e.strerror or str(e), file=str(path)) from None
+    data = path.read_bytes()  # an OSError names the file (the CLI says it in one line)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
