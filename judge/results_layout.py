@@ -16,9 +16,15 @@ from typing import Any, Literal, NamedTuple, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import HF_PREFIX, parse_hub_spec, read_objects, validate_objects
+from oab_bench.dataset_builder.source import (
+    HF_PREFIX,
+    GenerationUsage,
+    parse_hub_spec,
+    read_objects,
+    validate_objects,
+)
 from oab_bench.hub_guard import CARD, card_data
-from oab_bench.judge.records import RECORD_FIELDS
+from oab_bench.judge.records import RECORD_FIELDS, Usage
 
 KIND = "results"  # the card's `oab_bench.kind`: a dataset of judged results (not the questions)
 CARD_KEY = "oab_bench"  # the front matter's marker: {kind, made_by, format, version}
@@ -72,13 +78,6 @@ class GradingRow(Strict):
     error: str | None = None
 
 
-class UsageRow(Strict):
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-
-
 class JudgmentRow(Strict):
     judge: str  # the leaderboard's judge: model and prompt (one table, and one config, each)
     judge_model: str | None
@@ -100,7 +99,7 @@ class JudgmentRow(Strict):
     attempts: int | None = None
     cached: bool | None = None
     cost_usd: float | None = None
-    usage: UsageRow | None = None
+    usage: Usage | None = None
     settings: str | None = None  # JSON: the judge settings the record names
     panel: str | None = None  # a published answer judged beside a candidate (`--panel`): its source
     members: list[GradingRow] | None = None
@@ -128,15 +127,6 @@ class JudgmentRow(Strict):
         return (*said, items, str(self.turn_scores), str(self.turn_texts))
 
 
-class GenerationRow(Strict):
-    """What generating an answer cost, when its file said (dataset_builder/source.py GenerationUsage)."""
-
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    cost: float | None = None
-
-
 class AnswerRow(Strict):
     model: str
     question_id: str
@@ -144,7 +134,7 @@ class AnswerRow(Strict):
     area: str
     edition: int
     turns: list[str]
-    usage: GenerationRow | None = None
+    usage: GenerationUsage | None = None  # as the answer file said
     source: str
     source_file: str
     source_line: int
@@ -185,7 +175,7 @@ def record_fields(v: dict) -> dict[str, Any]:
     return {
         **{k: v.get(k) for k in [*RECORD_KEYS, "panel"]},
         "items": v.get("items") and [{k: i[k] for k in ItemRow.model_fields if k in i} for i in v["items"]],
-        "usage": usage and {k: usage[k] for k in UsageRow.model_fields if k in usage},
+        "usage": usage and {k: usage[k] for k in Usage.model_fields if k in usage},
         "settings": None if settings is None else json.dumps(settings, sort_keys=True, ensure_ascii=False),
         **{k: v.get(k) and [graded(m) for m in v[k]] for k in ("members", "repeats")},
     }
