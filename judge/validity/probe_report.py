@@ -120,8 +120,7 @@ def build_report(
     """`variants`: question id -> injection variant. A jury one of whose members failed every grading
     was not probed as named: `incomplete` whatever the figures, naming the member."""
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
-    by_kind = {k: [j for j in judgments if j.model == PROBE_PREFIX + k] for k in PROBE_KINDS}
-    by_kind = {k: js for k, js in by_kind.items() if js}
+    by_kind = {k: js for k in PROBE_KINDS if (js := [j for j in judgments if j.model == PROBE_PREFIX + k])}
     probes = {k: probe_stats(js, annulled, resamples=resamples, seed=seed) for k, js in by_kind.items()}
     pct: dict[str, dict[str, float]] = {k: {} for k in by_kind}  # % of the judged maximum, per question
     for k, js in by_kind.items():
