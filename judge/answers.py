@@ -4,6 +4,7 @@ results dataset; bad input is one line naming file, line (or details row) and fi
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -12,7 +13,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
 from oab_bench.judge import inspect_log
 from oab_bench.judge.records import NonEmpty
-from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.results_layout import open_shared
 
 
 class Answer(BaseModel):
@@ -55,7 +56,7 @@ def load_fastchat_answers(path: Path) -> list[Answer]:
 
 
 def load_answers(path: Path) -> list[Answer]:
-    """A shared results dataset (results_source.py), a lighteval details parquet or folder, or a
+    """A shared results dataset (results_layout.py), a lighteval details parquet or folder, or a
     FastChat JSONL file."""
     shared = open_shared(path)
     if shared is not None:
@@ -99,21 +100,25 @@ def answer_files_in(path: Path) -> list[Path]:
     return files
 
 
-def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
-    """(model, question) -> its answer. Identical copies (the same answers in two files) are one;
-    two different texts are an error naming both places, whatever the order of the files."""
-    out: dict[tuple[str, str], Answer] = {}
-    for a in answers:
-        seen = out.setdefault((a.model, a.question_id), a)
-        if seen.turns != a.turns:
-            first, second = sorted((seen, a), key=lambda x: (x.source, x.line))
+def one_copy_each(entries: Iterable[tuple], verb: str) -> dict:
+    """(model, question) -> its item, of `entries` ((model, question), what must agree, file, line, item):
+    identical copies are one; two that differ stop naming both places, whatever their order."""
+    out: dict = {}
+    for key, same, file, line, item in sorted(entries, key=lambda e: (e[2], e[3])):
+        seen = out.setdefault(key, (same, file, line, item))
+        if seen[0] != same:
             raise SourceError(
-                f"{a.model} answers {a.question_id} differently here and in {second.source}:{second.line}: "
-                "pass one of them",
-                file=first.source,
-                line=first.line or None,
+                f"{key[0]} {verb} {key[1]} differently here and in {file}:{line}: pass one of them",
+                file=seen[1],
+                line=seen[2] or None,
             )
-    return out
+    return {k: v[3] for k, v in sorted(out.items())}
+
+
+def one_per_question(answers: list[Answer]) -> dict[tuple[str, str], Answer]:
+    return one_copy_each(
+        [((a.model, a.question_id), a.turns, a.source, a.line, a) for a in answers], "answers"
+    )
 
 
 # --- lighteval details files of the oab_bench task (`DIR/details/<model>/<time>/*.parquet`) ---

@@ -47,7 +47,7 @@ def check_output_is_not_an_input(args: argparse.Namespace) -> None:
     it: a typo must not turn an answers file into a judgments file. A file output that cannot be
     written (a folder given) is said first, as what it is, not as an input it holds."""
     from oab_bench.judge.output import check_output
-    from oab_bench.judge.results_source import local_path
+    from oab_bench.judge.results_layout import local_path
 
     for flag in OUTPUT_ARGS:
         output = getattr(args, flag, None)

@@ -13,7 +13,7 @@ HELP = "is the judge right? agreement between judges, repeats, humans"
 
 
 def main(args: argparse.Namespace) -> int:
-    from oab_bench.judge.validity import agreement_text
+    from oab_bench.judge.validity import agreement
     from oab_bench.judge.validity.sources import load_source, shared_judges, source_names
 
     if args.repeats and args.sources:
@@ -30,8 +30,6 @@ def main(args: argparse.Namespace) -> int:
         report = repeats_report(records, resamples=args.resamples, seed=args.seed, dataset=dataset)
         render = render_repeats
     else:
-        from oab_bench.judge.validity.agreement import compare_all
-
         paths = shared_judges(args.sources) or args.sources  # a shared dataset of several judges: each
         if len(paths) == 1:  # one jury's file: its members compared with each other
             from oab_bench.judge.validity.jury_report import jury_file_sources
@@ -45,9 +43,9 @@ def main(args: argparse.Namespace) -> int:
             sources = [
                 load_source(n, p, dataset) for n, p in zip(source_names(len(paths)), paths, strict=True)
             ]
-        report = compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
-        render = agreement_text.render_text
-    text = agreement_text.render_json(report) if args.format == "json" else render(report)
+        report = agreement.compare_all(sources, dataset, resamples=args.resamples, seed=args.seed)
+        render = agreement.render_text
+    text = agreement.render_json(report) if args.format == "json" else render(report)
     if args.output:
         from oab_bench.judge.output import write_atomic
 

@@ -8,8 +8,7 @@ import json
 import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.judge.validity.agreement import compare_all
-from oab_bench.judge.validity.agreement_text import render_json, render_text
+from oab_bench.judge.validity.agreement import compare_all, render_json, render_text
 from oab_bench.judge.validity.sources import load_human, load_source
 from oab_bench.judge.validity.stats import columns, figure
 from tests.conftest import oab

@@ -15,8 +15,8 @@ from oab_bench.dataset_builder.publish import BUILD, DATA_FILE, MARKER, MARKER_H
 from oab_bench.folders import Writer, check_folder, claim, listed
 from oab_bench.judge.generation.run_checks import RUN
 from oab_bench.judge.sweep.sweep import SWEEP
-from oab_bench.judge.validity.probe import PROBE
 from oab_bench.scripts.cli import main
+from oab_bench.scripts.cmd_probe import PROBE
 from tests import synthetic as syn
 from tests.helpers import (
     _answers_file,

@@ -306,7 +306,9 @@ def test_a_jury_file_is_checked_before_its_members_are_compared(tmp_path):
             read(path)
     clash = json.loads(json.dumps(recs[0]))
     clash["members"][1]["score"] = 0.3
-    with pytest.raises(SourceError, match=r"clash.jsonl:3: m on .* differently on line 1"):
+    with pytest.raises(
+        SourceError, match=r"clash.jsonl:1: m is graded on .* differently here and in .*clash.jsonl:3"
+    ):
         jury_file_sources(write("clash.jsonl", [*recs, clash]))
 
 

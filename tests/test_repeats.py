@@ -11,7 +11,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.judge.intervals import repeats_ci
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import load_records
-from oab_bench.judge.validity.agreement_text import render_json
+from oab_bench.judge.validity.agreement import render_json
 from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 from tests.conftest import oab
 from tests.helpers import repeated
@@ -146,7 +146,7 @@ def test_repeats_report_ignores_line_order_and_identical_copies(run, tmp_path):
     other = json.loads(json.dumps(recs[3]))
     other["repeats"][1]["score"] = 0.5  # a repeat other than 0: the record's own score is repeat 0's
     clash = _write(tmp_path / "clash.jsonl", [*recs, other])
-    with pytest.raises(SourceError, match=r"clash.jsonl:21: .*differently on line 4"):
+    with pytest.raises(SourceError, match=r"clash.jsonl:4: .*differently here and in .*clash.jsonl:21"):
         read_repeated(clash)
 
 

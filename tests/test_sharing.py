@@ -520,7 +520,7 @@ def test_a_bad_row_names_file_row_and_field(tmp_path, capsys, column, value, fie
 def test_a_hub_repo_is_read_through_the_hub_cache(tmp_path, capsys, monkeypatch):
     import huggingface_hub
 
-    from oab_bench.judge import results_source as source
+    from oab_bench.judge import results_layout as source
 
     out = tmp_path / "out"
     assert cli(capsys, "export", made_up_judgments(tmp_path / "j.jsonl"), "--output", out)[0] == 0

@@ -13,7 +13,7 @@ from oab_bench.conventions import PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMA
 from oab_bench.dataset_builder.source import HF_PREFIX, read_objects
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
-from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.results_layout import open_shared
 
 ANSWER_KEYS = {"question_id", "model_id", "choices"}
 

@@ -21,8 +21,7 @@ from oab_bench.dataset_builder.source import plain, read_objects
 from oab_bench.judge import inspect_log
 from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.judge_label import judge_label, our_prompt
-from oab_bench.judge.results_layout import judgment_record, upstream_lines
-from oab_bench.judge.results_source import Shared, open_shared
+from oab_bench.judge.results_layout import Shared, judgment_record, open_shared, upstream_lines
 from oab_bench.judge.scoring import annulled_part
 
 OURS_KEYS = {"question_id", "exam_id", "model", "judge_model", "status", "score", "max_score"}

@@ -12,30 +12,21 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.conventions import EXPORT_MARKER
-from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.source import read_objects
 from oab_bench.folders import Writer, write_listed
 from oab_bench.judge import results_layout as layout
-from oab_bench.judge.answers import Answer, details_judgments, load_answers
+from oab_bench.judge.answers import Answer, details_judgments, load_answers, one_copy_each
 from oab_bench.judge.audit.collect import carried_answers
 from oab_bench.judge.inspect_log import log_samples
-from oab_bench.judge.leaderboard.inputs import Inputs, Record, read_inputs
+from oab_bench.judge.leaderboard.inputs import Record, read_inputs
 from oab_bench.judge.redact import redact, secret_values
-from oab_bench.judge.results_layout import AnswerRow, JudgmentRow
-from oab_bench.judge.results_source import open_shared, rows_at
+from oab_bench.judge.results_layout import AnswerRow, JudgmentRow, open_shared, rows_at
 from oab_bench.judge.sharing.results_card import render_card
 
 EXPORT = Writer(
     "oab-bench export", EXPORT_MARKER, "written by `oab-bench export`; a later export may replace this folder"
 )
-
-
-class Exported(BaseModel):
-    judgments: list[JudgmentRow]
-    answers: list[AnswerRow]
-    inputs: Inputs  # as the leaderboard read them, copies left out: the card's table
-    notes: list[str] = []  # copies left out; what the answers' sources said (a panel's answer file gone)
 
 
 def _redacted(x, secrets: list[str]):
@@ -118,17 +109,11 @@ def _answers(
         rows += [r for _, _, r in shared.answers()] if shared else [row(a, given) for a in got]
         notes += gone
     rows += [row(a, given) for given in answer_files for a in load_answers(Path(given))]
-    kept: dict[tuple[str, str], AnswerRow] = {}
-    for r in sorted(rows, key=lambda r: (r.model, r.question_id, r.source, r.source_file, r.source_line)):
-        seen = kept.setdefault((r.model, r.question_id), r)
-        if seen.turns != r.turns:
-            where = [f"{x.source}/{x.source_file}" if x.source_file else x.source for x in (seen, r)]
-            raise SourceError(
-                f"{r.model} answers {r.question_id} differently here and in {where[1]}:{r.source_line}: "
-                "pass one of them",
-                file=where[0],
-                line=seen.source_line or None,
-            )
+    where = [f"{r.source}/{r.source_file}" if r.source_file else r.source for r in rows]
+    keyed = [
+        ((r.model, r.question_id), r.turns, w, r.source_line, r) for r, w in zip(rows, where, strict=True)
+    ]
+    kept = one_copy_each(keyed, "answers")
     return list(kept.values()), notes
 
 
@@ -137,8 +122,9 @@ def _order(r: JudgmentRow):
     return (r.model, r.question_id, r.source, r.source_file, r.source_line, r.model_dump_json())
 
 
-def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> Exported:
-    """Everything the sources hold, as rows, each judgment once: what `oab-bench export` writes."""
+def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> tuple:
+    """(judgment rows, answer rows, the inputs as the leaderboard read them, notes): everything the
+    sources hold, each judgment and answer once (copies left out); what `oab-bench export` writes."""
     inputs, secrets = read_inputs(list(sources), dataset), secret_values()
     source = functools.cache(_source_of)
     rows = [
@@ -156,9 +142,7 @@ def collect(sources: list[str], dataset: str | None = None, answer_files: list[s
     contributed = {given for given, _ in inputs.origins}  # a folder skipped (no results) gives no answers
     answer_inputs = [s for s in sources if s in contributed or open_shared(s) is not None]
     answers, gone = _answers(answer_inputs, list(answer_files), secrets)
-    return Exported(
-        judgments=[rows[i] for i in keep], answers=answers, inputs=inputs, notes=notes + sorted(gone)
-    )
+    return [rows[i] for i in keep], answers, inputs, notes + sorted(gone)
 
 
 def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = None) -> Path:
@@ -167,9 +151,9 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    exported = collect(args.sources, args.dataset, args.answers or [])
-    configs = layout.config_names(sorted({r.judge for r in exported.judgments}))
-    card = render_card(exported, configs, args, repo_id=repo_id)
+    judgments, answers, inputs, notes = collect(args.sources, args.dataset, args.answers or [])
+    configs = layout.config_names(sorted({r.judge for r in judgments}))
+    card = render_card(judgments, answers, inputs, configs, args, repo_id=repo_id)
 
     def write(path: Path, rows: list[BaseModel], model: type[BaseModel]) -> None:
         path.parent.mkdir(parents=True)
@@ -178,15 +162,15 @@ def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = N
 
     def fill(tmp: Path) -> None:
         for judge, config in configs.items():
-            mine = sorted((r for r in exported.judgments if r.judge == judge), key=_order)
+            mine = sorted((r for r in judgments if r.judge == judge), key=_order)
             write(tmp / layout.judge_file(config), mine, JudgmentRow)
-        if exported.answers:
-            write(tmp / layout.ANSWERS_FILE, exported.answers, AnswerRow)
+        if answers:
+            write(tmp / layout.ANSWERS_FILE, answers, AnswerRow)
         (tmp / "README.md").write_text(redact(card), encoding="utf-8")
 
     folder = write_listed(Path(output), EXPORT, fill, overwrite=True)
     judges = f"{len(configs)} judge{'' if len(configs) == 1 else 's'}"
-    print(f"{len(exported.judgments)} judgments ({judges}), {len(exported.answers)} answers", file=sys.stderr)
-    for note in exported.inputs.notes + exported.notes:
+    print(f"{len(judgments)} judgments ({judges}), {len(answers)} answers", file=sys.stderr)
+    for note in inputs.notes + notes:
         print(f"oab-bench {args.command}: note: {note}", file=sys.stderr)
     return folder

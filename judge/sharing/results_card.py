@@ -45,11 +45,12 @@ def dataset_origins(names: set[str | None], given: str | None) -> dict[str, str]
     return out
 
 
-def render_card(exported, configs: dict[str, str], args, *, repo_id: str | None) -> str:
-    """`args`: the command, `--dataset`, `--resamples`, `--seed`."""
+def render_card(rows, answers, got, configs: dict[str, str], args, *, repo_id: str | None) -> str:
+    """`rows`, `answers`, `got` (the inputs read): export.collect's; `args`: the command, `--dataset`,
+    `--resamples`, `--seed`."""
     from huggingface_hub import DatasetCardData
 
-    rows, got, where = exported.judgments, exported.inputs, repo_id or "<this repo>"
+    where = repo_id or "<this repo>"
     datasets = dataset_origins({args.dataset, *(r.dataset for r in rows)}, args.dataset)
     made_by = f"oab-bench {args.command}"
     tables, notes = build_tables(
@@ -70,7 +71,7 @@ def render_card(exported, configs: dict[str, str], args, *, repo_id: str | None)
         tags=["oab-bench", "legal", "brazilian-bar-exam", "llm-as-a-judge", "evaluation-results"],
         source_datasets=[UPSTREAM],
         configs=[{**config("default", f"{JUDGMENTS_DIR}/*/train-00000-of-00001.parquet"), "default": True}]
-        + ([config("answers", ANSWERS_FILE)] if exported.answers else [])
+        + ([config("answers", ANSWERS_FILE)] if answers else [])
         + [config(c, judge_file(c)) for c in sorted(configs.values())],
     )
     judges = ["| config | judge | judgments | models | statuses | cost (USD) |", "|---|---|---|---|---|---|"]
@@ -97,9 +98,9 @@ def render_card(exported, configs: dict[str, str], args, *, repo_id: str | None)
     if args.dataset:
         checked = f"`{args.dataset}` ({datasets.get(args.dataset, 'not read here')})"
     listed = "no answers were given (`--answers`, or run and probe folders, carry them)"
-    if exported.answers:
+    if answers:
         listed = "`answers`: each (model, question)'s answer once (joined on `model`, `question_id`)"
-    answers = f'answers = load_dataset("{where}", "answers", split="train")\n' if exported.answers else ""
+    loader = f'answers = load_dataset("{where}", "answers", split="train")\n' if answers else ""
     nl = "\n"
     return f"""---
 {front.to_yaml()}
@@ -109,7 +110,7 @@ def render_card(exported, configs: dict[str, str], args, *, repo_id: str | None)
 
 Judged answers to phase 2 of the Brazilian Bar Exam (OAB/FGV), graded item by item against the official
 answer standard by LLM judges, as `oab-bench export` wrote them: {len(rows)} judgments by {len(configs)}
-judge(s) of {len({r.model for r in rows})} model(s), and {len(exported.answers)} answers. A row of a
+judge(s) of {len({r.model for r in rows})} model(s), and {len(answers)} answers. A row of a
 judge's config is one judgment as `oab-bench leaderboard` read it from one input, each judgment once.
 
 ## Leaderboard
@@ -145,7 +146,7 @@ found, and text); `source`, `source_kind`, `source_file`, `source_line`, `datase
 ```python
 from datasets import load_dataset
 judgments = load_dataset("{where}", split="train")
-{answers}one_judge = load_dataset("{where}", "{min(configs.values(), default="CONFIG")}", split="train")
+{loader}one_judge = load_dataset("{where}", "{min(configs.values(), default="CONFIG")}", split="train")
 ```
 
 With oab-bench: `oab-bench leaderboard hf:{where}`, `oab-bench agreement hf:{where} yours.jsonl`,

@@ -246,8 +246,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from oab_bench.judge.output import check_output, write_atomic
     from oab_bench.judge.sweep.decide import JudgeRow, Rule, decide, render_text
     from oab_bench.judge.validity.agreement import compare_two
-    from oab_bench.judge.validity.probe import parse_kinds, probe_pairs, probe_report
-    from oab_bench.judge.validity.probes import build_probes
+    from oab_bench.judge.validity.probe_report import probe_report
+    from oab_bench.judge.validity.probes import build_probes, parse_kinds, probe_pairs
     from oab_bench.judge.validity.sources import load_source
 
     judges = []

@@ -10,9 +10,8 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.judge.judge_label import member_label, member_spec
 from oab_bench.judge.leaderboard.inputs import Record
-from oab_bench.judge.results_source import open_shared
-from oab_bench.judge.validity.agreement import alpha_over, compare_two
-from oab_bench.judge.validity.agreement_text import figure_text
+from oab_bench.judge.results_layout import open_shared
+from oab_bench.judge.validity.agreement import alpha_over, compare_two, figure_text
 from oab_bench.judge.validity.sources import (
     Source,
     nested_graded,

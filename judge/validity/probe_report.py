@@ -15,6 +15,7 @@ from oab_bench.conventions import PROBE_PREFIX
 from oab_bench.dataset_builder.schema import EXAM_MAX, PASS_MARK, QuestionRow
 from oab_bench.judge.intervals import DEFAULT_SEED, bootstrap_ci
 from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES as DEFAULT_RESAMPLES
+from oab_bench.judge.judge_label import judge_label
 from oab_bench.judge.records import Judgment
 from oab_bench.judge.validity.probes import PROBE_KINDS
 
@@ -119,8 +120,7 @@ def build_report(
     """`variants`: question id -> injection variant. A jury one of whose members failed every grading
     was not probed as named: `incomplete` whatever the figures, naming the member."""
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
-    by_kind = {k: [j for j in judgments if j.model == PROBE_PREFIX + k] for k in PROBE_KINDS}
-    by_kind = {k: js for k, js in by_kind.items() if js}
+    by_kind = {k: js for k in PROBE_KINDS if (js := [j for j in judgments if j.model == PROBE_PREFIX + k])}
     probes = {k: probe_stats(js, annulled, resamples=resamples, seed=seed) for k, js in by_kind.items()}
     pct: dict[str, dict[str, float]] = {k: {} for k in by_kind}  # % of the judged maximum, per question
     for k, js in by_kind.items():
@@ -175,6 +175,15 @@ def build_report(
         failed_members=members,
         missing=missing,
     )
+
+
+def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int) -> ProbeReport:
+    """The probe's figures and verdict for `judge` (a judge, or a jury under its own name)."""
+    name = getattr(judge, "name", judge.settings.judge_model)  # a jury's own name, as in its records
+    settings = next((j.settings for j in judgments if j.settings is not None), None)
+    label = judge_label(name, f"{judge.prompt_version}, {judge.mode}", settings)  # as the leaderboard says
+    variants = {p.question_id: p.variant for p in probes if p.kind == "injection"}
+    return build_report(label, rows, judgments, variants, resamples=resamples, seed=seed)
 
 
 def _missing(by_kind: dict[str, list], measured: set[str], n_ok: dict[str, int]) -> list[str]:

@@ -44,6 +44,14 @@ class Probe(BaseModel):
         return f"{PROBE_PREFIX}{self.kind}"
 
 
+def parse_kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in PROBE_KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"--probes {text!r}: choose among {', '.join(PROBE_KINDS)}")
+    return [k for k in PROBE_KINDS if k in kinds]
+
+
 def candidate_text(reference: str) -> str:
     """An item's official answer as a candidate would hand it in: no score table, no table heading."""
     return re.sub(r"\n{3,}", "\n\n", _TABLE_LINE.sub("", reference)).strip()
@@ -167,3 +175,16 @@ def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
     for name, text in files.items():
         write_atomic(folder / name, text)
     return [folder / name for name in files]
+
+
+def probe_pairs(rows, probes: list[Probe], folder: Path | None):
+    """(pairs to judge, (row, model)s with no probe answer); the answer files written in `folder` if given."""
+    from oab_bench.judge.answers import Answer
+    from oab_bench.judge.grading.judge_answers import pair_answers
+
+    if folder is not None:
+        write_answer_files(probes, folder)
+    pairs, missing, _ = pair_answers(
+        rows, [Answer(model=p.model, question_id=p.question_id, turns=p.turns) for p in probes]
+    )
+    return pairs, missing

@@ -10,10 +10,9 @@ import numpy as np
 
 from oab_bench.conventions import JUDGMENTS_FILE
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
-from oab_bench.judge.results_source import open_shared
+from oab_bench.judge.results_layout import open_shared
 from oab_bench.judge.validity import stats
-from oab_bench.judge.validity.agreement import alpha_over, exam_totals
-from oab_bench.judge.validity.agreement_text import figure_text, listed, with_notes
+from oab_bench.judge.validity.agreement import alpha_over, exam_totals, figure_text, listed, with_notes
 from oab_bench.judge.validity.sources import Source, nested_graded, one_record_each, read_nested_lines
 
 

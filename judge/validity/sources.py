@@ -15,10 +15,11 @@ from pydantic import BaseModel
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import PECA_MAX, QUESTAO_MAX, QuestionRow, money
+from oab_bench.judge.answers import one_copy_each
 from oab_bench.judge.grading.judgment_reader import read_judgment
 from oab_bench.judge.leaderboard.inputs import load_records
 from oab_bench.judge.leaderboard.tables import one_each
-from oab_bench.judge.results_source import judgment_objects, open_shared
+from oab_bench.judge.results_layout import judgment_objects, open_shared
 
 CSV_COLUMNS = ("exam_id", "question_id", "item_id", "score", "grader")
 
@@ -82,16 +83,9 @@ def read_nested_lines(path: Path, key: str, rows: dict | None = None) -> list[tu
 
 
 def one_record_each(lines: list[tuple[int, dict]], path: Path) -> list[dict]:
-    """One record per (model, question) of `lines`, sorted: a copy is read once, two that differ
-    are an error naming both lines (no line order may win)."""
-    found: dict[tuple[str, str], tuple[int, dict]] = {}
-    for lineno, record in lines:
-        slot = (str(record["model"]), str(record["question_id"]))
-        before, seen = found.setdefault(slot, (lineno, record))
-        if seen != record:
-            why = f"{slot[0]} on {slot[1]} is graded here and differently on line {before}: keep one of them"
-            raise SourceError(why, file=str(path), line=lineno)
-    return [found[k][1] for k in sorted(found)]
+    """One record per (model, question) of `lines`, sorted (answers.one_copy_each)."""
+    keyed = [((str(r["model"]), str(r["question_id"])), r, str(path), n, r) for n, r in lines]
+    return list(one_copy_each(keyed, "is graded on").values())
 
 
 def nested_graded(records: list[dict], key: str, name) -> dict:
@@ -117,10 +111,7 @@ def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
 
 def _csv_text(path: Path) -> str:
     """The file as text: UTF-8 (a BOM allowed); another encoding is named with its line and byte."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise SourceError(e.strerror or str(e), file=str(path)) from None
+    data = path.read_bytes()  # an OSError names the file (the CLI says it in one line)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -12,7 +12,6 @@ from scipy import stats
 from oab_bench.dataset_builder.schema import PASS_MARK
 from oab_bench.judge.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED, Columns, bootstrap_interval, quiet
 
-DEFAULT_RESAMPLES = AGREEMENT_RESAMPLES
 MIN_RANKED = 3  # models a ranking_tau needs: with two, tau is +1 or -1, a coin's toss, not evidence
 
 
@@ -99,7 +98,7 @@ def figure(name: str, cols: Columns, notes: list[str], stat: str = "", **boot) -
     if not math.isfinite(value):
         notes.append(f"{name}: null: {_why_undefined(stat, cols)}")
         return NULL.model_dump()
-    boot = {"resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED} | boot
+    boot = {"resamples": AGREEMENT_RESAMPLES, "seed": DEFAULT_SEED} | boot
     low, high, why = bootstrap_interval(STATS[stat], cols, **boot)
     if why:
         notes.append(f"{name}: {why}")
