@@ -148,8 +148,8 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
             worker.start()
             try:
                 while worker.is_alive() and not task_run.SIGNALLED and not task_run.REFUSED:
-                    for server in servers:
-                        server.check_alive()  # ServerError, with its log's last lines
+                    for check_alive in servers:
+                        check_alive()  # ServerError, with its log's last lines
                     worker.join(0.2)
             finally:
                 task_run.STOPPING.set()  # whatever still runs starts no new call
