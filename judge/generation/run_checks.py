@@ -4,6 +4,7 @@ generation and the judge will."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -24,25 +25,19 @@ class PreflightError(ValueError):
     pass
 
 
-def drop_empty_keys(env=None) -> list[str]:
-    """Key variables set to nothing (`OPENAI_API_KEY=`) removed: litellm counts them as present."""
-    env = os.environ if env is None else env
-    empty = [k for k, v in env.items() if "KEY" in k.upper() and not v.strip()]
-    for k in empty:
-        del env[k]
-    return empty
-
-
 def check_keys() -> None:
-    """`*API_KEY` variables lose surrounding blanks (a key pasted from a file ends in a line break, which
-    no HTTP header may carry); one with a control character inside fails, its value unshown."""
-    for name in drop_empty_keys():
-        print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+    """Key variables set to nothing (`OPENAI_API_KEY=`) removed: litellm counts them as present.
+    `*API_KEY` ones lose surrounding blanks (a key pasted from a file ends in a line break, which no
+    HTTP header may carry); one with a control character inside fails, its value unshown."""
     for name, value in list(os.environ.items()):
-        if name.upper().endswith("API_KEY"):
+        if "KEY" in name.upper() and not value.strip():
+            print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+            del os.environ[name]
+        elif name.upper().endswith("API_KEY"):
             if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
-                what = "a line break or another control character"
-                raise PreflightError(f"{name} holds {what}: fix the variable")
+                raise PreflightError(
+                    f"{name} holds a line break or another control character: fix the variable"
+                )
             os.environ[name] = value.strip()
 
 
@@ -273,20 +268,18 @@ def check_context(s: RunSettings) -> RunSettings:
     check_reachable(s.api_base, "candidate")
     check_reachable(s.judge.api_base, "judge")
     served, limit = s.model.removeprefix("openai/"), None
-    try:
+    with contextlib.suppress(httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
         cards = httpx.get(f"{s.api_base.rstrip('/')}/models", timeout=30).json()["data"] if s.api_base else []
         limit = next((int(c["max_model_len"]) for c in cards if c.get("id") == served), None)
-    except (httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
-        pass
-    if s.max_model_length is not None:
-        fits(s.max_new_tokens, s.max_model_length, "--max-model-length")
+    for context, where in ((s.max_model_length, "--max-model-length"), (limit, "server's")):
+        if context and s.max_new_tokens >= context:
+            raise PreflightError(
+                f"--max-new-tokens {s.max_new_tokens} does not fit the {where} context of {context} tokens "
+                "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
+            )
     s = s.model_copy(update={"max_model_length": s.max_model_length or limit or 32768})
-    if not limit:
-        return s
-    limit = min(limit, s.max_model_length)
-    fits(s.max_new_tokens, limit, "server's")
-    too_long, tight, counted = [], [], 0
-    for row in selected_rows(s, sampled=False):
+    limit, too_long, tight, counted = limit and min(limit, s.max_model_length), [], [], 0
+    for row in selected_rows(s, sampled=False) if limit else []:
         checkpoint()
         body = {"model": served, "messages": candidate_messages(row), "add_generation_prompt": True}
         resp = httpx.post(f"{s.api_base.rstrip('/').removesuffix('/v1')}/tokenize", json=body, timeout=120)
@@ -308,11 +301,3 @@ def check_context(s: RunSettings) -> RunSettings:
     for line in tight[:10] + [f"... and {len(tight) - 10} more"] * (len(tight) > 10):
         print(f"preflight: warning: {line}", file=sys.stderr)
     return s
-
-
-def fits(max_new_tokens: int, context: int, where: str) -> None:
-    if max_new_tokens >= context:
-        raise PreflightError(
-            f"--max-new-tokens {max_new_tokens} does not fit the {where} context of {context} tokens "
-            "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
-        )
