@@ -15,7 +15,7 @@ from oab_bench.conventions import ANSWERS_FILE, JUDGMENT_CACHE_FILE, RUN_MARKER
 from oab_bench.judge.generation.run_settings import RunSettings, litellm_name, selected_rows, vllm_target
 from oab_bench.judge.generation.task_run import checkpoint
 from oab_bench.judge.settings import JudgeSettings, member_settings
-from oab_bench.keyed_store import allowed, unwritable
+from oab_bench.keyed_store import allowed, check_store, unwritable
 
 RUN = folders.Writer("oab-bench run", RUN_MARKER)  # a run writes only in a folder it made or marked
 MAKE_WRITABLE = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
@@ -44,12 +44,11 @@ def check_keys() -> None:
 def check_places(s: RunSettings) -> None:
     """The caches' folders as their stores will open them, and the Hugging Face caches the dataset is
     read (and a raw one built) under, each named by its flag or variable."""
-    from oab_bench.judge.generation import answer_store
     from oab_bench.judge.grading import judgment_store
 
     for folder, name, check in (
         (s.judge_cache, "--judge-cache (OAB_JUDGE_CACHE)", judgment_store.check_folder),
-        (s.answer_cache, "--answer-cache (OAB_ANSWER_CACHE)", answer_store.check_folder),
+        (s.answer_cache and s.answer_cache / ANSWERS_FILE, "--answer-cache (OAB_ANSWER_CACHE)", check_store),
     ):
         try:
             if folder is not None:
@@ -166,7 +165,7 @@ def stored_state(s: RunSettings, panel=None) -> Stored:
     return Stored(len(pairs) + len(missing), len(pairs), judged, len(missing), to_judge)
 
 
-def run_judge(settings: JudgeSettings, store=None):
+def run_judge(settings: JudgeSettings, store):
     """The judge (jury, repeats) the run's task makes, named as litellm is called (`vllm:X` is
     `openai/<served name>`): the same cache keys."""
     from oab_bench.judge.grading.jury import make_judge

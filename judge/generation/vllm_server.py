@@ -51,10 +51,10 @@ def command(target: str, port: int, extra_args: str | None) -> list[str]:
     ]
 
 
-def tail(log: Path, lines: int = 30) -> str:
+def tail(log: Path) -> str:
     try:
         with log.open(encoding="utf-8", errors="replace") as f:
-            kept = "".join(deque((x for x in f if not ACCESS_LINE.match(x)), maxlen=lines)).rstrip()
+            kept = "".join(deque((x for x in f if not ACCESS_LINE.match(x)), maxlen=30)).rstrip()
     except OSError:
         kept = "(no log)"
     return f"last lines of {log}:\n{kept}"
@@ -64,6 +64,8 @@ def tail(log: Path, lines: int = 30) -> str:
 def vllm_server(target: str, log_dir: Path, extra_args: str | None, start_timeout: float):
     """The server, healthy: yields its api_base and a check that raises ServerError once it has exited;
     on leaving, SIGTERM to its group (vLLM shuts its engine down), then SIGKILL to what is left."""
+    import httpx
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -83,9 +85,12 @@ def vllm_server(target: str, log_dir: Path, extra_args: str | None, start_timeou
 
     deadline, url = time.monotonic() + start_timeout, f"http://127.0.0.1:{port}"
     try:
-        while not healthy(f"{url}/health"):
+        while True:
             checkpoint()
             check_alive("before it was ready")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
             if time.monotonic() > deadline:
                 why = f"was not healthy after {start_timeout:.0f} s"
                 raise ServerError(f"vLLM server for {target} {why}; {tail(log)}")
@@ -100,14 +105,6 @@ def vllm_server(target: str, log_dir: Path, extra_args: str | None, start_timeou
         watcher.kill()
         watcher.wait()
         watcher.stdin.close()
-
-
-def healthy(url: str) -> bool:
-    import httpx
-
-    with contextlib.suppress(httpx.HTTPError):
-        return httpx.get(url, timeout=2).status_code == 200
-    return False
 
 
 def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list]:
