@@ -1,6 +1,5 @@
-"""Everything `oab-bench run` checks before its first paid call, so a doomed run fails in seconds, in
-one line, having written nothing; and what the caches hold (`stored_state`), looked up as the
-generation and the judge will."""
+"""Everything `oab-bench run` checks before its first paid call (a doomed run fails in seconds, in one
+line, having written nothing), and what the caches hold, looked up as the generation and judge will."""
 
 from __future__ import annotations
 
@@ -26,9 +25,8 @@ class PreflightError(ValueError):
 
 
 def check_keys() -> None:
-    """Key variables set to nothing (`OPENAI_API_KEY=`) removed: litellm counts them as present.
-    `*API_KEY` ones lose surrounding blanks (a key pasted from a file ends in a line break, which no
-    HTTP header may carry); one with a control character inside fails, its value unshown."""
+    """Keys set to nothing removed (litellm counts them as present); `*API_KEY` ones lose surrounding
+    blanks (a pasted key's line break, which no HTTP header may carry), or fail on a control character."""
     for name, value in list(os.environ.items()):
         if "KEY" in name.upper() and not value.strip():
             print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
@@ -257,9 +255,8 @@ def check_remote(s: RunSettings, panel=None) -> None:
 
 
 def check_context(s: RunSettings) -> RunSettings:
-    """Once local servers run: they answer, the context length is known (the server's, else 32768),
-    the answer budget fits, and every prompt fits with room to answer, counted by the server's own
-    tokenizer (vLLM's /tokenize): in seconds, not after an hour of retried 400s."""
+    """Once local servers run: they answer, the context is known (the server's, else 32768), the answer
+    budget and every prompt fit it, counted by the server's tokenizer (vLLM's /tokenize), in seconds."""
     import httpx
 
     from oab_bench.judge.generation.task_prompt import candidate_messages

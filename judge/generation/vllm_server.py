@@ -108,9 +108,8 @@ def vllm_server(target: str, log_dir: Path, extra_args: str | None, start_timeou
 
 
 def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list]:
-    """`vllm:` candidate or judge: its server started (one when both are the same model), litellm
-    pointed at it, and more requests at a time (a local server batches continuously); and each server's
-    `check_alive`."""
+    """Each `vllm:` model's server started (one for both roles), litellm pointed at it with more requests
+    at a time (a local server batches continuously); the settings and each server's `check_alive`."""
     started: dict[str, tuple] = {}
 
     def api_base(target: str, extra: str | None) -> str:
