@@ -43,9 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_output_is_not_an_input(args: argparse.Namespace) -> None:
-    """`--output` (or `--plot`) never replaces what the same command reads, nor a folder holding
-    it: a typo must not turn an answers file into a judgments file. A file output that cannot be
-    written (a folder given) is said first, as what it is, not as an input it holds."""
+    """`--output` (or `--plot`) never replaces what the command reads, nor a folder holding it (a typo
+    must not turn answers into judgments); an unwritable file output is said first, as what it is."""
     from oab_bench.judge.output import check_output
     from oab_bench.judge.results_layout import local_path
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
 from oab_bench.judge.answers import Answer
-from oab_bench.judge.generation.run_checks import drop_empty_keys
+from oab_bench.judge.generation.run_checks import check_keys
 from oab_bench.judge.grading.client import CHECK_PROMPT
 from oab_bench.judge.grading.grader import Judge
 from oab_bench.judge.grading.judgment_store import JudgmentStore
@@ -86,8 +87,11 @@ def test_run_without_keys_fails_in_seconds_naming_them(tmp_path, built_dataset):
     assert not (tmp_path / "r" / "model_config.yaml").exists()  # nothing was started
 
 
-def test_empty_key_variables_count_as_missing(tmp_path, built_dataset):
-    assert drop_empty_keys({"OPENAI_API_KEY": "", "X_KEY": " ", "HOME": ""}) == ["OPENAI_API_KEY", "X_KEY"]
+def test_empty_key_variables_count_as_missing(tmp_path, built_dataset, monkeypatch):
+    for name, value in {"OPENAI_API_KEY": "", "X_KEY": " ", "HOME_X": ""}.items():
+        monkeypatch.setenv(name, value)
+    check_keys()
+    assert "OPENAI_API_KEY" not in os.environ and "X_KEY" not in os.environ and "HOME_X" in os.environ
     started = time.monotonic()
     proc = run_without_keys(tmp_path, built_dataset, clean_env(OPENAI_API_KEY="", OAB_JUDGE_API_KEY=SECRET))
     assert proc.returncode == 2, proc.stderr[-2000:]

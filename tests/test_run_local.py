@@ -5,13 +5,12 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from typing import ClassVar
+from types import SimpleNamespace
 
 import pytest
 
 from oab_bench.judge.generation import vllm_server
 from oab_bench.judge.generation.run_settings import RunSettings, served_name, vllm_target
-from oab_bench.judge.generation.vllm_server import VllmServer
 from oab_bench.scripts.cli import build_parser
 from tests.conftest import REPO
 from tests.helpers import (
@@ -19,28 +18,18 @@ from tests.helpers import (
 )
 
 
-class FakeServer:
-    started: ClassVar[list[str]] = []
-
-    def __init__(self, target, log_dir, *, extra_args="", start_timeout=0):
-        self.target, self.extra_args = target, extra_args
-        self.name = served_name(target)
-        self.api_base = f"http://127.0.0.1:{9000 + len(FakeServer.started)}/v1"
-
-    def __enter__(self):
-        FakeServer.started.append(self.target)
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-
 @pytest.fixture
 def fake(monkeypatch):
-    FakeServer.started = []
-    monkeypatch.setattr(vllm_server, "VllmServer", FakeServer)
+    started = SimpleNamespace(started=[])
+
+    @contextlib.contextmanager
+    def server(target, log_dir, extra_args, start_timeout):
+        started.started.append(target)
+        yield f"http://127.0.0.1:{9000 + len(started.started)}/v1", lambda: None
+
+    monkeypatch.setattr(vllm_server, "vllm_server", server)
     monkeypatch.delenv("OAB_JUDGE_CONCURRENCY", raising=False)
-    return FakeServer
+    return started
 
 
 def local(tmp_path, *argv):
@@ -87,7 +76,7 @@ def test_server_names_and_command(tmp_path):
     folder = tmp_path / "my-model"
     folder.mkdir()
     assert served_name(str(folder)) == "my-model" and served_name("org/name") == "org/name"
-    cmd = VllmServer(str(folder), tmp_path, extra_args="--dtype float32").command()
+    cmd = vllm_server.command(str(folder), 8000, "--dtype float32")
     assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and cmd[-2:] == ["--dtype", "float32"]
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and str(folder.resolve()) in cmd
 

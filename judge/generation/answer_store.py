@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oab_bench.conventions import ANSWERS_FILE as STORE_FILE
-from oab_bench.keyed_store import Access, KeyedStore, check_store
+from oab_bench.keyed_store import Access, KeyedStore
 
 
 class StoredAnswer(BaseModel):
@@ -36,11 +36,6 @@ def generation_settings(params: dict, max_new_tokens: int | None, samples: int =
 def answer_key(*, model: str, messages: list[dict], generation: dict) -> str:
     text = json.dumps({"model": model, "messages": messages, "generation": generation}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def check_folder(folder: Path | str) -> None:
-    """What opening the store at `folder` would refuse, creating nothing."""
-    check_store(Path(folder) / STORE_FILE)
 
 
 def _parse(text: str) -> StoredAnswer | None:

@@ -63,8 +63,7 @@ def install(
     first_split = LightevalTask.get_first_possible_fewshot_splits
 
     def ours(lighteval_task) -> bool:
-        name = getattr(lighteval_task, "name", "")
-        return name == task or name.startswith(f"{task}:")
+        return getattr(lighteval_task, "name", "").partition(":")[0] == task
 
     def prepare_chat_template(self, doc, tokenize: bool = True):  # no per-document system message
         if (rules := (doc.specific or {}).get(system_key)) is None:

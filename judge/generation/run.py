@@ -148,8 +148,8 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
             worker.start()
             try:
                 while worker.is_alive() and not task_run.SIGNALLED and not task_run.REFUSED:
-                    for server in servers:
-                        server.check_alive()  # ServerError, with its log's last lines
+                    for check_alive in servers:
+                        check_alive()  # ServerError, with its log's last lines
                     worker.join(0.2)
             finally:
                 task_run.STOPPING.set()  # whatever still runs starts no new call
@@ -210,18 +210,6 @@ class Redacted(logging.Formatter):
         return redact(super().format(record))
 
 
-def leaderboard(out: Path) -> tuple[str, list]:
-    """The run's row (and the panel's), as `oab-bench leaderboard` prints them, and the tables."""
-    from oab_bench.judge.leaderboard.inputs import load_records
-    from oab_bench.judge.leaderboard.tables import build_tables, render_markdown
-
-    records = load_records(out / JUDGMENTS_FILE)
-    if (out / PANEL_JUDGMENTS_FILE).is_file():
-        records += load_records(out / PANEL_JUDGMENTS_FILE)
-    tables, notes = build_tables(records)
-    return render_markdown(tables, notes), tables
-
-
 def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, panel, finished: list) -> int:
     """The judgments and the summary written whole (then the run counts as finished), the leaderboard
     row, the report, and the exit code."""
@@ -229,6 +217,8 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     from oab_bench.judge.audit.write import write_run_report
     from oab_bench.judge.grading.batch.state import BatchLog
     from oab_bench.judge.grading.runner import dump_jsonl
+    from oab_bench.judge.leaderboard.inputs import load_records
+    from oab_bench.judge.leaderboard.tables import build_tables, render_markdown
     from oab_bench.judge.records import total_cost
     from oab_bench.judge.validity.jury_report import jury_lines
 
@@ -250,7 +240,6 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     summary["figures"] = {k: None if math.isnan(v) else v for k, v in figures.items()}  # NaN: unknown
     summary["cost_usd_total"] = total_cost([j.cost_usd for j in judged])
     summary |= dict(empty_answers=empty, failed_judgments=failed)
-    board = None
     if panel is not None:  # judged after the candidate, ranked beside it in the summary
         from oab_bench.judge.grading.batch.submit import BatchPending
         from oab_bench.judge.panel.judging import judge_beside, ranking
@@ -261,13 +250,15 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
             say(f"the panel: {e}")
             say(f"answers and judgments are kept: resume with: {s.resume_command()}")
             return 3
-        board, tables = leaderboard(out)
+    judged_files = [out / JUDGMENTS_FILE] + [out / PANEL_JUDGMENTS_FILE] * (panel is not None)
+    tables, notes = build_tables([r for f in judged_files for r in load_records(f)])
+    if panel is not None:
         summary["panel"] = ranking(tables, s.model, panel[0], out, panel_records)
         failed = failed + [f"panel: {x}" for x in summary["panel"]["failed_judgments"]]
     task_run.checkpoint()  # a signal now: stopped, not finished
     write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False))
     finished.append(out / SUMMARY_FILE)
-    print(board or leaderboard(out)[0])
+    print(render_markdown(tables, notes))
     costs = (summary["figures"]["cost_usd"], summary["cost_usd_total"])
     paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
     print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)

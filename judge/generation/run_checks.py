@@ -1,9 +1,9 @@
-"""Everything `oab-bench run` checks before its first paid call, so a doomed run fails in seconds, in
-one line, having written nothing; and what the caches hold (`stored_state`), looked up as the
-generation and the judge will."""
+"""Everything `oab-bench run` checks before its first paid call (a doomed run fails in seconds, in one
+line, having written nothing), and what the caches hold, looked up as the generation and judge will."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ from oab_bench.conventions import ANSWERS_FILE, JUDGMENT_CACHE_FILE, RUN_MARKER
 from oab_bench.judge.generation.run_settings import RunSettings, litellm_name, selected_rows, vllm_target
 from oab_bench.judge.generation.task_run import checkpoint
 from oab_bench.judge.settings import JudgeSettings, member_settings
-from oab_bench.keyed_store import allowed, unwritable
+from oab_bench.keyed_store import allowed, check_store, unwritable
 
 RUN = folders.Writer("oab-bench run", RUN_MARKER)  # a run writes only in a folder it made or marked
 MAKE_WRITABLE = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
@@ -24,37 +24,29 @@ class PreflightError(ValueError):
     pass
 
 
-def drop_empty_keys(env=None) -> list[str]:
-    """Key variables set to nothing (`OPENAI_API_KEY=`) removed: litellm counts them as present."""
-    env = os.environ if env is None else env
-    empty = [k for k, v in env.items() if "KEY" in k.upper() and not v.strip()]
-    for k in empty:
-        del env[k]
-    return empty
-
-
 def check_keys() -> None:
-    """`*API_KEY` variables lose surrounding blanks (a key pasted from a file ends in a line break, which
-    no HTTP header may carry); one with a control character inside fails, its value unshown."""
-    for name in drop_empty_keys():
-        print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+    """Keys set to nothing removed (litellm counts them as present); `*API_KEY` ones lose surrounding
+    blanks (a pasted key's line break, which no HTTP header may carry), or fail on a control character."""
     for name, value in list(os.environ.items()):
-        if name.upper().endswith("API_KEY"):
+        if "KEY" in name.upper() and not value.strip():
+            print(f"oab-bench run: note: {name} is set but empty: treated as not set", file=sys.stderr)
+            del os.environ[name]
+        elif name.upper().endswith("API_KEY"):
             if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
-                what = "a line break or another control character"
-                raise PreflightError(f"{name} holds {what}: fix the variable")
+                raise PreflightError(
+                    f"{name} holds a line break or another control character: fix the variable"
+                )
             os.environ[name] = value.strip()
 
 
 def check_places(s: RunSettings) -> None:
     """The caches' folders as their stores will open them, and the Hugging Face caches the dataset is
     read (and a raw one built) under, each named by its flag or variable."""
-    from oab_bench.judge.generation import answer_store
     from oab_bench.judge.grading import judgment_store
 
     for folder, name, check in (
         (s.judge_cache, "--judge-cache (OAB_JUDGE_CACHE)", judgment_store.check_folder),
-        (s.answer_cache, "--answer-cache (OAB_ANSWER_CACHE)", answer_store.check_folder),
+        (s.answer_cache and s.answer_cache / ANSWERS_FILE, "--answer-cache (OAB_ANSWER_CACHE)", check_store),
     ):
         try:
             if folder is not None:
@@ -171,7 +163,7 @@ def stored_state(s: RunSettings, panel=None) -> Stored:
     return Stored(len(pairs) + len(missing), len(pairs), judged, len(missing), to_judge)
 
 
-def run_judge(settings: JudgeSettings, store=None):
+def run_judge(settings: JudgeSettings, store):
     """The judge (jury, repeats) the run's task makes, named as litellm is called (`vllm:X` is
     `openai/<served name>`): the same cache keys."""
     from oab_bench.judge.grading.jury import make_judge
@@ -263,9 +255,8 @@ def check_remote(s: RunSettings, panel=None) -> None:
 
 
 def check_context(s: RunSettings) -> RunSettings:
-    """Once local servers run: they answer, the context length is known (the server's, else 32768),
-    the answer budget fits, and every prompt fits with room to answer, counted by the server's own
-    tokenizer (vLLM's /tokenize): in seconds, not after an hour of retried 400s."""
+    """Once local servers run: they answer, the context is known (the server's, else 32768), the answer
+    budget and every prompt fit it, counted by the server's tokenizer (vLLM's /tokenize), in seconds."""
     import httpx
 
     from oab_bench.judge.generation.task_prompt import candidate_messages
@@ -273,20 +264,18 @@ def check_context(s: RunSettings) -> RunSettings:
     check_reachable(s.api_base, "candidate")
     check_reachable(s.judge.api_base, "judge")
     served, limit = s.model.removeprefix("openai/"), None
-    try:
+    with contextlib.suppress(httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
         cards = httpx.get(f"{s.api_base.rstrip('/')}/models", timeout=30).json()["data"] if s.api_base else []
         limit = next((int(c["max_model_len"]) for c in cards if c.get("id") == served), None)
-    except (httpx.HTTPError, ValueError, LookupError, TypeError, AttributeError):
-        pass
-    if s.max_model_length is not None:
-        fits(s.max_new_tokens, s.max_model_length, "--max-model-length")
+    for context, where in ((s.max_model_length, "--max-model-length"), (limit, "server's")):
+        if context and s.max_new_tokens >= context:
+            raise PreflightError(
+                f"--max-new-tokens {s.max_new_tokens} does not fit the {where} context of {context} tokens "
+                "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
+            )
     s = s.model_copy(update={"max_model_length": s.max_model_length or limit or 32768})
-    if not limit:
-        return s
-    limit = min(limit, s.max_model_length)
-    fits(s.max_new_tokens, limit, "server's")
-    too_long, tight, counted = [], [], 0
-    for row in selected_rows(s, sampled=False):
+    limit, too_long, tight, counted = limit and min(limit, s.max_model_length), [], [], 0
+    for row in selected_rows(s, sampled=False) if limit else []:
         checkpoint()
         body = {"model": served, "messages": candidate_messages(row), "add_generation_prompt": True}
         resp = httpx.post(f"{s.api_base.rstrip('/').removesuffix('/v1')}/tokenize", json=body, timeout=120)
@@ -308,11 +297,3 @@ def check_context(s: RunSettings) -> RunSettings:
     for line in tight[:10] + [f"... and {len(tight) - 10} more"] * (len(tight) > 10):
         print(f"preflight: warning: {line}", file=sys.stderr)
     return s
-
-
-def fits(max_new_tokens: int, context: int, where: str) -> None:
-    if max_new_tokens >= context:
-        raise PreflightError(
-            f"--max-new-tokens {max_new_tokens} does not fit the {where} context of {context} tokens "
-            "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
-        )

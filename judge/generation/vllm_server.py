@@ -20,6 +20,7 @@ from oab_bench.judge.generation.run_settings import (
     API_CONCURRENCY,
     LOCAL_CONCURRENCY,
     RunSettings,
+    litellm_name,
     served_name,
     vllm_target,
 )
@@ -34,109 +35,97 @@ class ServerError(RuntimeError):
     pass
 
 
-class VllmServer:
-    """A started server (its process, address, log and watcher); use as a context manager."""
+def command(target: str, port: int, extra_args: str | None) -> list[str]:
+    """`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`."""
+    local = Path(target).expanduser()
+    model = str(local.resolve()) if local.exists() else target
+    python = os.environ.get(PYTHON_ENV) or sys.executable
+    flags = ["--model", model, "--served-model-name", served_name(target), "--host", "127.0.0.1", "--port"]
+    return [
+        python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        *flags,
+        str(port),
+        *shlex.split(extra_args or ""),
+    ]
 
-    def __init__(self, target: str, log_dir: Path, *, extra_args: str = "", start_timeout: float = 900.0):
-        self.target, self.name, self.start_timeout = target, served_name(target), start_timeout
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.url, self.api_base = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{self.port}/v1"
-        self.log = Path(log_dir) / f"vllm-{self.name.replace('/', '_')}.log"
-        self.extra_args = shlex.split(extra_args or "")
-        self.proc = self.watcher = None
 
-    def command(self) -> list[str]:
-        """`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`."""
-        local = Path(self.target).expanduser()
-        model = str(local.resolve()) if local.exists() else self.target
-        python = os.environ.get(PYTHON_ENV) or sys.executable
-        flags = ["--model", model, "--served-model-name", self.name, "--host", "127.0.0.1", "--port"]
-        return [python, "-m", "vllm.entrypoints.openai.api_server", *flags, str(self.port), *self.extra_args]
+def tail(log: Path) -> str:
+    try:
+        with log.open(encoding="utf-8", errors="replace") as f:
+            kept = "".join(deque((x for x in f if not ACCESS_LINE.match(x)), maxlen=30)).rstrip()
+    except OSError:
+        kept = "(no log)"
+    return f"last lines of {log}:\n{kept}"
 
-    def __enter__(self) -> VllmServer:
-        import httpx
 
-        cmd = self.command()
-        print(f"starting vLLM: {shlex.join(cmd)} (log: {self.log})", file=sys.stderr)
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("w", encoding="utf-8") as log:  # its own group: Ctrl-C reaches us alone
-            self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
-            )
-        script = f"read _; kill -TERM -{self.proc.pid}; sleep {GRACE_S}; kill -KILL -{self.proc.pid}"
-        self.watcher = subprocess.Popen(
-            ["/bin/sh", "-c", script],
-            stdin=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.start_timeout
-        try:
-            while time.monotonic() < deadline:
-                checkpoint()
-                self.check_alive("before it was ready")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                        print(f"vLLM ready: {self.name} at {self.api_base}", file=sys.stderr)
-                        return self
-                time.sleep(0.5)
-            raise ServerError(
-                f"vLLM server for {self.target} was not healthy after {self.start_timeout:.0f} s; {self.tail()}"
-            )
-        except BaseException:
-            self.stop()
-            raise
+@contextlib.contextmanager
+def vllm_server(target: str, log_dir: Path, extra_args: str | None, start_timeout: float):
+    """The server, healthy: yields its api_base and a check that raises ServerError once it has exited;
+    on leaving, SIGTERM to its group (vLLM shuts its engine down), then SIGKILL to what is left."""
+    import httpx
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = command(target, port, extra_args)
+    log = log_dir / f"vllm-{served_name(target).replace('/', '_')}.log"
+    print(f"starting vLLM: {shlex.join(cmd)} (log: {log})", file=sys.stderr)
+    with log.open("w", encoding="utf-8") as out:  # its own group: Ctrl-C reaches us alone
+        proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+    script = f"read _; kill -TERM -{proc.pid}; sleep {GRACE_S}; kill -KILL -{proc.pid}"
+    watcher = subprocess.Popen(
+        ["/bin/sh", "-c", script], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
+    )
 
-    def tail(self, lines: int = 30) -> str:
-        try:
-            with self.log.open(encoding="utf-8", errors="replace") as f:
-                kept = "".join(deque((x for x in f if not ACCESS_LINE.match(x)), maxlen=lines)).rstrip()
-        except OSError:
-            kept = "(no log)"
-        return f"last lines of {self.log}:\n{kept}"
+    def check_alive(when: str = "during the run") -> None:
+        if (code := proc.poll()) is not None:
+            raise ServerError(f"vLLM server for {target} exited with code {code} {when}; {tail(log)}")
 
-    def check_alive(self, when: str = "during the run") -> None:
-        if (code := self.proc.poll()) is not None:
-            raise ServerError(f"vLLM server for {self.target} exited with code {code} {when}; {self.tail()}")
-
-    def stop(self) -> None:
-        """SIGTERM to the server's group (vLLM shuts its engine down), SIGKILL to what is left."""
+    deadline, url = time.monotonic() + start_timeout, f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            checkpoint()
+            check_alive("before it was ready")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                why = f"was not healthy after {start_timeout:.0f} s"
+                raise ServerError(f"vLLM server for {target} {why}; {tail(log)}")
+            time.sleep(0.5)
+        print(f"vLLM ready: {served_name(target)} at {url}/v1", file=sys.stderr)
+        yield f"{url}/v1", check_alive
+    finally:
         for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):
             with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-                os.killpg(self.proc.pid, sig)
-                self.proc.wait(wait)
-        self.watcher.kill()
-        self.watcher.wait()
-        self.watcher.stdin.close()
+                os.killpg(proc.pid, sig)
+                proc.wait(wait)
+        watcher.kill()
+        watcher.wait()
+        watcher.stdin.close()
 
 
-def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list[VllmServer]]:
-    """`vllm:` candidate or judge: its server started (one when both are the same model), litellm
-    pointed at it, and more requests at a time (a local server batches continuously)."""
-    started: dict[str, VllmServer] = {}
+def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list]:
+    """Each `vllm:` model's server started (one for both roles), litellm pointed at it with more requests
+    at a time (a local server batches continuously); the settings and each server's `check_alive`."""
+    started: dict[str, tuple] = {}
 
-    def server(target: str, extra: str | None) -> VllmServer:
+    def api_base(target: str, extra: str | None) -> str:
         if target not in started:
-            made = VllmServer(
-                target, s.output_dir, extra_args=extra or "", start_timeout=s.vllm_start_timeout
-            )
-            started[target] = stack.enter_context(made)
-        return started[target]
+            server = vllm_server(target, s.output_dir, extra, s.vllm_start_timeout)
+            started[target] = stack.enter_context(server)
+        return started[target][0]
 
     update: dict = {"concurrency": s.concurrency or API_CONCURRENCY}
     if candidate := vllm_target(s.model):
-        got = server(candidate, s.vllm_args)
-        update = {"model": f"openai/{got.name}", "api_base": got.api_base}
+        update = {"model": litellm_name(s.model), "api_base": api_base(candidate, s.vllm_args)}
         update["concurrency"] = s.concurrency or LOCAL_CONCURRENCY
     if judge := vllm_target(s.judge.judge_model):
-        got = server(judge, s.vllm_args if s.judge_vllm_args is None else s.judge_vllm_args)
-        judged = {"judge_model": f"openai/{got.name}", "api_base": got.api_base}
+        extra = s.vllm_args if s.judge_vllm_args is None else s.judge_vllm_args
+        judged = {"judge_model": litellm_name(s.judge.judge_model), "api_base": api_base(judge, extra)}
         if "concurrency" not in s.judge.model_fields_set:  # neither its flag nor its variable
             judged["concurrency"] = LOCAL_CONCURRENCY
         update["judge"] = s.judge.model_copy(update=judged)
-    return s.model_copy(update=update), list(started.values())
+    return s.model_copy(update=update), [alive for _, alive in started.values()]
