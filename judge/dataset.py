@@ -21,7 +21,9 @@ KNOBS = {  # entry point -> setting -> what its advice names
     "oab-bench": dict(dataset=INSTEAD, api_base="--api-base", judge_api_base="--judge-api-base"),
     "make": dict(dataset=MAKE, api_base="API_BASE=", judge_api_base="JUDGE_API_BASE="),
     "lighteval": dict(dataset=LIGHTEVAL, judge_api_base="OAB_JUDGE_API_BASE"),
-    "inspect": dict(dataset=LIGHTEVAL.replace(f"set {DATASET_ENV}", "pass -T dataset")),
+    "inspect": dict(
+        dataset=LIGHTEVAL.replace(f"set {DATASET_ENV}", "pass -T dataset"), judge_api_base="-T judge_api_base"
+    ),
 }
 
 

@@ -5,8 +5,6 @@ cache and records as `oab-bench run`), the exam figures as metrics."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from unittest import mock
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -57,13 +55,6 @@ def judge_vars(args: dict) -> dict[str, str]:
     return {f"OAB_{k.upper()}": str(v) for k, v in args.items()}
 
 
-def with_judge_args(args: dict, build: Callable):
-    """`build()` (the plain CLI's judge, read from OAB_JUDGE_*) with the task's arguments over those
-    variables; nothing awaits inside, so no other sample runs meanwhile."""
-    with mock.patch.dict(os.environ, judge_vars(args)):
-        return build()
-
-
 def check_judge(args: dict) -> None:
     """Before any candidate call: a judge is named, its key and its cache are usable."""
     if not str(args.get("judge_model") or os.environ.get("OAB_JUDGE_MODEL", "")).strip():
@@ -71,7 +62,7 @@ def check_judge(args: dict) -> None:
             "oab_bench: error: no judge: pass -T judge_model=openai/gpt-5.2 (or set OAB_JUDGE_MODEL)"
         )
     try:
-        with_judge_args(args, lighteval_judge.check_env)
+        lighteval_judge.check_env(os.environ | judge_vars(args), "inspect")
     except (lighteval_judge.JudgeNotConfigured, ValueError) as e:  # StoreError is a ValueError
         raise SystemExit(f"oab_bench: error: {e}") from None
 
@@ -104,7 +95,7 @@ def oab_judge(**judge_args) -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         if not judges:
-            judges.append(with_judge_args(judge_args, lighteval_judge.judge_from_env))
+            judges.append(lighteval_judge.judge_from_env(os.environ | judge_vars(judge_args)))
         row = QuestionRow.model_validate(state.metadata["row"])
         answer = Answer(model=str(state.model), question_id=row.question_id, turns=[state.output.completion])
         j = await judges[0].grade(row, answer)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from oab_bench.dataset_builder.schema import QuestionRow
@@ -23,13 +24,13 @@ class JudgeNotConfigured(RuntimeError):
     pass
 
 
-def settings_from_env() -> JudgeSettings:
-    if not os.environ.get(env_var("judge_model"), "").strip():
+def settings_from_env(env: Mapping[str, str] = os.environ) -> JudgeSettings:
+    if not env.get(env_var("judge_model"), "").strip():
         raise JudgeNotConfigured(
             "OAB_JUDGE_MODEL is not set: the oab_bench task needs a judge, e.g. OAB_JUDGE_MODEL=openai/gpt-5.2 "
             "(and OAB_JUDGE_API_BASE for a local OpenAI-compatible server)"
         )
-    return settings_from(None, os.environ)
+    return settings_from(None, env)
 
 
 def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
@@ -48,19 +49,20 @@ def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
     return problems
 
 
-def _cache_folder() -> Path | None:
-    where = os.environ.get("OAB_JUDGE_CACHE")
+def _cache_folder(env: Mapping[str, str]) -> Path | None:
+    where = env.get("OAB_JUDGE_CACHE")
     if where and where.lower() == "off":
         return None
     return Path(where) if where else default_cache_dir()
 
 
-def check_env() -> None:
-    """The plain CLI's judge: its settings, key and cache, checked before any answer is generated."""
-    if problems := missing_judge_keys(settings_from_env(), knob("judge_api_base", "lighteval")):
+def check_env(env: Mapping[str, str] = os.environ, entry: str = "lighteval") -> None:
+    """The plain CLI's judge (`env`: OAB_JUDGE_*): its settings, key and cache, checked before any
+    answer is generated."""
+    if problems := missing_judge_keys(settings_from_env(env), knob("judge_api_base", entry)):
         raise JudgeNotConfigured("no API key: " + "; ".join(problems))
     try:
-        if (folder := _cache_folder()) is not None:
+        if (folder := _cache_folder(env)) is not None:
             check_folder(folder, write=env_access() == "write")
     except NotWritable as e:
         raise NotWritable(
@@ -70,8 +72,8 @@ def check_env() -> None:
         raise StoreError(f"OAB_JUDGE_CACHE: {e}") from None
 
 
-def judge_from_env():
-    return make_judge(settings_from_env(), JudgmentStore(_cache_folder(), access=env_access()))
+def judge_from_env(env: Mapping[str, str] = os.environ):
+    return make_judge(settings_from_env(env), JudgmentStore(_cache_folder(env), access=env_access()))
 
 
 def judge_answers(
