@@ -14,8 +14,8 @@ import jinja2
 from oab_bench.conventions import HTML_REPORT_FILE, PROBE_PREFIX
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs, read_inputs
+from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import Record, Trail, facts_of_rows
-from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, cents, one_each, shown
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.records import total_cost
 from oab_bench.judge.redact import redact
@@ -28,24 +28,23 @@ def _q_order(r: Record) -> tuple[bool, str]:
     return ("peca" not in r.question_id, r.question_id)  # the peça first, then questões 1-4
 
 
-def _exams(t: Table, model: str, totals: dict) -> list[dict]:
+def _exams(t: lb.Table, model: str, totals: dict) -> list[dict]:
     """A model's exams, each with its questions as (short name, the record that counts or None, max)."""
-    by_exam: dict[str, list[str]] = defaultdict(list)
-    for qid, f in t.expected.items():
-        by_exam[f.exam_id].append(qid)
-    out = []
+    by_exam, out = lb.exams_of(t.expected)[0], []
     for exam, qids in sorted(by_exam.items(), key=lambda e: (t.expected[e[1][0]].area, e[0])):
         short = [(q.removeprefix(exam + "_").replace("peca_praticoprofissional", "peça"), q) for q in qids]
         qs = [(s, t.chosen[model].get(q), t.expected[q].max_score) for s, q in sorted(short)]
         total, f = totals.get(exam), t.expected[qids[0]]
         v = "incomplete" if total is None else "pass" if total >= PASS_MARK else "fail"
         out.append(
-            dict(exam=exam, area=area_name(f.area), edition=f.edition, total=total, verdict=v, questions=qs)
+            dict(
+                exam=exam, area=lb.area_name(f.area), edition=f.edition, total=total, verdict=v, questions=qs
+            )
         )
     return out
 
 
-def _table_view(t: Table, anchors: dict) -> dict:
+def _table_view(t: lb.Table, anchors: dict) -> dict:
     areas = sorted({a for r in t.rows for a in r.per_area})
     editions = sorted({e for r in t.rows for e in r.per_edition}, key=int)
     rows = [
@@ -54,13 +53,13 @@ def _table_view(t: Table, anchors: dict) -> dict:
             anchor=anchors[(t.judge, r.model)],
             rank=f"={r.rank}" if r.tied else r.rank,
             marks="*" * (not r.complete) + "†" * r.same_family_as_judge,
-            **shown(r),
-            per_area=[cents(r.per_area.get(a)) for a in areas],
-            per_edition=[cents(r.per_edition.get(e)) for e in editions],
+            **lb.shown(r),
+            per_area=[lb.cents(r.per_area.get(a)) for a in areas],
+            per_edition=[lb.cents(r.per_edition.get(e)) for e in editions],
         )
         for r in t.rows
     ]
-    return {"judge": t.judge, "rows": rows, "areas": [area_name(a) for a in areas], "editions": editions}
+    return {"judge": t.judge, "rows": rows, "areas": [lb.area_name(a) for a in areas], "editions": editions}
 
 
 def _disagreements(counted: list[Record]) -> list[dict]:
@@ -98,7 +97,7 @@ def cost_text(costs: list[float | None], what: str) -> str | None:
     return total + part if costs else None
 
 
-def judging_cost(inputs: Inputs, t: Table, model: str) -> str | None:
+def judging_cost(inputs: Inputs, t: lb.Table, model: str) -> str | None:
     """What judging a model's answers cost in all: its run folders' summaries say, else the judgments
     that count (where they record a cost; upstream's record none)."""
     if (t.judge, model) in inputs.paid:
@@ -119,7 +118,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
-    env.filters["cents"] = cents
+    env.filters["cents"] = lb.cents
     return env
 
 
@@ -145,8 +144,8 @@ def report_html(
     data = read_inputs(list(inputs), list(answers), rows)
     graded = [r for r in data.records if not r.model.startswith(PROBE_PREFIX)]
     truth = facts_of_rows(rows.values())
-    tables, notes = build_tables(graded, expected_ids=expected_ids, truth=truth, **bootstrap)  # none: none
-    probes, _ = one_each([r for r in data.records if r.model.startswith(PROBE_PREFIX)])
+    tables, notes = lb.build_tables(graded, expected_ids=expected_ids, truth=truth, **bootstrap)  # none: none
+    probes, _ = lb.one_each([r for r in data.records if r.model.startswith(PROBE_PREFIX)])
     chosen = [*(t.chosen for t in tables), *probes.values()]
     counted = [
         r for c in chosen for _, recs in sorted(c.items()) for r in sorted(recs.values(), key=_q_order)

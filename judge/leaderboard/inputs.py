@@ -232,22 +232,18 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
 def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | None = None) -> list[Record]:
     """A shared results dataset's records, read as the files they came from are. `only`: the rows
     of one input the export read, as (input, its recorded dataset)."""
-    ours, upstream = defaultdict(list), defaultdict(list)
+    out, upstream = [], defaultdict(list)
     for label, n, row in shared.judgments():
         if only is not None and (row.source, row.dataset) != only:
             continue
         if row.source_kind == "upstream":
             upstream[label] += upstream_lines(row, n)
-        else:
-            ours[label].append((n, row.judge, judgment_record(row)))
-    out = []
-    for label, rows in ours.items():
-        for n, said, record in rows:
-            r = _ours(record, str(Path(label)), n, dataset)
-            if r.judge != said:
-                why = f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}"
-                raise SourceError(why, file=r.source, line=n, field="judge")
-            out.append(r)
+            continue
+        r = _ours(judgment_record(row), str(Path(label)), n, dataset)
+        if r.judge != row.judge:
+            why = f"says {row.judge!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}"
+            raise SourceError(why, file=r.source, line=n, field="judge")
+        out.append(r)
     return out + [r for label, rows in upstream.items() for r in from_upstream(Path(label), rows, dataset)]
 
 
