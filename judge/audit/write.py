@@ -98,8 +98,7 @@ def cost_text(costs: list[float | None], what: str) -> str | None:
 
 
 def judging_cost(inputs: Inputs, t: lb.Table, model: str) -> str | None:
-    """What judging a model's answers cost in all: its run folders' summaries say, else the judgments
-    that count (where they record a cost; upstream's record none)."""
+    """What judging a model's answers cost in all: its run folders' summaries, else its judgments' costs."""
     if (t.judge, model) in inputs.paid:
         total = total_cost(inputs.paid[(t.judge, model)])
         return "unknown (no price)" if total is None else f"${total:.4f}"
@@ -108,8 +107,7 @@ def judging_cost(inputs: Inputs, t: lb.Table, model: str) -> str | None:
 
 
 def environment() -> jinja2.Environment:
-    """The templates' environment (the sweep's page uses it too): every text from the inputs is
-    escaped, and |tojson keeps a blob from closing its <script> element."""
+    """The templates' environment: inputs' text escaped, |tojson safe inside a <script> element."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("oab_bench.judge.audit", "templates"),
         autoescape=True,
@@ -123,7 +121,6 @@ def environment() -> jinja2.Environment:
 
 
 def data_url(png: bytes) -> str:
-    """A PNG inlined: the page stays one file (its policy allows data: images only)."""
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
@@ -137,8 +134,7 @@ def report_html(
     sweeps: Sequence[dict] = (),
     **bootstrap,
 ) -> str:
-    """The report from the inputs and the question rows (texts, rubrics) by id, beside `sweeps`
-    (judge sweeps' pages, judge/sweep/sweep_page.py); no clock: the same inputs, the same bytes."""
+    """The report from the inputs and the question rows by id; no clock: the same inputs, the same bytes."""
     from oab_bench.judge.leaderboard.plot import plot_png_bytes
 
     data = read_inputs(list(inputs), list(answers), rows)
@@ -201,8 +197,7 @@ def report_html(
 def write_report(
     inputs: list[Path], output: Path, *, answers=(), dataset=None, expect_dataset: bool = True, **options
 ) -> Path:
-    """One self-contained HTML file. `dataset`: the questions' texts and rubrics; with
-    `expect_dataset`, also the questions expected (coverage counts the unjudged ones)."""
+    """One self-contained HTML file; with `expect_dataset`, coverage counts the unjudged questions."""
     rows = {}
     if dataset:
         from oab_bench.judge.dataset import load_rows
@@ -214,9 +209,7 @@ def write_report(
 
 
 def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:
-    """`report.html` beside a run's results, never failing the run (its figures are on disk; the
-    reason is printed). The dataset gives texts only: a run of some questions is not one with the
-    others missing."""
+    """`report.html` beside a run's results; a failure is a printed note, never a failed run."""
     out_dir = Path(out_dir)
     try:
         title = f"OAB-Bench run: {out_dir.name}"

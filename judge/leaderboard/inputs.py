@@ -49,8 +49,6 @@ class Facts(BaseModel):
 
 
 class Record(Facts):
-    """One judged (judge, model, question)."""
-
     judge: str  # judge model and prompt (and settings): rankings never mix two of them
     model: str
     status: str
@@ -89,8 +87,7 @@ def _structured(text: str) -> bool:
 
 
 def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
-    """One of our judgment dicts. An impossible one stops the report; one that disagrees with the
-    dataset on its question's value or exam comes back as `mismatch` (its exam is left out)."""
+    """One of our judgment dicts; one that disagrees with the dataset comes back as `mismatch`."""
     got = read_judgment(v, file=source, line=line, rows=rows)
     try:  # the settings that change grading are part of the judge (judge_label.py)
         judge = judge_label(got.judge_model or "unknown", our_prompt(v), v.get("settings"))
@@ -173,8 +170,7 @@ class UpstreamTurn(BaseModel):
 
 
 def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
-    """Upstream's turns summed per question. Each turn is checked against its value; a turn scored
-    twice differently names both lines; a turn FGV annulled whole counts in full, as in ours."""
+    """Upstream's turns, each checked against its value, summed per question (an annulled turn in full)."""
 
     def bad(why: str, line: int) -> SourceError:
         return SourceError(why, file=str(path), line=line, field="score")
@@ -230,8 +226,7 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
 
 
 def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | None = None) -> list[Record]:
-    """A shared results dataset's records, read as the files they came from are. `only`: the rows
-    of one input the export read, as (input, its recorded dataset)."""
+    """A shared results dataset's records; `only`: one input's rows, as (input, its recorded dataset)."""
     out, upstream = [], defaultdict(list)
     for label, n, row in shared.judgments():
         if only is not None and (row.source, row.dataset) != only:
@@ -294,8 +289,7 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
 
 
 def recorded_dataset(path: Path) -> str | None:
-    """The dataset a run folder (or a judgments file in one) was made with: lighteval's results
-    JSON names it as the task's `hf_repo`."""
+    """The dataset a run folder was made with: its results JSON's `hf_repo`."""
     path = Path(path)
     found: set[str] = set()
     for file in sorted(((path if path.is_dir() else path.parent) / "results").rglob("results_*.json")):
@@ -323,8 +317,7 @@ class Inputs(BaseModel):
 
 
 def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
-    """Every input's records, checked against `--dataset`; without it, against a run folder's recorded
-    dataset (a local folder), two of which must agree. A shared results dataset reads as its inputs did."""
+    """Every input's records, checked against `--dataset`, else against the run folders' recorded datasets."""
     from oab_bench.judge.dataset import load_rows
 
     @functools.cache
@@ -372,7 +365,6 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
 
 
 def read_for_command(command: str, inputs: list[str], dataset: str | None) -> Inputs:
-    """read_inputs, its notes (skipped inputs...) on stderr."""
     got = read_inputs(inputs, dataset)
     for note in got.notes:
         print(f"oab-bench {command}: note: {note}", file=sys.stderr)

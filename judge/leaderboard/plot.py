@@ -21,7 +21,6 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
 
 
 def png_bytes(fig) -> bytes:
-    """A figure as PNG bytes, the figure closed."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=130)
     plt.close(fig)

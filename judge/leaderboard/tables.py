@@ -39,8 +39,7 @@ def family(model: str) -> str | None:
 
 
 def cents(x: float | None, sign: bool = False) -> str:
-    """A score to the cent, halves up as a person rounds (9.075 -> 9.08, where the float 9.07499...
-    would round down); "n/a" for none."""
+    """A score to the cent, halves up (9.075 -> 9.08, where the float 9.07499... rounds down)."""
     if x is None:
         return "n/a"
     value = Decimal(f"{x:.9f}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0  # + 0: no "-0.00"
@@ -99,8 +98,7 @@ def exams_of(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]
 
 
 def model_row(model: str, judge: str, mine: dict[str, Record], expected: dict, **bootstrap) -> Row:
-    """`mine`: question -> its checked record. An exam counts when every question is `ok` and it is
-    worth 10.00; coverage counts a question only in such an exam, so none is hidden behind it."""
+    """An exam counts when every question is `ok` and it is worth 10.00; coverage counts only those."""
     by_exam, countable = exams_of(expected)
     ok = {q for q, r in mine.items() if q in expected and r.status == "ok" and r.score is not None}
     complete = [e for e, qs in by_exam.items() if e in countable and ok >= set(qs)]
@@ -151,8 +149,7 @@ def repeat_totals(mine: dict[str, Record], by_exam: dict[str, list[str]], counta
 
 
 def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
-    """One record per (judge, model, question), whatever the order of the inputs: copies with the
-    same result are one, an `ok` beats failures, two different `ok` scores are an error naming both."""
+    """One record per (judge, model, question): copies are one, `ok` beats failures, two `ok`s an error."""
     groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
     for r in records:
         groups[(r.judge, r.model, r.question_id)].append(r)
@@ -197,9 +194,7 @@ def build_tables(
     resamples: int = LEADERBOARD_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[list[Table], list[str]]:
-    """One ranked table per judge, and notes (conflicts, duplicates, several judges) for the reader.
-    `truth`: the dataset's facts per question, else what its id says (a peça is worth 5.00, a questão
-    1.25); a record disagreeing with them is a `mismatch` and counts against its own model only."""
+    """One ranked table per judge, and notes; one disagreeing with `truth` (or its id) is a `mismatch`."""
     truth, checked = truth or {}, []
     for r in records:
         f = truth.get(r.question_id) or facts_of_id(r.question_id)

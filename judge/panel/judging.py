@@ -37,8 +37,7 @@ def graders(judge) -> list:
 
 
 def charge(judge, spent: float) -> None:
-    """`--max-cost-usd` caps the whole command: what was spent before the panel (the candidate's
-    judging, in lighteval's process) counts against it; a jury or repeats share their first's budget."""
+    """What the candidate's judging spent counts against the panel's --max-cost-usd."""
     first = graders(judge)[0]
     if first.budget is not None:
         first.budget.spent += spent
@@ -70,8 +69,7 @@ def print_with_panel(candidate: Estimate, panel_est: Estimate, panel: Panel, fmt
 
 
 def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[Answer]], Beside]:
-    """`oab-bench judge --panel`: what `run_judge_command` judges beside the candidates' answers
-    (read once their rows and answers are known, before any call)."""
+    """`oab-bench judge --panel`: what `run_judge_command` judges beside the candidates' answers."""
 
     def beside(rows: list[QuestionRow], answers: list[Answer]) -> Beside:
         panel, pairs = prepare(specs, rows, {a.model for a in answers}, "judge")
@@ -93,9 +91,7 @@ def judge_beside(
     out: Path,
     access="write",
 ) -> list[dict]:
-    """Judge the panel's answers to the questions the `candidate` records judged;
-    write them, marked, to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does.
-    `access`: "read" when the run goes on with a read-only judgment cache (--cache-read-only)."""
+    """The panel's answers to the candidate's questions judged and written, marked, to `out`."""
     asked = {r["question_id"] for r in candidate}
     pairs = [(row, a) for row, a in pairs if row.question_id in asked]
     judge = make_judge(settings, JudgmentStore(cache, access=access))
@@ -113,8 +109,7 @@ def judge_beside(
 
 
 def ranking(tables, candidate: str, panel: Panel, out: Path, records: list[dict]) -> dict:
-    """The run summary's `panel` block: the candidate's place among the panel in the leaderboard's
-    table (the run's judge): its shared rank, who ties with it, and whose 95% interval overlaps its."""
+    """The run summary's `panel` block: the candidate's shared rank, its ties, whose intervals overlap its."""
     table = next((t for t in tables if any(r.model == candidate for r in t.rows)), None)
     rows = table.rows if table else []
     me = next((r for r in rows if r.model == candidate), None)

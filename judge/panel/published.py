@@ -33,8 +33,7 @@ def add_panel_argument(parser: argparse.ArgumentParser, what: str = BESIDE) -> N
 
 
 class Panel(BaseModel):
-    """Published answers to judge beside a candidate. `sources`: model -> where its answers came
-    from (upstream's repository at its commit, or the path given), shown on its leaderboard row."""
+    """Published answers to judge beside a candidate; `sources`: model -> where its answers came from."""
 
     answers: list[Answer]
     sources: dict[str, str]
@@ -49,8 +48,7 @@ class Panel(BaseModel):
 
 
 def resolve_panel(specs: list[str]) -> Panel:
-    """Every answer of the panel: `upstream`, the six published files (fetched once, verified);
-    `hf:...`, a shared results dataset's answers; else a path. Bad input stops here, naming it."""
+    """Every answer of the panel (`upstream`, `hf:...` or a path); bad input stops here, naming it."""
     from oab_bench.judge.panel.upstream import LABEL, upstream_files
 
     answers: list[Answer] = []
@@ -76,8 +74,7 @@ def resolve_panel(specs: list[str]) -> Panel:
 
 
 def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str], what: str = "the candidate"):
-    """(every (row, answer) of the panel to judge: only the questions judged for the candidates, lines
-    saying what is not judged). A candidate named as a panel model (ignoring case) is an error naming both."""
+    """(the panel's (row, answer) pairs to judge, notes on what is not judged); a name clash is an error."""
     from oab_bench.judge.grading.judge_answers import pair_answers  # (imports litellm: seconds)
 
     by_name = {m.casefold(): m for m in panel.models}

@@ -76,8 +76,7 @@ def unavailable(folder: Path, missing: list[str], why: str) -> PanelUnavailable:
 
 
 def fetch(url: str, dest: Path) -> Path:
-    """`url` into memory (under a megabyte), written to `dest` once verified against `dest`'s pin. A file
-    that cannot be read is an OSError; one that is not the pinned file, PanelUnavailable."""
+    """`url` written to `dest` once it verifies against `dest`'s pin (else PanelUnavailable)."""
     import httpx  # ~0.3 s: only when something is to be fetched
 
     from oab_bench.judge.output import write_atomic

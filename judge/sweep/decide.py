@@ -115,7 +115,6 @@ def decide(reference: JudgeRow, candidates: list[JudgeRow], rule: Rule) -> tuple
 
 
 def text_table(header: tuple, lines: list[tuple]) -> list[str]:
-    """Columns padded to their widest cell."""
     width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
     return [
         "  ".join(str(x).ljust(w) for x, w in zip(row, width, strict=True)).rstrip()

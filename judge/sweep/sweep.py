@@ -40,8 +40,7 @@ def say(line: str) -> None:
 
 
 def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
-    """(spec, settings) of the reference, then each candidate; a bad spec, or one judge twice (even
-    written two ways: effort= and reasoning_effort=, a jury's members in another order), refused."""
+    """(spec, settings) of the reference, then each candidate; one judge given twice is refused."""
     from oab_bench.judge.settings import member_settings
     from oab_bench.judge.sweep.spec import parse_spec
 
@@ -60,8 +59,7 @@ def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
 
 
 def load_material(args: argparse.Namespace):
-    """(every row, the chosen rows, (row, answer) pairs to agree on, (row, model)s of --answers with no
-    answer, panel model -> its answers' source), every input checked before any call."""
+    """(every row, the chosen rows, pairs to agree on, missing answers, panel sources), all checked first."""
     from oab_bench.judge.answers import read_answer_files
     from oab_bench.judge.panel.published import resolve_panel
 
@@ -146,8 +144,7 @@ def print_bill(judges, pairs, fmt: str) -> int:
 
 
 def gradings(judge, judgments) -> list:
-    """(the judge that called, its judgment) per grading: a jury's members each on their own (theirs
-    keep what a cached call first cost, unlike the jury's combined record)."""
+    """(the judge that called, its judgment) per grading; a jury's members each on their own."""
     if getattr(judge, "members", None) is None:
         return [(judge, j) for j in judgments]
     models = {j.model for j in judgments}
@@ -167,8 +164,7 @@ def failure(graded) -> str | None:
 
 
 def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None, str]:
-    """(direct, batch) dollars per model for the whole `dataset`, scaled per question kind from the
-    gradings of the `judged` questions, and the sentence that says how."""
+    """(direct, batch) dollars per model for the whole `dataset`, scaled per question kind, and how."""
     kind = {r.question_id: r.kind for r in judged}
     costs: dict[str, dict[str, list]] = defaultdict(lambda: {"direct": [], "batch": []})
     models: dict[str, set[str]] = defaultdict(set)
@@ -201,8 +197,7 @@ def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None,
 
 
 def measure(judges, folders, probe_pairs, probe_missing, pairs, missing, *, progress: bool, panel: dict):
-    """Each judge in turn: its probes and the real answers graded in one pool of calls, both written
-    (the panel's marked); one whose batches outlast its `batch_wait` is left for a rerun to reattach."""
+    """Each judge's probes and answers graded in one pool of calls and written; pending batches set apart."""
     from oab_bench.judge.grading.batch.submit import BatchPending
     from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
     from oab_bench.judge.output import write_atomic
