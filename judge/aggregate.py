@@ -1,5 +1,4 @@
-"""Question scores -> exam totals -> the task's figures. Failures are never zeros: an exam counts only
-when every question is judged `ok` and their maxima add up to 10.00; others show in coverage instead."""
+"""Question scores -> exam totals -> the task's figures; an exam counts only when all of it is `ok`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Every input of a report: judged records with their audit trail (as the leaderboard reads them),
-and the candidates' answers (run and probe folders carry theirs; FastChat files among the inputs or apart)."""
+"""Every input of a report: judged records with their audit trail, and the candidates' answers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`oab-bench report` and a run's report.html: the template filled with the view, the plot inlined and
-each judgment as a JSON blob the page renders on demand (a large report opens fast); one file."""
+"""`oab-bench report` and a run's report.html: one file, each judgment a JSON blob rendered on demand."""
 
 from __future__ import annotations
 

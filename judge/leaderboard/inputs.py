@@ -1,5 +1,4 @@
-"""Judged results from any input (our judgments, run and probe folders, shared results, upstream's
-per-turn files, told by their keys) -> `Record`s; nothing skipped silently (upstream's -1 is a failure)."""
+"""Judged results from any input, told by their keys -> `Record`s; nothing skipped silently."""
 
 from __future__ import annotations
 

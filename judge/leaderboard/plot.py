@@ -1,5 +1,4 @@
-"""The leaderboard as a picture, one row of panels per judge: mean exam score with its 95% interval
-and the pass line, and a model x area heatmap (areas named and ordered as in the tables)."""
+"""The leaderboard as a picture per judge: mean exam score with its interval, and a model x area heatmap."""
 
 from __future__ import annotations
 

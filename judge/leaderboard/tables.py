@@ -1,5 +1,4 @@
-"""Per judge (never two mixed), per model: exam scores over complete exams with 95% intervals, coverage,
-shared ranks; markdown (upstream's columns), CSV, JSON, paired comparisons; input order changes nothing."""
+"""Per judge, per model: exam scores, intervals, coverage, shared ranks; markdown, CSV, JSON, compare."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The panel judged beside a candidate (`judge`, `run`): its judgments marked, the cost cap shared (the
-candidate first), its bill apart (`--estimate`), and in `run` the candidate's place among the panel."""
+"""The panel judged beside a candidate: its judgments marked, the cost cap shared, its bill, its rank."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`--panel upstream | PATH | hf:...`: the option, the panel's answers (each model labelled with its
-source) and which of them a command judges, read and checked before any call."""
+"""`--panel upstream | PATH | hf:...`: the option, the panel's answers and which of them a command judges."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Upstream's six published answer files, cached (whole, atomically) only when their size and SHA-256
-are the pinned ones; a cached file is hashed again on every use, so an edited copy is never used."""
+"""Upstream's six published answer files, cached only when their size and SHA-256 are the pinned ones."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The sweep's rows and decision (sweep.json's contract), its text table. Pareto front: none as cheap
-and as valid, one strictly (validity: a probe that discriminates, then κ); failed or unpriced: on none."""
+"""The sweep's rows and decision (sweep.json's contract), the Pareto front, its text table."""
 
 from __future__ import annotations
 

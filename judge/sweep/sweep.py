@@ -1,5 +1,4 @@
-"""`oab-bench judge-sweep`: each judge probed, compared with the reference on the same real answers and
-priced per model for the whole dataset, through the judge path (one cache, one cost cap); then decide.py."""
+"""`oab-bench judge-sweep`: each judge probed, compared with the reference and priced; then decide.py."""
 
 from __future__ import annotations
 

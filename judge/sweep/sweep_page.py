@@ -1,5 +1,4 @@
-"""The sweep's page: the decision, validity (κ on pass/fail, exam CCC) against dollars per model, the
-table; `judge-sweep` writes it as sweep.html, `oab-bench report` shows a sweep among its inputs as a page."""
+"""The sweep's page (sweep.html, or a page of `oab-bench report`): the decision, validity per dollar."""
 
 from __future__ import annotations
 
