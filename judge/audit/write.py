@@ -13,6 +13,7 @@ import jinja2
 from oab_bench.conventions import HTML_REPORT_FILE, PROBE_PREFIX
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs, read_inputs
+from oab_bench.judge.dataset import load_rows
 from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import Record, Trail, facts_of_rows
 from oab_bench.judge.output import write_atomic
@@ -197,11 +198,7 @@ def write_report(
     inputs: list[Path], output: Path, *, answers=(), dataset=None, expect_dataset: bool = True, **options
 ) -> Path:
     """One self-contained HTML file; with `expect_dataset`, coverage counts the unjudged questions."""
-    rows = {}
-    if dataset:
-        from oab_bench.judge.dataset import load_rows
-
-        rows = {r.question_id: r for r in load_rows(dataset)}
+    rows = {r.question_id: r for r in load_rows(dataset)} if dataset else {}
     expected = set(rows) if dataset and expect_dataset else None
     html = report_html(inputs, answers, rows, expected_ids=expected, **options)
     return write_atomic(Path(output), html)
@@ -209,11 +206,11 @@ def write_report(
 
 def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:
     """`report.html` beside a run's results; a failure is a printed note, never a failed run."""
-    out_dir = Path(out_dir)
+    title = f"OAB-Bench run: {Path(out_dir).name}"
     try:
-        title = f"OAB-Bench run: {out_dir.name}"
-        out = out_dir / HTML_REPORT_FILE
-        path = write_report([out_dir], out, dataset=dataset, title=title, expect_dataset=False)
+        path = write_report(
+            [out_dir], Path(out_dir) / HTML_REPORT_FILE, dataset=dataset, title=title, expect_dataset=False
+        )
     except Exception as e:  # a report is a by-product of the run
         print(f"oab-bench run: note: no report.html ({type(e).__name__}: {redact(str(e))})", file=sys.stderr)
         return None

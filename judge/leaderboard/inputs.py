@@ -247,7 +247,6 @@ class NoResults(SourceError):
 
 def is_probe_folder(path: Path) -> bool:
     """`oab-bench probe`'s folder: its report beside its judgments."""
-    path = Path(path)
     return path.is_dir() and (path / PROBE_REPORT_FILE).is_file() and (path / JUDGMENTS_FILE).is_file()
 
 
@@ -289,7 +288,6 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
 
 def recorded_dataset(path: Path) -> str | None:
     """The dataset a run folder was made with: its results JSON's `hf_repo`."""
-    path = Path(path)
     found: set[str] = set()
     for file in sorted(((path if path.is_dir() else path.parent) / "results").rglob("results_*.json")):
         try:

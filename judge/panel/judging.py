@@ -146,10 +146,8 @@ def rank_line(block: dict, candidate: str) -> str:
         f"oab-bench run: {candidate} ranks {'=' * bool(block['tied'])}{block['rank']} of {block['of']} beside "
         f"the panel's {len(block['models'])} published models ({block['source']}), judge {block['judge']}"
     )
-    if block["tied"]:
-        line += f"; it ties with {', '.join(block['tied'])} (the same exam score)"
-    if block["unsettled"]:
-        line += (
-            f"; its order with {', '.join(block['unsettled'])} is not settled (their 95% intervals overlap)"
-        )
-    return line
+    tied, unsettled = ", ".join(block["tied"]), ", ".join(block["unsettled"])
+    line += f"; it ties with {tied} (the same exam score)" * bool(tied)
+    return line + f"; its order with {unsettled} is not settled (their 95% intervals overlap)" * bool(
+        unsettled
+    )

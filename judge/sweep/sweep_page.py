@@ -80,8 +80,7 @@ def sweep_view(report: SweepReport, *, why=None, scaled=None, name: str = "", an
     rows = []
     for n, (r, line) in enumerate(zip(report.judges, cells(report), strict=True), start=1):
         marks = {"reference": r.judge == report.reference, "recommended": r.judge == report.recommended}
-        marks["failed"] = bool(r.failed)
-        on = [m for m, yes in marks.items() if yes]
+        on = [m for m, yes in (marks | {"failed": r.failed}).items() if yes]
         rows.append({"n": n, "judge": r.judge, "cells": [r.judge, *line[1:]], "marks": on})
     failed = {r.judge: r.failed for r in report.judges if r.failed}
     return {
