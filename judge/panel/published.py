@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -50,9 +51,7 @@ def resolve_panel(specs: list[str]) -> Panel:
     """Every answer of the panel (`upstream`, `hf:...` or a path); bad input stops here, naming it."""
     from oab_bench.judge.panel.upstream import LABEL, upstream_files
 
-    answers: list[Answer] = []
-    sources: dict[str, set[str]] = {}
-    read: list[str] = []
+    answers, sources, read = [], defaultdict(set), []
     for spec in dict.fromkeys(specs):  # the same argument twice is one
         if spec == UPSTREAM:
             files, label = upstream_files(), LABEL
@@ -68,7 +67,7 @@ def resolve_panel(specs: list[str]) -> Panel:
                 raise SourceError("no answers in it (empty file?)", file=str(file))
             answers += got
             for a in got:
-                sources.setdefault(a.model, set()).add(label)
+                sources[a.model].add(label)
     return Panel(answers=answers, sources={m: ", ".join(sorted(s)) for m, s in sources.items()}, files=read)
 
 
