@@ -1,5 +1,4 @@
-"""Question scores -> exam totals -> the task's figures. Failures are never zeros: an exam counts only
-when every question is judged `ok` and their maxima add up to 10.00; others show in coverage instead."""
+"""Question scores -> exam totals -> the task's figures; an exam counts only when all of it is `ok`."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ class QuestionResult(BaseModel):
 
 
 def run_cost(results: list[QuestionResult]) -> float:
-    """Dollars spent on judging in this run; NaN (unknown) as soon as one billed call had no price,
-    cached or not: the same settings say unknown on every run, never NaN then 0."""
+    """Dollars judging cost in this run; NaN (unknown) once any billed call, cached or not, had no price."""
     costs = [cost_now(r.cost_usd, r.cached) for r in results]
     return math.nan if None in costs else sum(costs)
 

@@ -1,5 +1,4 @@
-"""Every 95% interval: a seeded percentile bootstrap that resamples whole exams (a question's score
-depends on its exam's other questions, so resampling questions would understate the spread)."""
+"""Every 95% interval: a seeded percentile bootstrap resampling whole exams (their questions depend)."""
 
 from __future__ import annotations
 

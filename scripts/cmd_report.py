@@ -14,14 +14,9 @@ HELP = "one self-contained HTML file: leaderboard down to each rubric item"
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.sweep.sweep_page import write_report_with_sweeps
 
-    path = write_report_with_sweeps(
-        [Path(p) for p in args.inputs],
-        Path(args.output),
-        answers=[Path(p) for p in args.answers or []],
-        dataset=args.dataset,
-        resamples=args.resamples,
-        seed=args.seed,
-    )
+    inputs, answers = [Path(p) for p in args.inputs], [Path(p) for p in args.answers or []]
+    options = {"dataset": args.dataset, "resamples": args.resamples, "seed": args.seed}
+    path = write_report_with_sweeps(inputs, Path(args.output), answers=answers, **options)
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

@@ -1,5 +1,4 @@
-"""Every input of a report: judged records with their audit trail (as the leaderboard reads them),
-and the candidates' answers (run and probe folders carry theirs; FastChat files among the inputs or apart)."""
+"""Every input of a report: judged records with their audit trail, and the candidates' answers."""
 
 from __future__ import annotations
 
@@ -27,9 +26,7 @@ class Inputs(BaseModel):
 
 
 def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
-    """The answers a folder carries beside its judgments, and a note for each panel answer file gone
-    since: a run folder's (lighteval details, and the panel's files its summary names), a probe
-    folder's (answers/*.jsonl); none for a file."""
+    """The answers a run or probe folder carries beside its judgments, and a note per panel file gone."""
     if is_probe_folder(path):
         return [a for f in sorted((path / PROBE_ANSWERS_DIR).glob("*.jsonl")) for a in load_answers(f)], []
     if not (path.is_dir() or path.suffix in (".parquet", ".eval")):
@@ -49,8 +46,7 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
 
 
 def paid_in_all(path: Path, records: list[Record]) -> dict[tuple[str, str], float | None]:
-    """A run folder's judging cost in all (its summary's `cost_usd_total`, resumes included) by the
-    (judge, model) of its candidate; none for any other input."""
+    """A run folder's `cost_usd_total` (resumes included) by its candidate's (judge, model)."""
     try:
         summary = json.loads((Path(path) / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -60,8 +56,7 @@ def paid_in_all(path: Path, records: list[Record]) -> dict[tuple[str, str], floa
 
 
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
-    """Everything the report shows. A folder with nothing judged is skipped with a note, as the
-    leaderboard does; any other bad input stops the report naming its file and line."""
+    """Everything the report shows; a folder with nothing judged is a note, any other bad input an error."""
     records: list[Record] = []
     answers: list[Answer] = [a for path in answer_files for a in load_answers(Path(path))]
     notes: list[str] = []

@@ -1,5 +1,4 @@
-"""`oab-bench report` and a run's report.html: the template filled with the view, the plot inlined and
-each judgment as a JSON blob the page renders on demand (a large report opens fast); one file."""
+"""`oab-bench report` and a run's report.html: one file, each judgment a JSON blob rendered on demand."""
 
 from __future__ import annotations
 
@@ -14,8 +13,9 @@ import jinja2
 from oab_bench.conventions import HTML_REPORT_FILE, PROBE_PREFIX
 from oab_bench.dataset_builder.schema import PASS_MARK, QuestionRow
 from oab_bench.judge.audit.collect import Inputs, read_inputs
+from oab_bench.judge.dataset import load_rows
+from oab_bench.judge.leaderboard import tables as lb
 from oab_bench.judge.leaderboard.inputs import Record, Trail, facts_of_rows
-from oab_bench.judge.leaderboard.tables import Table, area_name, build_tables, cents, one_each, shown
 from oab_bench.judge.output import write_atomic
 from oab_bench.judge.records import total_cost
 from oab_bench.judge.redact import redact
@@ -28,24 +28,23 @@ def _q_order(r: Record) -> tuple[bool, str]:
     return ("peca" not in r.question_id, r.question_id)  # the peça first, then questões 1-4
 
 
-def _exams(t: Table, model: str, totals: dict) -> list[dict]:
+def _exams(t: lb.Table, model: str, totals: dict) -> list[dict]:
     """A model's exams, each with its questions as (short name, the record that counts or None, max)."""
-    by_exam: dict[str, list[str]] = defaultdict(list)
-    for qid, f in t.expected.items():
-        by_exam[f.exam_id].append(qid)
-    out = []
+    by_exam, out = lb.exams_of(t.expected)[0], []
     for exam, qids in sorted(by_exam.items(), key=lambda e: (t.expected[e[1][0]].area, e[0])):
         short = [(q.removeprefix(exam + "_").replace("peca_praticoprofissional", "peça"), q) for q in qids]
         qs = [(s, t.chosen[model].get(q), t.expected[q].max_score) for s, q in sorted(short)]
         total, f = totals.get(exam), t.expected[qids[0]]
         v = "incomplete" if total is None else "pass" if total >= PASS_MARK else "fail"
         out.append(
-            dict(exam=exam, area=area_name(f.area), edition=f.edition, total=total, verdict=v, questions=qs)
+            dict(
+                exam=exam, area=lb.area_name(f.area), edition=f.edition, total=total, verdict=v, questions=qs
+            )
         )
     return out
 
 
-def _table_view(t: Table, anchors: dict) -> dict:
+def _table_view(t: lb.Table, anchors: dict) -> dict:
     areas = sorted({a for r in t.rows for a in r.per_area})
     editions = sorted({e for r in t.rows for e in r.per_edition}, key=int)
     rows = [
@@ -54,13 +53,13 @@ def _table_view(t: Table, anchors: dict) -> dict:
             anchor=anchors[(t.judge, r.model)],
             rank=f"={r.rank}" if r.tied else r.rank,
             marks="*" * (not r.complete) + "†" * r.same_family_as_judge,
-            **shown(r),
-            per_area=[cents(r.per_area.get(a)) for a in areas],
-            per_edition=[cents(r.per_edition.get(e)) for e in editions],
+            **lb.shown(r),
+            per_area=[lb.cents(r.per_area.get(a)) for a in areas],
+            per_edition=[lb.cents(r.per_edition.get(e)) for e in editions],
         )
         for r in t.rows
     ]
-    return {"judge": t.judge, "rows": rows, "areas": [area_name(a) for a in areas], "editions": editions}
+    return {"judge": t.judge, "rows": rows, "areas": [lb.area_name(a) for a in areas], "editions": editions}
 
 
 def _disagreements(counted: list[Record]) -> list[dict]:
@@ -98,9 +97,8 @@ def cost_text(costs: list[float | None], what: str) -> str | None:
     return total + part if costs else None
 
 
-def judging_cost(inputs: Inputs, t: Table, model: str) -> str | None:
-    """What judging a model's answers cost in all: its run folders' summaries say, else the judgments
-    that count (where they record a cost; upstream's record none)."""
+def judging_cost(inputs: Inputs, t: lb.Table, model: str) -> str | None:
+    """What judging a model's answers cost in all: its run folders' summaries, else its judgments' costs."""
     if (t.judge, model) in inputs.paid:
         total = total_cost(inputs.paid[(t.judge, model)])
         return "unknown (no price)" if total is None else f"${total:.4f}"
@@ -109,8 +107,7 @@ def judging_cost(inputs: Inputs, t: Table, model: str) -> str | None:
 
 
 def environment() -> jinja2.Environment:
-    """The templates' environment (the sweep's page uses it too): every text from the inputs is
-    escaped, and |tojson keeps a blob from closing its <script> element."""
+    """The templates' environment: inputs' text escaped, |tojson safe inside a <script> element."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("oab_bench.judge.audit", "templates"),
         autoescape=True,
@@ -119,12 +116,11 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
-    env.filters["cents"] = cents
+    env.filters["cents"] = lb.cents
     return env
 
 
 def data_url(png: bytes) -> str:
-    """A PNG inlined: the page stays one file (its policy allows data: images only)."""
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
@@ -138,15 +134,14 @@ def report_html(
     sweeps: Sequence[dict] = (),
     **bootstrap,
 ) -> str:
-    """The report from the inputs and the question rows (texts, rubrics) by id, beside `sweeps`
-    (judge sweeps' pages, judge/sweep/sweep_page.py); no clock: the same inputs, the same bytes."""
+    """The report from the inputs and the question rows by id; no clock: the same inputs, the same bytes."""
     from oab_bench.judge.leaderboard.plot import plot_png_bytes
 
     data = read_inputs(list(inputs), list(answers), rows)
     graded = [r for r in data.records if not r.model.startswith(PROBE_PREFIX)]
     truth = facts_of_rows(rows.values())
-    tables, notes = build_tables(graded, expected_ids=expected_ids, truth=truth, **bootstrap)  # none: none
-    probes, _ = one_each([r for r in data.records if r.model.startswith(PROBE_PREFIX)])
+    tables, notes = lb.build_tables(graded, expected_ids=expected_ids, truth=truth, **bootstrap)  # none: none
+    probes, _ = lb.one_each([r for r in data.records if r.model.startswith(PROBE_PREFIX)])
     chosen = [*(t.chosen for t in tables), *probes.values()]
     counted = [
         r for c in chosen for _, recs in sorted(c.items()) for r in sorted(recs.values(), key=_q_order)
@@ -202,27 +197,20 @@ def report_html(
 def write_report(
     inputs: list[Path], output: Path, *, answers=(), dataset=None, expect_dataset: bool = True, **options
 ) -> Path:
-    """One self-contained HTML file. `dataset`: the questions' texts and rubrics; with
-    `expect_dataset`, also the questions expected (coverage counts the unjudged ones)."""
-    rows = {}
-    if dataset:
-        from oab_bench.judge.dataset import load_rows
-
-        rows = {r.question_id: r for r in load_rows(dataset)}
+    """One self-contained HTML file; with `expect_dataset`, coverage counts the unjudged questions."""
+    rows = {r.question_id: r for r in load_rows(dataset)} if dataset else {}
     expected = set(rows) if dataset and expect_dataset else None
     html = report_html(inputs, answers, rows, expected_ids=expected, **options)
     return write_atomic(Path(output), html)
 
 
 def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:
-    """`report.html` beside a run's results, never failing the run (its figures are on disk; the
-    reason is printed). The dataset gives texts only: a run of some questions is not one with the
-    others missing."""
-    out_dir = Path(out_dir)
+    """`report.html` beside a run's results; a failure is a printed note, never a failed run."""
+    title = f"OAB-Bench run: {Path(out_dir).name}"
     try:
-        title = f"OAB-Bench run: {out_dir.name}"
-        out = out_dir / HTML_REPORT_FILE
-        path = write_report([out_dir], out, dataset=dataset, title=title, expect_dataset=False)
+        path = write_report(
+            [out_dir], Path(out_dir) / HTML_REPORT_FILE, dataset=dataset, title=title, expect_dataset=False
+        )
     except Exception as e:  # a report is a by-product of the run
         print(f"oab-bench run: note: no report.html ({type(e).__name__}: {redact(str(e))})", file=sys.stderr)
         return None

@@ -1,5 +1,4 @@
-"""Judged results from any input (our judgments, run and probe folders, shared results, upstream's
-per-turn files, told by their keys) -> `Record`s; nothing skipped silently (upstream's -1 is a failure)."""
+"""Judged results from any input, told by their keys -> `Record`s; nothing skipped silently."""
 
 from __future__ import annotations
 
@@ -49,8 +48,6 @@ class Facts(BaseModel):
 
 
 class Record(Facts):
-    """One judged (judge, model, question)."""
-
     judge: str  # judge model and prompt (and settings): rankings never mix two of them
     model: str
     status: str
@@ -89,8 +86,7 @@ def _structured(text: str) -> bool:
 
 
 def _ours(v: dict, source: str, line: int, rows: dict[str, QuestionRow]) -> Record:
-    """One of our judgment dicts. An impossible one stops the report; one that disagrees with the
-    dataset on its question's value or exam comes back as `mismatch` (its exam is left out)."""
+    """One of our judgment dicts; one that disagrees with the dataset comes back as `mismatch`."""
     got = read_judgment(v, file=source, line=line, rows=rows)
     try:  # the settings that change grading are part of the judge (judge_label.py)
         judge = judge_label(got.judge_model or "unknown", our_prompt(v), v.get("settings"))
@@ -173,8 +169,7 @@ class UpstreamTurn(BaseModel):
 
 
 def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
-    """Upstream's turns summed per question. Each turn is checked against its value; a turn scored
-    twice differently names both lines; a turn FGV annulled whole counts in full, as in ours."""
+    """Upstream's turns, each checked against its value, summed per question (an annulled turn in full)."""
 
     def bad(why: str, line: int) -> SourceError:
         return SourceError(why, file=str(path), line=line, field="score")
@@ -230,24 +225,19 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
 
 
 def from_shared(shared: Shared, dataset: dict[str, QuestionRow], only: tuple | None = None) -> list[Record]:
-    """A shared results dataset's records, read as the files they came from are. `only`: the rows
-    of one input the export read, as (input, its recorded dataset)."""
-    ours, upstream = defaultdict(list), defaultdict(list)
+    """A shared results dataset's records; `only`: one input's rows, as (input, its recorded dataset)."""
+    out, upstream = [], defaultdict(list)
     for label, n, row in shared.judgments():
         if only is not None and (row.source, row.dataset) != only:
             continue
         if row.source_kind == "upstream":
             upstream[label] += upstream_lines(row, n)
-        else:
-            ours[label].append((n, row.judge, judgment_record(row)))
-    out = []
-    for label, rows in ours.items():
-        for n, said, record in rows:
-            r = _ours(record, str(Path(label)), n, dataset)
-            if r.judge != said:
-                why = f"says {said!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}"
-                raise SourceError(why, file=r.source, line=n, field="judge")
-            out.append(r)
+            continue
+        r = _ours(judgment_record(row), str(Path(label)), n, dataset)
+        if r.judge != row.judge:
+            why = f"says {row.judge!r}, its judge_model, prompt_version, mode and settings make {r.judge!r}"
+            raise SourceError(why, file=r.source, line=n, field="judge")
+        out.append(r)
     return out + [r for label, rows in upstream.items() for r in from_upstream(Path(label), rows, dataset)]
 
 
@@ -257,7 +247,6 @@ class NoResults(SourceError):
 
 def is_probe_folder(path: Path) -> bool:
     """`oab-bench probe`'s folder: its report beside its judgments."""
-    path = Path(path)
     return path.is_dir() and (path / PROBE_REPORT_FILE).is_file() and (path / JUDGMENTS_FILE).is_file()
 
 
@@ -302,9 +291,7 @@ def load_records(path: Path, dataset: dict[str, QuestionRow] | None = None) -> l
 
 
 def recorded_dataset(path: Path) -> str | None:
-    """The dataset a run folder (or a judgments file in one) was made with: lighteval's results
-    JSON names it as the task's `hf_repo`."""
-    path = Path(path)
+    """The dataset a run folder was made with: its results JSON's `hf_repo`."""
     if inspect_log.is_log(path):
         return inspect_log.recorded_dataset(path)
     found: set[str] = set()
@@ -333,8 +320,7 @@ class Inputs(BaseModel):
 
 
 def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
-    """Every input's records, checked against `--dataset`; without it, against a run folder's recorded
-    dataset (a local folder), two of which must agree. A shared results dataset reads as its inputs did."""
+    """Every input's records, checked against `--dataset`, else against the run folders' recorded datasets."""
     from oab_bench.judge.dataset import load_rows
 
     @functools.cache
@@ -382,7 +368,6 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
 
 
 def read_for_command(command: str, inputs: list[str], dataset: str | None) -> Inputs:
-    """read_inputs, its notes (skipped inputs...) on stderr."""
     got = read_inputs(inputs, dataset)
     for note in got.notes:
         print(f"oab-bench {command}: note: {note}", file=sys.stderr)

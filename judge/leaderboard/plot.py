@@ -1,5 +1,4 @@
-"""The leaderboard as a picture, one row of panels per judge: mean exam score with its 95% interval
-and the pass line, and a model x area heatmap (areas named and ordered as in the tables)."""
+"""The leaderboard as a picture per judge: mean exam score with its interval, and a model x area heatmap."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ def plot_png_bytes(tables: list[Table]) -> bytes:
 
 
 def png_bytes(fig) -> bytes:
-    """A figure as PNG bytes, the figure closed."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=130)
     plt.close(fig)
@@ -39,8 +37,7 @@ def figure(tables: list[Table]):
         colors = ["#2e7d32" if m >= PASS_MARK else "#c62828" for m in means]
         for bar, r in zip(bars.barh(y, means, color=colors, alpha=0.85, height=0.6), rows, strict=True):
             if r.panel:  # published answers (--panel): lighter and hatched, the candidate stands out
-                bar.set_alpha(0.45)
-                bar.set_hatch("//")
+                bar.set(alpha=0.45, hatch="//")
         lows = np.array([r.mean_exam_score if r.ci_low is None else r.ci_low for r in rows])
         highs = np.array([r.mean_exam_score if r.ci_high is None else r.ci_high for r in rows])
         # clipped: a mean of equal totals may land a float's width outside its interval (0.1 * 3 / 3)

@@ -1,10 +1,7 @@
-"""Per judge (never two mixed), per model: exam scores over complete exams with 95% intervals, coverage,
-shared ranks; markdown (upstream's columns), CSV, JSON, paired comparisons; input order changes nothing."""
+"""Per judge, per model: exam scores, intervals, coverage, shared ranks; markdown, CSV, JSON, compare."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections import defaultdict
@@ -41,8 +38,7 @@ def family(model: str) -> str | None:
 
 
 def cents(x: float | None, sign: bool = False) -> str:
-    """A score to the cent, halves up as a person rounds (9.075 -> 9.08, where the float 9.07499...
-    would round down); "n/a" for none."""
+    """A score to the cent, halves up (9.075 -> 9.08, where the float 9.07499... rounds down)."""
     if x is None:
         return "n/a"
     value = Decimal(f"{x:.9f}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) + 0  # + 0: no "-0.00"
@@ -91,7 +87,7 @@ def _best(per_area: dict[str, float]) -> str | None:
     return top[0][0] if len(top) > 1 and top[0][1] > top[1][1] + 1e-9 else None
 
 
-def _exams(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]]:
+def exams_of(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]]:
     """Exam -> its questions, and the exams that can count (their questions worth 10.00)."""
     by_exam: dict[str, list[str]] = defaultdict(list)
     for qid, f in expected.items():
@@ -101,9 +97,8 @@ def _exams(expected: dict[str, Facts]) -> tuple[dict[str, list[str]], set[str]]:
 
 
 def model_row(model: str, judge: str, mine: dict[str, Record], expected: dict, **bootstrap) -> Row:
-    """`mine`: question -> its checked record. An exam counts when every question is `ok` and it is
-    worth 10.00; coverage counts a question only in such an exam, so none is hidden behind it."""
-    by_exam, countable = _exams(expected)
+    """An exam counts when every question is `ok` and it is worth 10.00; coverage counts only those."""
+    by_exam, countable = exams_of(expected)
     ok = {q for q, r in mine.items() if q in expected and r.status == "ok" and r.score is not None}
     complete = [e for e, qs in by_exam.items() if e in countable and ok >= set(qs)]
     totals = {e: money(sum(mine[q].score for q in by_exam[e])) for e in complete}
@@ -153,8 +148,7 @@ def repeat_totals(mine: dict[str, Record], by_exam: dict[str, list[str]], counta
 
 
 def one_each(records: list[Record]) -> tuple[dict[str, dict[str, dict[str, Record]]], list[str]]:
-    """One record per (judge, model, question), whatever the order of the inputs: copies with the
-    same result are one, an `ok` beats failures, two different `ok` scores are an error naming both."""
+    """One record per (judge, model, question): copies are one, `ok` beats failures, two `ok`s an error."""
     groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
     for r in records:
         groups[(r.judge, r.model, r.question_id)].append(r)
@@ -199,9 +193,7 @@ def build_tables(
     resamples: int = LEADERBOARD_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[list[Table], list[str]]:
-    """One ranked table per judge, and notes (conflicts, duplicates, several judges) for the reader.
-    `truth`: the dataset's facts per question, else what its id says (a peça is worth 5.00, a questão
-    1.25); a record disagreeing with them is a `mismatch` and counts against its own model only."""
+    """One ranked table per judge, and notes; one disagreeing with `truth` (or its id) is a `mismatch`."""
     truth, checked = truth or {}, []
     for r in records:
         f = truth.get(r.question_id) or facts_of_id(r.question_id)
@@ -223,7 +215,7 @@ def build_tables(
             notes.append(
                 f"{judge}: {len(expected_ids - seen)} expected questions have no judgment from any model"
             )
-        by_exam, countable = _exams(expected)
+        by_exam, countable = exams_of(expected)
         notes += [
             f"{judge}: exam {exam}: its judged questions are worth {sum(expected[q].max_score for q in qids):.2f}, "
             f"not {EXAM_MAX:.2f}: it is left out of every model's exam figures and coverage"
@@ -332,18 +324,16 @@ def render_json(tables: list[Table], notes: list[str]) -> str:
 
 
 def render_csv(tables: list[Table]) -> str:
+    import pandas as pd
+
     rows = [r for t in tables for r in t.rows]
     areas = sorted({a for r in rows for a in r.per_area})
     editions = sorted({e for r in rows for e in r.per_edition}, key=int)
-    columns = [k for k in JSON_KEYS if k not in ("per_area", "per_edition")] + ["panel", "panel_source"]
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(columns + [f"area_{a}" for a in areas] + [f"edition_{e}" for e in editions])
-    for r in rows:
-        flat = _flat(r) | {"panel_source": r.panel or ""}
-        w.writerow(
-            [flat[k] for k in columns]
-            + [r.per_area.get(a) for a in areas]
-            + [r.per_edition.get(e) for e in editions]
-        )
-    return buf.getvalue()
+    flat = [
+        {k: v for k, v in _flat(r).items() if k not in ("per_area", "per_edition")}
+        | {"panel_source": r.panel or ""}
+        | {f"area_{a}": r.per_area.get(a) for a in areas}
+        | {f"edition_{e}": r.per_edition.get(e) for e in editions}
+        for r in rows
+    ]
+    return pd.DataFrame(flat).to_csv(index=False, lineterminator="\r\n")

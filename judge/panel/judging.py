@@ -1,5 +1,4 @@
-"""The panel judged beside a candidate (`judge`, `run`): its judgments marked, the cost cap shared (the
-candidate first), its bill apart (`--estimate`), and in `run` the candidate's place among the panel."""
+"""The panel judged beside a candidate: its judgments marked, the cost cap shared, its bill, its rank."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ def graders(judge) -> list:
 
 
 def charge(judge, spent: float) -> None:
-    """`--max-cost-usd` caps the whole command: what was spent before the panel (the candidate's
-    judging, in lighteval's process) counts against it; a jury or repeats share their first's budget."""
+    """What the candidate's judging spent counts against the panel's --max-cost-usd."""
     first = graders(judge)[0]
     if first.budget is not None:
         first.budget.spent += spent
@@ -70,8 +68,7 @@ def print_with_panel(candidate: Estimate, panel_est: Estimate, panel: Panel, fmt
 
 
 def judge_command_share(specs: list[str]) -> Callable[[list[QuestionRow], list[Answer]], Beside]:
-    """`oab-bench judge --panel`: what `run_judge_command` judges beside the candidates' answers
-    (read once their rows and answers are known, before any call)."""
+    """`oab-bench judge --panel`: what `run_judge_command` judges beside the candidates' answers."""
 
     def beside(rows: list[QuestionRow], answers: list[Answer]) -> Beside:
         panel, pairs = prepare(specs, rows, {a.model for a in answers}, "judge")
@@ -93,9 +90,7 @@ def judge_beside(
     out: Path,
     access="write",
 ) -> list[dict]:
-    """Judge the panel's answers to the questions the `candidate` records judged;
-    write them, marked, to PANEL_JUDGMENTS_FILE in `out`. Raises BatchPending as `judge` does.
-    `access`: "read" when the run goes on with a read-only judgment cache (--cache-read-only)."""
+    """The panel's answers to the candidate's questions judged and written, marked, to `out`."""
     asked = {r["question_id"] for r in candidate}
     pairs = [(row, a) for row, a in pairs if row.question_id in asked]
     judge = make_judge(settings, JudgmentStore(cache, access=access))
@@ -113,8 +108,7 @@ def judge_beside(
 
 
 def ranking(tables, candidate: str, panel: Panel, out: Path, records: list[dict]) -> dict:
-    """The run summary's `panel` block: the candidate's place among the panel in the leaderboard's
-    table (the run's judge): its shared rank, who ties with it, and whose 95% interval overlaps its."""
+    """The run summary's `panel` block: the candidate's shared rank, its ties, whose intervals overlap its."""
     table = next((t for t in tables if any(r.model == candidate for r in t.rows)), None)
     rows = table.rows if table else []
     me = next((r for r in rows if r.model == candidate), None)
@@ -152,10 +146,8 @@ def rank_line(block: dict, candidate: str) -> str:
         f"oab-bench run: {candidate} ranks {'=' * bool(block['tied'])}{block['rank']} of {block['of']} beside "
         f"the panel's {len(block['models'])} published models ({block['source']}), judge {block['judge']}"
     )
-    if block["tied"]:
-        line += f"; it ties with {', '.join(block['tied'])} (the same exam score)"
-    if block["unsettled"]:
-        line += (
-            f"; its order with {', '.join(block['unsettled'])} is not settled (their 95% intervals overlap)"
-        )
-    return line
+    tied, unsettled = ", ".join(block["tied"]), ", ".join(block["unsettled"])
+    line += f"; it ties with {tied} (the same exam score)" * bool(tied)
+    return line + f"; its order with {unsettled} is not settled (their 95% intervals overlap)" * bool(
+        unsettled
+    )

@@ -1,10 +1,10 @@
-"""`--panel upstream | PATH | hf:...`: the option, the panel's answers (each model labelled with its
-source) and which of them a command judges, read and checked before any call."""
+"""`--panel upstream | PATH | hf:...`: the option, the panel's answers and which of them a command judges."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,8 +33,7 @@ def add_panel_argument(parser: argparse.ArgumentParser, what: str = BESIDE) -> N
 
 
 class Panel(BaseModel):
-    """Published answers to judge beside a candidate. `sources`: model -> where its answers came
-    from (upstream's repository at its commit, or the path given), shown on its leaderboard row."""
+    """Published answers to judge beside a candidate; `sources`: model -> where its answers came from."""
 
     answers: list[Answer]
     sources: dict[str, str]
@@ -49,13 +48,10 @@ class Panel(BaseModel):
 
 
 def resolve_panel(specs: list[str]) -> Panel:
-    """Every answer of the panel: `upstream`, the six published files (fetched once, verified);
-    `hf:...`, a shared results dataset's answers; else a path. Bad input stops here, naming it."""
+    """Every answer of the panel (`upstream`, `hf:...` or a path); bad input stops here, naming it."""
     from oab_bench.judge.panel.upstream import LABEL, upstream_files
 
-    answers: list[Answer] = []
-    sources: dict[str, set[str]] = {}
-    read: list[str] = []
+    answers, sources, read = [], defaultdict(set), []
     for spec in dict.fromkeys(specs):  # the same argument twice is one
         if spec == UPSTREAM:
             files, label = upstream_files(), LABEL
@@ -71,13 +67,12 @@ def resolve_panel(specs: list[str]) -> Panel:
                 raise SourceError("no answers in it (empty file?)", file=str(file))
             answers += got
             for a in got:
-                sources.setdefault(a.model, set()).add(label)
+                sources[a.model].add(label)
     return Panel(answers=answers, sources={m: ", ".join(sorted(s)) for m, s in sources.items()}, files=read)
 
 
 def panel_pairs(panel: Panel, rows: list[QuestionRow], candidates: set[str], what: str = "the candidate"):
-    """(every (row, answer) of the panel to judge: only the questions judged for the candidates, lines
-    saying what is not judged). A candidate named as a panel model (ignoring case) is an error naming both."""
+    """(the panel's (row, answer) pairs to judge, notes on what is not judged); a name clash is an error."""
     from oab_bench.judge.grading.judge_answers import pair_answers  # (imports litellm: seconds)
 
     by_name = {m.casefold(): m for m in panel.models}

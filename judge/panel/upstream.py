@@ -1,5 +1,4 @@
-"""Upstream's six published answer files, cached (whole, atomically) only when their size and SHA-256
-are the pinned ones; a cached file is hashed again on every use, so an edited copy is never used."""
+"""Upstream's six published answer files, cached only when their size and SHA-256 are the pinned ones."""
 
 from __future__ import annotations
 
@@ -76,8 +75,7 @@ def unavailable(folder: Path, missing: list[str], why: str) -> PanelUnavailable:
 
 
 def fetch(url: str, dest: Path) -> Path:
-    """`url` into memory (under a megabyte), written to `dest` once verified against `dest`'s pin. A file
-    that cannot be read is an OSError; one that is not the pinned file, PanelUnavailable."""
+    """`url` written to `dest` once it verifies against `dest`'s pin (else PanelUnavailable)."""
     import httpx  # ~0.3 s: only when something is to be fetched
 
     from oab_bench.judge.output import write_atomic

@@ -1,5 +1,4 @@
-"""The sweep's rows and decision (sweep.json's contract), its text table. Pareto front: none as cheap
-and as valid, one strictly (validity: a probe that discriminates, then κ); failed or unpriced: on none."""
+"""The sweep's rows and decision (sweep.json's contract), the Pareto front, its text table."""
 
 from __future__ import annotations
 
@@ -115,7 +114,6 @@ def decide(reference: JudgeRow, candidates: list[JudgeRow], rule: Rule) -> tuple
 
 
 def text_table(header: tuple, lines: list[tuple]) -> list[str]:
-    """Columns padded to their widest cell."""
     width = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
     return [
         "  ".join(str(x).ljust(w) for x, w in zip(row, width, strict=True)).rstrip()

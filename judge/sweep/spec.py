@@ -1,5 +1,4 @@
-"""A judge on one line: `MODEL[,SETTING=VALUE...]` (any `oab-bench judge` setting by name, `effort`
-for short) or `jury[-mean|-min]:JUDGE|JUDGE...`; the rest from OAB_JUDGE_*, then the defaults."""
+"""A judge on one line: `MODEL[,SETTING=VALUE...]` or `jury[-mean|-min]:JUDGE|JUDGE...`."""
 
 from __future__ import annotations
 

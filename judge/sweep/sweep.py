@@ -1,5 +1,4 @@
-"""`oab-bench judge-sweep`: each judge probed, compared with the reference on the same real answers and
-priced per model for the whole dataset, through the judge path (one cache, one cost cap); then decide.py."""
+"""`oab-bench judge-sweep`: each judge probed, compared with the reference and priced; then decide.py."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ def say(line: str) -> None:
 
 
 def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
-    """(spec, settings) of the reference, then each candidate; a bad spec, or one judge twice (even
-    written two ways: effort= and reasoning_effort=, a jury's members in another order), refused."""
+    """(spec, settings) of the reference, then each candidate; one judge given twice is refused."""
     from oab_bench.judge.settings import member_settings
     from oab_bench.judge.sweep.spec import parse_spec
 
@@ -60,8 +58,7 @@ def parse_judges(args: argparse.Namespace) -> list[tuple[str, object]]:
 
 
 def load_material(args: argparse.Namespace):
-    """(every row, the chosen rows, (row, answer) pairs to agree on, (row, model)s of --answers with no
-    answer, panel model -> its answers' source), every input checked before any call."""
+    """(every row, the chosen rows, pairs to agree on, missing answers, panel sources), all checked first."""
     from oab_bench.judge.answers import read_answer_files
     from oab_bench.judge.panel.published import resolve_panel
 
@@ -146,8 +143,7 @@ def print_bill(judges, pairs, fmt: str) -> int:
 
 
 def gradings(judge, judgments) -> list:
-    """(the judge that called, its judgment) per grading: a jury's members each on their own (theirs
-    keep what a cached call first cost, unlike the jury's combined record)."""
+    """(the judge that called, its judgment) per grading; a jury's members each on their own."""
     if getattr(judge, "members", None) is None:
         return [(judge, j) for j in judgments]
     models = {j.model for j in judgments}
@@ -167,42 +163,38 @@ def failure(graded) -> str | None:
 
 
 def cost_per_model(graded, judged, dataset) -> tuple[float | None, float | None, str]:
-    """(direct, batch) dollars per model for the whole `dataset`, scaled per question kind from the
-    gradings of the `judged` questions, and the sentence that says how."""
+    """(direct, batch) dollars per model for the whole `dataset`, scaled per question kind, and how."""
     kind = {r.question_id: r.kind for r in judged}
-    costs: dict[str, dict[str, list]] = defaultdict(lambda: {"direct": [], "batch": []})
+    costs: dict[str, list[tuple]] = defaultdict(list)  # kind -> (direct, batch) per grading
     models: dict[str, set[str]] = defaultdict(set)
     for who, j in graded:
         if j.question_id in kind:
-            cost, discount = j.cost_usd, who.settings.price_batch_discount
+            cost, batch, discount = j.cost_usd, who.settings.batch, who.settings.price_batch_discount
             if cost is None and j.usage.prompt_tokens == 0 and j.usage.completion_tokens == 0:
                 cost = 0.0  # no call billed
-            direct = cost if not who.settings.batch or cost is None else cost / discount if discount else None
-            batch = cost if who.settings.batch or cost is None else cost * discount
-            costs[kind[j.question_id]]["direct"].append(direct)
-            costs[kind[j.question_id]]["batch"].append(batch)
+            direct = cost if not batch or cost is None else cost / discount if discount else None
+            costs[kind[j.question_id]].append((direct, cost if batch or cost is None else cost * discount))
             models[j.question_id].add(j.model)
     n_judged, wanted = Counter(kind[q] for q in models), Counter(r.kind for r in dataset)
     n_models = max((len(m) for m in models.values()), default=0)
     if not n_models:
         return None, None, "no answer judged: no cost to scale"
     out = []
-    for side in ("direct", "batch"):
-        every = [c for k in costs for c in costs[k][side]]
-        mean = None if None in every else {k: sum(costs[k][side]) / n_models / n_judged[k] for k in costs}
-        fallback = mean and sum(every) / n_models / sum(n_judged.values())
-        out.append(mean and sum(n * mean.get(k, fallback) for k, n in wanted.items()))
+    for side in (0, 1):
+        every = [c[side] for cs in costs.values() for c in cs]
+        if None in every:  # a grading without a price: no total
+            out.append(None)
+            continue
+        mean = {k: sum(c[side] for c in cs) / n_models / n_judged[k] for k, cs in costs.items()}
+        fallback = sum(every) / n_models / sum(n_judged.values())
+        out.append(sum(n * mean.get(k, fallback) for k, n in wanted.items()))
     counts = ", ".join(f"{k} {n_judged[k]} of {wanted[k]}" for k in sorted(wanted))
-    return (
-        out[0],
-        out[1],
-        f"scaled: {sum(n_judged.values())} of {len(dataset)} questions judged ({counts}), {n_models} models",
-    )
+    how = f"scaled: {sum(n_judged.values())} of {len(dataset)} questions judged ({counts}), {n_models} models"
+    return out[0], out[1], how
 
 
 def measure(judges, folders, probe_pairs, probe_missing, pairs, missing, *, progress: bool, panel: dict):
-    """Each judge in turn: its probes and the real answers graded in one pool of calls, both written
-    (the panel's marked); one whose batches outlast its `batch_wait` is left for a rerun to reattach."""
+    """Each judge's probes and answers graded in one pool of calls and written; pending batches set apart."""
     from oab_bench.judge.grading.batch.submit import BatchPending
     from oab_bench.judge.grading.runner import dump_jsonl, run_judge_all
     from oab_bench.judge.output import write_atomic

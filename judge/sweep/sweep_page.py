@@ -1,5 +1,4 @@
-"""The sweep's page: the decision, validity (κ on pass/fail, exam CCC) against dollars per model, the
-table; `judge-sweep` writes it as sweep.html, `oab-bench report` shows a sweep among its inputs as a page."""
+"""The sweep's page (sweep.html, or a page of `oab-bench report`): the decision, validity per dollar."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ NOISE = re.compile(r",(api_base|price_[a-z_]+)=[^,|]*")  # settings that do not 
 
 
 def figure(report: SweepReport):
-    """One numbered point per judge with its 95% interval on each axis, the Pareto front ringed and
-    joined; a judge failed, unpriced or without figures is named in the key, never placed."""
+    """One numbered point per judge per axis with its interval, the Pareto front joined."""
     rows = list(enumerate(report.judges, start=1))
     fig, axes = plt.subplots(1, len(AXES), figsize=(16, max(5.0, 1.2 + 0.2 * len(rows))), squeeze=False)
     apart, undefined = {}, defaultdict(list)
@@ -82,8 +80,7 @@ def sweep_view(report: SweepReport, *, why=None, scaled=None, name: str = "", an
     rows = []
     for n, (r, line) in enumerate(zip(report.judges, cells(report), strict=True), start=1):
         marks = {"reference": r.judge == report.reference, "recommended": r.judge == report.recommended}
-        marks["failed"] = bool(r.failed)
-        on = [m for m, yes in marks.items() if yes]
+        on = [m for m, yes in (marks | {"failed": r.failed}).items() if yes]
         rows.append({"n": n, "judge": r.judge, "cells": [r.judge, *line[1:]], "marks": on})
     failed = {r.judge: r.failed for r in report.judges if r.failed}
     return {
@@ -107,8 +104,7 @@ def write_sweep_page(views: Sequence[dict], path: Path, title: str) -> Path:
 
 
 def read_sweep(path: Path) -> SweepReport | None:
-    """The sweep an input of `oab-bench report` names (its sweep.json, or a sweep folder's); None
-    when the input is no sweep; one with a sweep's keys that is not one names its field."""
+    """The sweep an input names (sweep.json or its folder); None when it is none."""
     path = Path(path) / SWEEP_FILE if Path(path).is_dir() else Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
@@ -125,8 +121,7 @@ def read_sweep(path: Path) -> SweepReport | None:
 
 
 def write_report_with_sweeps(inputs: Sequence[Path], output: Path, **report_options) -> Path:
-    """`oab-bench report`: sweeps among the inputs are pages of the report (alone, when they are
-    all there is); the rest is read as always (judge/audit/write.py)."""
+    """`oab-bench report`: sweeps among the inputs are pages of the report (alone, if all there is)."""
     found = sorted((str(p), s) for p in inputs if (s := read_sweep(p)) is not None)  # any input order
     others = [p for p in inputs if str(p) not in dict(found)]
     views = [sweep_view(s, name=name, anchor=f"sweep-{i}") for i, (name, s) in enumerate(found, 1)]
