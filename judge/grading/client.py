@@ -37,13 +37,14 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
 
-class CallResult(NamedTuple):
-    status: str  # ok | api_error | truncated | refused | parse_error (empty reply)
+class CallResult(NamedTuple):  # a judge call (retried), or one judgment's calls until its reply parsed
+    status: str  # ok | api_error | truncated | refused | parse_error
     content: str
     usage: Usage
     cost_usd: float | None
     error: str | None
     attempts: int
+    parsed: Any = None  # what the reply parsed to (Judge.call)
 
 
 class Prices(NamedTuple):  # USD per token (None: unknown)
@@ -81,29 +82,26 @@ def call_key(settings: JudgeSettings) -> str | None:
     return "EMPTY" if settings.api_base and missing_keys(settings.judge_model) else None
 
 
-def _said(exc: BaseException | None) -> str:
-    """What an error and the errors behind it say (litellm wraps the one that tells the cause)."""
-    parts: list[str] = []
-    while exc is not None and len(parts) < 8:
-        parts.append(str(exc))
+def says(exc: BaseException | None, phrases: tuple[str, ...]) -> bool:
+    """`exc`, or an error behind it (litellm wraps the one that tells the cause), says one of `phrases`."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if any(p in str(exc) for p in phrases):
+            return True
         exc = exc.__cause__ or exc.__context__
-    return " | ".join(parts)
+    return False
 
 
-def missing_credentials(exc: BaseException) -> bool:
-    """litellm reports a missing key as a 500 ("Missing credentials"): permanent, not transient."""
-    return any(s in _said(exc) for s in ("Missing credentials", "api_key client option must be set"))
-
-
-def malformed_header(exc: BaseException) -> bool:
-    """A key (or header) holding a control character: refused before sending, every time."""
-    return any(s in _said(exc) for s in ("Forbidden control character", "Illegal header value"))
+# litellm reports a missing key as a 500: permanent, as is a key holding a control character
+NO_KEY = ("Missing credentials", "api_key client option must be set")
+BAD_HEADER = ("Forbidden control character", "Illegal header value")
 
 
 def connection_failed(exc: BaseException) -> bool:
     """Nothing answered (refused, reset, DNS): litellm reports it as a 500 "Connection error"."""
     nothing = isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
-    return nothing and not malformed_header(exc)
+    return nothing and not says(exc, BAD_HEADER)
 
 
 def refused_for_good(error: str | None) -> bool:
@@ -129,7 +127,7 @@ def transient(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     waited = isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, asyncio.TimeoutError))
     retry = waited or status == 429 or (isinstance(status, int) and status >= 500)
-    return retry and not missing_credentials(exc) and not malformed_header(exc)
+    return retry and not says(exc, NO_KEY + BAD_HEADER)
 
 
 class Breaker:
@@ -159,9 +157,9 @@ def describe_error(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     name = f"{type(exc).__name__} ({status})" if isinstance(status, int) else type(exc).__name__
     text = f"{name}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    if missing_credentials(exc):
+    if says(exc, NO_KEY):
         text += f" (set {API_KEY_ENV} or the provider's key variable, or give an api_base)"
-    elif malformed_header(exc):
+    elif says(exc, BAD_HEADER):
         text += " (the API key holds a control character: check the key variable)"
     return redact(text)[:500]
 
@@ -333,7 +331,7 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
             if isinstance(e, litellm.BadRequestError) and not attempt:  # a budget too small: once more
                 kwargs["max_tokens"] = 256
                 continue
-            if permanent(e) or missing_credentials(e) or malformed_header(e):
+            if permanent(e) or says(e, NO_KEY + BAD_HEADER):
                 raise ValueError(f"the {who} {model} at {where} refused the check call: {text}") from None
             if connection_failed(e):
                 raise ValueError(f"the {who} {model} at {where} does not answer: {text}") from None

@@ -8,6 +8,9 @@ import contextvars
 import hashlib
 import logging
 import statistics
+import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
@@ -26,7 +29,7 @@ from oab_bench.judge.grading.upstream_prompts import (
     upstream_calls,
 )
 from oab_bench.judge.legacy import parse_legacy_score_detailed
-from oab_bench.judge.records import Judgment, Outcome, Usage, priced, total_cost
+from oab_bench.judge.records import Judgment, Usage, priced, total_cost
 from oab_bench.judge.scoring import annulled_items, question_score
 from oab_bench.judge.settings import JudgeSettings
 
@@ -35,6 +38,7 @@ logger = logging.getLogger(__name__)
 # (_CALLED, per judgment) finishes its other calls (upstream's second turn, a parse retry).
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
+T = TypeVar("T")
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 
 
@@ -45,6 +49,14 @@ class PerKind(dict):  # tokens per question kind, printed in words
 
 # Expected completion tokens of one judgment with no history in the cache.
 DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)
+
+
+def per_loop(held: weakref.WeakKeyDictionary, make: Callable[[], T]) -> T:
+    """One `make()` per event loop: an asyncio primitive serves only the loop it first waited on."""
+    loop = asyncio.get_running_loop()
+    if loop not in held:
+        held[loop] = make()
+    return held[loop]
 
 
 def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
@@ -65,7 +77,7 @@ class Judge:
         self.budget = Budget(self, settings.max_cost_usd) if settings.max_cost_usd is not None else None
         self.upstream = None if settings.prompt == "oab" else load_upstream_prompts(settings.upstream_prompts)
         self.breaker = Breaker(limit=max(8, settings.concurrency))  # a whole wave of calls refused
-        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._slots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> its semaphore
         self._per_row: dict[tuple[str, int], tuple[str, dict | None, str]] = {}
         self.mode, up = settings.mode, self.upstream
         self.prompt_version = PROMPT_VERSION if up is None else prompt_version(settings.prompt, up)
@@ -194,17 +206,14 @@ class Judge:
                     status, error = "parse_error", str(e)[:500]
             elif status != "parse_error":
                 break  # api errors were already retried; truncation and refusals would repeat
-        return Outcome(status, content, usage, total_cost(costs), attempts, error, parsed)
+        return CallResult(status, content, usage, total_cost(costs), error, attempts, parsed)
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
         """Held during one judge call only: at most `concurrency` in flight (a semaphore per event
         loop); once the run is stopping, a judgment that has not called yet never does."""
-        loop = asyncio.get_running_loop()
-        if self._slots is None or self._slots[0] is not loop:
-            self._slots = (loop, asyncio.Semaphore(self.settings.concurrency))
         stopping, called = _STOPPING.get(), _CALLED.get()
-        async with self._slots[1]:
+        async with per_loop(self._slots, lambda: asyncio.Semaphore(self.settings.concurrency)):
             if stopping is not None and stopping.is_set() and not (called and called[0]):
                 raise asyncio.CancelledError("run stopping: no new judge call")
             if called is not None:
@@ -282,14 +291,7 @@ class Budget:
         self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
         self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
         self._history: dict[Judge, dict[str, float]] = {}  # per judge sharing the cap (jury, repeats)
-        self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        """Signalled when a call in flight settles (one per event loop)."""
-        loop = asyncio.get_running_loop()
-        if self._settled is None or self._settled[0] is not loop:
-            self._settled = (loop, asyncio.Condition())
-        return self._settled[1]
+        self._settled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # signalled as calls settle
 
     async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
         """The expected cost of `answer` by `judge`, now in flight; None: over the cap. One that does not
@@ -299,7 +301,7 @@ class Budget:
             self._history[judge] = completion_history(judge)[0]
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in judge.prompts(row, answer)[1])
         expected = price_of(judge, prompt, round(self._history[judge][row.kind])) or 0.0
-        settled = self._condition()
+        settled = per_loop(self._settled, asyncio.Condition)
         async with settled:
             while not self.refused and self.reserved > 0 and self._over(expected):
                 await settled.wait()
@@ -314,7 +316,7 @@ class Budget:
         return self.spent + self.in_flight + expected > self.cap
 
     async def settle(self, reserved: float, judgment: Judgment | None) -> None:
-        settled = self._condition()
+        settled = per_loop(self._settled, asyncio.Condition)
         async with settled:
             self.reserved -= 1
             self.in_flight = max(0.0, self.in_flight - reserved) if self.reserved else 0.0

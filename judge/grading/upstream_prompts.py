@@ -13,9 +13,10 @@ from typing import NamedTuple
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.grading.client import CallResult
 from oab_bench.judge.grading.reply_schema import GradingError, json_format, strict_object
 from oab_bench.judge.legacy import parse_legacy_score_detailed
-from oab_bench.judge.records import ItemScore, Judgment, Outcome, Usage, total_cost
+from oab_bench.judge.records import ItemScore, Judgment, Usage, total_cost
 from oab_bench.judge.scoring import annulled_part
 
 V1_SINGLE, V1_MULTI, V2 = "single-oab-v1", "single-oab-v1-multi-turn", "single-oab-v2"
@@ -120,7 +121,7 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
 async def grade_upstream(judge, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
     """Upstream's protocol: a `judge.call` per turn (v1) or question (v2); the score is the parts' sum."""
     calls = upstream_calls(row, turns, judge.settings.prompt, judge.upstream)
-    outcomes: list[tuple[UpstreamCall, Outcome]] = []
+    outcomes: list[tuple[UpstreamCall, CallResult]] = []
     for c in calls:
         fmt = UPSTREAM_V2_FORMAT if c.structured else None
         outcomes.append((c, await judge.call(c.messages, fmt, _parser(c))))
