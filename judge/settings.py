@@ -188,31 +188,20 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
         )
 
 
-def values_from_env(env: Mapping[str, str]) -> dict:
-    """The OAB_JUDGE_* settings present in `env`, converted; a bad value names its variable."""
-    values = {}
-    for name in JudgeSettings.model_fields:
-        raw = env.get(env_var(name))
-        if raw is None or not raw.strip():  # empty or blank: unset, as an empty key is missing
-            continue
-        try:
-            values[name] = _converter(name)(raw)
-        except ValueError as e:
-            raise ValueError(f"{env_var(name)}={raw!r}: {e}") from None
-    return values
-
-
 def settings_from(
     args=None, env: Mapping[str, str] | None = None, *, prefix="", defaults=None
 ) -> JudgeSettings:
-    """Defaults, then the environment, then the flags (`args`, from add_arguments)."""
-    values = {**(defaults or {}), **values_from_env(env or {})}
-    for name in JudgeSettings.model_fields if args is not None else ():
-        got = getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
-        if isinstance(got, list):  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
-            got = ",".join(got)
-        if got is not None:
-            values[name] = got
+    """Defaults, then the environment (OAB_JUDGE_*; blank is unset), then the flags (from add_arguments)."""
+    values = dict(defaults or {})
+    for name in JudgeSettings.model_fields:
+        raw = (env or {}).get(env_var(name)) or ""
+        try:
+            values |= {name: _converter(name)(raw)} if raw.strip() else {}
+        except ValueError as e:
+            raise ValueError(f"{env_var(name)}={raw!r}: {e}") from None
+        got = None if args is None else getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
+        if got is not None:  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
+            values[name] = ",".join(got) if isinstance(got, list) else got
     values = {k: None if v is NULL else v for k, v in values.items()}
     if not _member_specs(str(values.get("judge_model") or "")):  # unset, blank, or only commas
         raise ValueError(f"no judge model: pass --judge-model or set {env_var('judge_model')}")

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import litellm
 import tenacity
 
-from oab_bench.judge.records import Usage
+from oab_bench.judge.records import Usage, priced, total_cost
 from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings
 
@@ -45,6 +45,13 @@ class CallResult(NamedTuple):  # a judge call (retried), or one judgment's calls
     error: str | None
     attempts: int
     parsed: Any = None  # what the reply parsed to (Judge.call)
+
+
+def merged(results: list[CallResult], parsed: Any = None) -> CallResult:
+    """Several calls as one: the last one's reply; their usage, cost and attempts added."""
+    cost = total_cost([priced(r.cost_usd, r.usage) for r in results])
+    usage, attempts = sum((r.usage for r in results), Usage()), sum(r.attempts for r in results)
+    return results[-1]._replace(usage=usage, cost_usd=cost, attempts=attempts, parsed=parsed)
 
 
 class Prices(NamedTuple):  # USD per token (None: unknown)
@@ -204,15 +211,11 @@ def prices(settings: JudgeSettings) -> Prices:
     """Each price given (USD per 1M tokens) wins, each one not given is the cost map's; cached input
     without its own price: the map's cached price with the map's input price, else the input price."""
     known = map_prices(settings.judge_model)
-
-    def per_token(given: float | None, default: float | None) -> float | None:
-        return default if given is None else given / 1e6
-
-    fresh = per_token(settings.price_input, known.input)
-    cached = per_token(
-        settings.price_cached_input, known.cached_input if settings.price_input is None else fresh
-    )
-    return Prices(fresh, fresh if cached is None else cached, per_token(settings.price_output, known.output))
+    given = [None if p is None else p / 1e6 for p in (settings.price_input, settings.price_cached_input)]
+    fresh = known.input if given[0] is None else given[0]
+    cached = given[1] if given[1] is not None else known.cached_input if given[0] is None else fresh
+    output = known.output if settings.price_output is None else settings.price_output / 1e6
+    return Prices(fresh, fresh if cached is None else cached, output)
 
 
 def cost(settings: JudgeSettings, usage: Usage) -> float | None:
@@ -319,8 +322,13 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
         reasoning = False
     messages = [{"role": "user", "content": CHECK_PROMPT}]
     kwargs = {"model": model, "messages": messages, "max_tokens": 16 if reasoning else 1, "timeout": 60}
-    kwargs |= {"api_base": api_base, "api_key": api_key, "num_retries": 0, "max_retries": 0}
-    kwargs["drop_params"] = True
+    kwargs |= {
+        "api_base": api_base,
+        "api_key": api_key,
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+    }
     where = api_base or "its provider"
     for attempt in range(2):
         try:

@@ -12,11 +12,13 @@ import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
+from litellm import token_counter
+
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer, strip_reasoning
 from oab_bench.judge.grading.answer_limit import fit_answer
-from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, prices
+from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, merged, prices
 from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
 from oab_bench.judge.grading.prompts import PROMPT_VERSION, build_messages, marks_cache
@@ -29,7 +31,7 @@ from oab_bench.judge.grading.upstream_prompts import (
     upstream_calls,
 )
 from oab_bench.judge.legacy import parse_legacy_score_detailed
-from oab_bench.judge.records import Judgment, Usage, priced, total_cost
+from oab_bench.judge.records import Judgment, Usage, priced
 from oab_bench.judge.scoring import annulled_items, question_score
 from oab_bench.judge.settings import JudgeSettings
 
@@ -57,14 +59,6 @@ def per_loop(held: weakref.WeakKeyDictionary, make: Callable[[], T]) -> T:
     if loop not in held:
         held[loop] = make()
     return held[loop]
-
-
-def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
-    """(turns, text, tokens when over max_answer_tokens) as the judge sees them, reasoning removed."""
-    turns = [strip_reasoning(t) for t in answer.turns]
-    cut = settings.long_answers == "truncate"
-    turns, size = fit_answer(turns, settings.judge_model, settings.max_answer_tokens, cut=cut)
-    return turns, Answer(model=answer.model, question_id=answer.question_id, turns=turns).text, size
 
 
 class Judge:
@@ -105,22 +99,21 @@ class Judge:
 
     def base(self, row: QuestionRow, model: str, key: str = "") -> dict:
         """The fields every judgment of `row` by this judge carries."""
-        question = {"question_id": row.question_id, "exam_id": row.exam_id, "max_score": row.max_score}
-        return {
-            **question,
-            **self.identity(),
-            "model": model,
-            "cache_key": key,
-            "settings": self.settings.recorded(),
-        }
+        question = row.model_dump(include={"question_id", "exam_id", "max_score"})
+        mine = {"model": model, "cache_key": key, "settings": self.settings.recorded()}
+        return question | self.identity() | mine
 
     def unanswered(self, row: QuestionRow, model: str, why: str) -> Judgment:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self.base(row, model), status="no_answer", error=why, cost_usd=0.0)
 
     def _read(self, row: QuestionRow, answer: Answer) -> tuple[list[str], str, int | None, str, tuple | None]:
-        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer`."""
-        turns, text, size = judged_text(answer, self.settings)
+        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer`, reasoning removed;
+        size: its tokens when over max_answer_tokens."""
+        s = self.settings
+        turns = [strip_reasoning(t) for t in answer.turns]
+        turns, size = fit_answer(turns, s.judge_model, s.max_answer_tokens, cut=s.long_answers == "truncate")
+        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
         skip = None
         if not any(t.strip() for t in turns):
             skip = ("no_answer", "empty answer (nothing left after removing reasoning blocks)")
@@ -185,8 +178,7 @@ class Judge:
 
     async def call(self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None):
         """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
-        usage, costs, attempts = Usage(), [], 0
-        status, content, error, parsed = "api_error", "", None, None
+        results: list[CallResult] = []
         for n in range(self.settings.parse_attempts):
             if n == 0 and first is not None:
                 result = first
@@ -195,18 +187,15 @@ class Judge:
             else:
                 async with self.call_slot():
                     result = await call_judge(self.settings, messages, fmt, self.breaker)
-            usage, attempts = usage + result.usage, attempts + result.attempts
-            costs.append(priced(result.cost_usd, result.usage))
-            status, content, error = result.status, result.content, result.error
-            if status == "ok":
+            if result.status == "ok":
                 try:
-                    parsed = parse(content)
-                    break
+                    return merged([*results, result], parse(result.content))
                 except (GradingError, ValueError, KeyError, TypeError, AttributeError) as e:
-                    status, error = "parse_error", str(e)[:500]
-            elif status != "parse_error":
+                    result = result._replace(status="parse_error", error=str(e)[:500])
+            results.append(result)
+            if result.status != "parse_error":
                 break  # api errors were already retried; truncation and refusals would repeat
-        return CallResult(status, content, usage, total_cost(costs), error, attempts, parsed)
+        return merged(results)
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
@@ -251,10 +240,8 @@ class Judge:
 
 def count_tokens(judge_model: str, messages: list[dict]) -> int:
     """Prompt tokens with litellm's counter (OpenAI's GPT-4o/4.1/5 and o-series count with o200k)."""
-    import litellm
-
     o200k = judge_model.split("/", 1)[-1].startswith(_O200K)
-    return litellm.token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
+    return token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
 
 
 def completion_history(judge: Judge) -> tuple[dict[str, float], str]:

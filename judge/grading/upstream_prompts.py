@@ -13,10 +13,10 @@ from typing import NamedTuple
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
-from oab_bench.judge.grading.client import CallResult
+from oab_bench.judge.grading.client import CallResult, merged
 from oab_bench.judge.grading.reply_schema import GradingError, json_format, strict_object
 from oab_bench.judge.legacy import parse_legacy_score_detailed
-from oab_bench.judge.records import ItemScore, Judgment, Usage, total_cost
+from oab_bench.judge.records import ItemScore, Judgment
 from oab_bench.judge.scoring import annulled_part
 
 V1_SINGLE, V1_MULTI, V2 = "single-oab-v1", "single-oab-v1-multi-turn", "single-oab-v2"
@@ -128,13 +128,9 @@ async def grade_upstream(judge, row: QuestionRow, turns: list[str], base: dict) 
         if outcomes[-1][1].status != "ok":
             break
     texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]
-    fields = dict(
-        base,
-        usage=sum((o.usage for _, o in outcomes), Usage()),
-        cost_usd=total_cost([o.cost_usd for _, o in outcomes]),
-        judge_text="\n\n".join(texts),
-        attempts=sum(o.attempts for _, o in outcomes),
-    )
+    spent = merged([o for _, o in outcomes])
+    fields = dict(base, usage=spent.usage, cost_usd=spent.cost_usd, attempts=spent.attempts)
+    fields["judge_text"] = "\n\n".join(texts)
     c, last = outcomes[-1]
     if last.status != "ok":
         return Judgment(**fields, status=last.status, error=f"{c.label or 'question'}: {last.error}")
