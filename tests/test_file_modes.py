@@ -64,7 +64,7 @@ CACHE_WRITER = textwrap.dedent(
         async with JudgmentStore(folder).claim("b" * 64):
             pass
         log = BatchLog(folder)
-        log.append("submit", "c1", judge_model="j", requests={})
+        log.append("submit", "c1", judge_model="j", endpoint="e", requests={})
         async with log.submitting():
             pass
     asyncio.run(claim())

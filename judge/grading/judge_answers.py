@@ -26,16 +26,10 @@ def pair_answers(rows, answers: list[Answer]):
     """(pairs to grade, by model then dataset order; (row, model) not answered; ids the dataset lacks)."""
     by_id = {r.question_id: r for r in rows}
     unknown = sorted({a.question_id for a in answers} - set(by_id))
-    models: dict[str, dict[str, Answer]] = {}
-    for (model, qid), a in one_per_question([a for a in answers if a.question_id in by_id]).items():
-        models.setdefault(model, {})[qid] = a
-    pairs, missing = [], []
-    for model, got in sorted(models.items()):  # by model, not by the order of the answer files
-        for row in rows:
-            if row.question_id in got:
-                pairs.append((row, got[row.question_id]))
-            else:
-                missing.append((row, model))
+    got = one_per_question([a for a in answers if a.question_id in by_id])
+    models = sorted({model for model, _ in got})  # by model, not by the order of the answer files
+    pairs = [(r, got[m, r.question_id]) for m in models for r in rows if (m, r.question_id) in got]
+    missing = [(r, m) for m in models for r in rows if (m, r.question_id) not in got]
     return pairs, missing, unknown
 
 
