@@ -95,26 +95,6 @@ class JudgeSettings(BaseModel):
         return self.model_dump(include={*SAMPLING, "max_answer_tokens", "long_answers"})
 
 
-def _member(spec: str) -> tuple[str, dict]:
-    """`openai/gpt-5.2 reasoning_effort=high temperature=none`: the model and its own settings."""
-    model, *pairs = spec.split()
-    own = {}
-    for pair in pairs:
-        field, sep, raw = pair.partition("=")
-        field = field.replace("-", "_")
-        if not sep or field not in JudgeSettings.model_fields or field in JURY_WIDE:
-            raise ValueError(
-                f"jury member {spec!r}: {pair!r} is not SETTING=VALUE of a member's own setting "
-                f"(any judge setting but {', '.join(sorted(JURY_WIDE))})"
-            )
-        try:
-            value = _converter(field)(raw)
-        except ValueError as e:
-            raise ValueError(f"jury member {spec!r}: {pair!r}: {e}") from None
-        own[field] = None if value is NULL else value
-    return model, own
-
-
 def _member_specs(judge_model: str) -> list[str]:
     return [m.strip() for m in judge_model.split(",") if m.strip()]
 
@@ -127,10 +107,20 @@ def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
             raise ValueError(f"{specs[0]!r}: settings after a model name are for jury members; use the flags")
         return [settings]
     out = []
-    for spec in specs:
-        model, own = _member(spec)
+    for spec in specs:  # `openai/gpt-5.2 reasoning_effort=high temperature=none`: a member's own settings
+        model, *pairs = spec.split()
+        own = {"judge_model": model}
+        for pair in pairs:
+            field, sep, raw = pair.partition("=")
+            field = field.replace("-", "_")
+            if not sep or field not in JudgeSettings.model_fields or field in JURY_WIDE:
+                raise ValueError(
+                    f"jury member {spec!r}: {pair!r} is not SETTING=VALUE of a member's own setting "
+                    f"(any judge setting but {', '.join(sorted(JURY_WIDE))})"
+                )
+            own[field] = None if raw.lower() in ("none", "null") else raw  # pydantic converts the rest
         try:
-            out.append(JudgeSettings(**{**settings.model_dump(), **own, "judge_model": model}))
+            out.append(JudgeSettings(**{**settings.model_dump(), **own}))
         except ValidationError as e:
             raise ValueError(
                 f"jury member {spec!r}: " + "; ".join(_problem(x, "") for x in e.errors())
@@ -188,18 +178,25 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
         )
 
 
-def settings_from(
-    args=None, env: Mapping[str, str] | None = None, *, prefix="", defaults=None
-) -> JudgeSettings:
-    """Defaults, then the environment (OAB_JUDGE_*; blank is unset), then the flags (from add_arguments)."""
-    values = dict(defaults or {})
+def values_from_env(env: Mapping[str, str]) -> dict:
+    """The OAB_JUDGE_* settings present in `env`, converted (blank is unset); a bad value names its variable."""
+    values = {}
     for name in JudgeSettings.model_fields:
-        raw = (env or {}).get(env_var(name)) or ""
+        raw = env.get(env_var(name)) or ""
         try:
             values |= {name: _converter(name)(raw)} if raw.strip() else {}
         except ValueError as e:
             raise ValueError(f"{env_var(name)}={raw!r}: {e}") from None
-        got = None if args is None else getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
+    return values
+
+
+def settings_from(
+    args=None, env: Mapping[str, str] | None = None, *, prefix="", defaults=None
+) -> JudgeSettings:
+    """Defaults, then the environment, then the flags (`args`, from add_arguments)."""
+    values = {**(defaults or {}), **values_from_env(env or {})}
+    for name in JudgeSettings.model_fields if args is not None else ():
+        got = getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
         if got is not None:  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
             values[name] = ",".join(got) if isinstance(got, list) else got
     values = {k: None if v is NULL else v for k, v in values.items()}

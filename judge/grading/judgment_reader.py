@@ -48,7 +48,7 @@ def problem(record: Judgment | JudgmentLine, row: QuestionRow | None = None) -> 
     if record.status != "ok":
         return None
     if not _within(record.score, top):
-        return "score", f"{record.score!r} is not a score within 0..{top}"
+        return "score", f"{record.score!r} is outside 0..{top}"
     items = record.items or []
     for n, item in enumerate(items):
         if not _within(item.score, item.max_score if item.max_score > 0 else math.inf):
