@@ -127,15 +127,14 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "") -> int:
     if est.generations_cached is not None:
         to_make = f"{est.generations_to_pay} to generate (not priced here)"
         print(f"generations: {est.generations_cached} in the answer store (cost 0), {to_make}")
-    print(
-        f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {est.judgments_to_pay} to pay for"
-    )
-    header = ["model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch"]
-    usd = {"cost_usd": _usd, "cost_usd_batch": _usd}
+    to_pay = f"{est.judgments_to_pay} to pay for"
+    print(f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {to_pay}")
     rows = [
-        {k: usd.get(k, lambda x: x)(v) for k, v in m.model_dump().items()} for m in [*est.models, est.total]
+        [m.model, m.calls, m.prompt_tokens, m.completion_tokens, _usd(m.cost_usd), _usd(m.cost_usd_batch)]
+        for m in [*est.models, est.total]
     ]
-    print(pandas.DataFrame(rows).set_axis(header, axis=1).to_string(index=False))
+    header = ["model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch"]
+    print(pandas.DataFrame(rows, columns=header).to_string(index=False))
     if est.total.cost_usd is None:
         print(
             f"cost unknown: litellm's cost map has no price for the judge {redact(est.judge_model)}; give its "

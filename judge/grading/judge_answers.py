@@ -119,8 +119,7 @@ def summary(judgments) -> str:
     unpriced = sum(1 for j in fresh if j.cost_usd is None and j.usage.prompt_tokens)
     share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
     tokens = f"prompt {u.prompt_tokens} (cached {u.cached_tokens}{share}), completion {u.completion_tokens}"
-    cost = f"${sum(j.cost_usd or 0.0 for j in fresh):.4f}" + (
-        f" (+{unpriced} calls with no known price)" if unpriced else ""
-    )
+    unknown = f" (+{unpriced} calls with no known price)" if unpriced else ""
+    cost = f"${sum(j.cost_usd or 0.0 for j in fresh):.4f}{unknown}"
     head = f"{len(judgments)} judgments ({len(judgments) - len(fresh)} from cache)"
     return f"{head}: {statuses}; tokens: {tokens} (reasoning {u.reasoning_tokens}); cost {cost}"

@@ -26,9 +26,7 @@ def make_judge(settings: JudgeSettings, store: JudgmentStore | None = None):
     """One judge, a jury when the judge model names several (A,B,C), or K repeats of one judge."""
     jury, repeated = len(member_settings(settings)) > 1, settings.repeats > 1  # (checks members' settings)
     if jury + repeated + settings.batch > 1:
-        raise ValueError(
-            "--repeats with a jury, --batch with a jury or --repeats: not supported, one at a time"
-        )
+        raise ValueError("--repeats with a jury, or --batch with a jury or --repeats, is not supported")
     if jury:
         return Jury(settings, store)
     return Repeated(settings, store) if repeated else Judge(settings, store)
