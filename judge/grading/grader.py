@@ -117,8 +117,8 @@ class Judge:
         skip = None
         if not any(t.strip() for t in turns):
             skip = ("no_answer", "empty answer (nothing left after removing reasoning blocks)")
-        elif size and self.settings.long_answers != "truncate":  # never sent, cached or stored
-            over = f"over max_answer_tokens {self.settings.max_answer_tokens}: not sent to the judge"
+        elif size and s.long_answers != "truncate":  # never sent, cached or stored
+            over = f"over max_answer_tokens {s.max_answer_tokens}: not sent to the judge"
             skip = ("too_long", f"answer of about {size} tokens, {over}")
         return turns, text, size, self.key(row, text), skip
 
@@ -275,15 +275,14 @@ class Budget:
                 f"--max-cost-usd: no known price for {judge.settings.judge_model}; "
                 "give --price-input and --price-output (USD per 1M tokens)"
             )
-        self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
+        self.cap, self.spent, self.in_flight, self.refused = cap, 0.0, 0.0, 0
         self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
         self._history: dict[Judge, dict[str, float]] = {}  # per judge sharing the cap (jury, repeats)
         self._settled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # signalled as calls settle
 
-    async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
+    async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge) -> float | None:
         """The expected cost of `answer` by `judge`, now in flight; None: over the cap. One that does not
         fit waits for calls in flight; refused with none in flight, and then so is every later one."""
-        judge = judge or self.judge
         if judge not in self._history:
             self._history[judge] = completion_history(judge)[0]
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in judge.prompts(row, answer)[1])
