@@ -36,9 +36,8 @@ class UpstreamCall(NamedTuple):
 def load_upstream_prompts(path: str | Path) -> dict[str, dict]:
     prompts = {}
     for lineno, entry in read_objects(Path(path)):
-        for key in ("name", "system_prompt", "prompt_template"):
-            if key not in entry:
-                raise SourceError("missing", file=str(path), line=lineno, field=key)
+        if missing := [k for k in ("name", "system_prompt", "prompt_template") if k not in entry]:
+            raise SourceError("missing", file=str(path), line=lineno, field=missing[0])
         prompts[entry["name"]] = entry
     return prompts
 
