@@ -27,6 +27,9 @@ API_KEY_ENV = "OAB_JUDGE_API_KEY"
 CHECK_PROMPT = "Responda apenas: ok"  # the check call's whole prompt (tests tell check calls by it)
 UNREACHABLE = "judge server unreachable"
 REFUSED_STATUSES = (401, 403, 404)
+# litellm reports a missing key as a 500: permanent, as is a key holding a control character
+NO_KEY = ("Missing credentials", "api_key client option must be set")
+BAD_HEADER = ("Forbidden control character", "Illegal header value")
 _FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError")
 _REFUSED = re.compile(r"^(\w+)(?: \((\d{3})\))?:")
 _CALLS: queue.SimpleQueue = queue.SimpleQueue()  # (future, call) for the threads of in_thread
@@ -92,17 +95,10 @@ def call_key(settings: JudgeSettings) -> str | None:
 def says(exc: BaseException | None, phrases: tuple[str, ...]) -> bool:
     """`exc`, or an error behind it (litellm wraps the one that tells the cause), says one of `phrases`."""
     for _ in range(8):
-        if exc is None:
-            return False
-        if any(p in str(exc) for p in phrases):
-            return True
+        if exc is None or any(p in str(exc) for p in phrases):
+            return exc is not None
         exc = exc.__cause__ or exc.__context__
     return False
-
-
-# litellm reports a missing key as a 500: permanent, as is a key holding a control character
-NO_KEY = ("Missing credentials", "api_key client option must be set")
-BAD_HEADER = ("Forbidden control character", "Illegal header value")
 
 
 def connection_failed(exc: BaseException) -> bool:
