@@ -13,7 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Mode = Literal["structured", "legacy"]
-UNPREFIXED = {"jury_combine": "--jury-combine", "repeats": "--repeats"}  # the same flag on `judge` and `run`
+# the same flag on `judge` and `run` (`run`'s other judge flags take the `--judge-` prefix)
+UNPREFIXED = {"judge_model": "--judge-model", "jury_combine": "--jury-combine", "repeats": "--repeats"}
 ENV_PREFIX = "OAB_JUDGE_"
 NULL = object()  # what "none"/"null" converts to (`--temperature none`: send none), unlike an unset flag
 # A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
@@ -133,9 +134,7 @@ def env_var(field: str) -> str:
 
 
 def flag(field: str, prefix: str = "") -> str:
-    if field in UNPREFIXED:
-        return UNPREFIXED[field]
-    return "--judge-model" if field == "judge_model" else f"--{prefix}{field.replace('_', '-')}"
+    return UNPREFIXED.get(field) or f"--{prefix}{field.replace('_', '-')}"
 
 
 def _kind(field: str) -> tuple[type, tuple[str, ...] | None, bool]:

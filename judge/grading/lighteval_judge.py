@@ -49,9 +49,7 @@ def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
 
 def _cache_folder() -> Path | None:
     where = os.environ.get("OAB_JUDGE_CACHE")
-    if where and where.lower() == "off":
-        return None
-    return Path(where) if where else default_cache_dir()
+    return default_cache_dir() if not where else None if where.lower() == "off" else Path(where)
 
 
 def check_env() -> None:
