@@ -67,7 +67,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--judge-model", default="openai/gpt-5.2", help="the name sent (any)")
-    parser.add_argument("--source", default=str(REPO.parent / "shared/data/oab_bench_v1"))
+    shared = os.environ.get("OAB_BENCH_SHARED_DATA") or REPO.parent / "shared/data"
+    parser.add_argument("--source", default=f"{shared}/oab_bench_v1")
     parser.add_argument("--one", choices=list(CLIENTS), help=argparse.SUPPRESS)  # a child: one contender
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -115,16 +115,6 @@ class JudgmentLine(BaseModel):
 
 RECORD_FIELDS = set(Judgment.model_fields) - {"cache_key", "members", "repeats"}
 SAMPLE_FIELDS = RECORD_FIELDS - {"model", "usage", "attempts", "parse_method"}
-
-
-class Outcome(NamedTuple):  # one judge call, retried until its reply parsed (or gave up)
-    status: str
-    content: str
-    usage: Usage
-    cost_usd: float | None
-    attempts: int
-    error: str | None
-    parsed: Any
 
 
 def cost_now(cost: float | None, cached: bool) -> float | None:

@@ -13,7 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Mode = Literal["structured", "legacy"]
-UNPREFIXED = {"jury_combine": "--jury-combine", "repeats": "--repeats"}  # the same flag on `judge` and `run`
+# the same flag on `judge` and `run` (`run`'s other judge flags take the `--judge-` prefix)
+UNPREFIXED = {"judge_model": "--judge-model", "jury_combine": "--jury-combine", "repeats": "--repeats"}
 ENV_PREFIX = "OAB_JUDGE_"
 NULL = object()  # what "none"/"null" converts to (`--temperature none`: send none), unlike an unset flag
 # A jury's members share these; every other setting may be a member's own (`MODEL key=value ...`).
@@ -95,26 +96,6 @@ class JudgeSettings(BaseModel):
         return self.model_dump(include={*SAMPLING, "max_answer_tokens", "long_answers"})
 
 
-def _member(spec: str) -> tuple[str, dict]:
-    """`openai/gpt-5.2 reasoning_effort=high temperature=none`: the model and its own settings."""
-    model, *pairs = spec.split()
-    own = {}
-    for pair in pairs:
-        field, sep, raw = pair.partition("=")
-        field = field.replace("-", "_")
-        if not sep or field not in JudgeSettings.model_fields or field in JURY_WIDE:
-            raise ValueError(
-                f"jury member {spec!r}: {pair!r} is not SETTING=VALUE of a member's own setting "
-                f"(any judge setting but {', '.join(sorted(JURY_WIDE))})"
-            )
-        try:
-            value = _converter(field)(raw)
-        except ValueError as e:
-            raise ValueError(f"jury member {spec!r}: {pair!r}: {e}") from None
-        own[field] = None if value is NULL else value
-    return model, own
-
-
 def _member_specs(judge_model: str) -> list[str]:
     return [m.strip() for m in judge_model.split(",") if m.strip()]
 
@@ -127,10 +108,20 @@ def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
             raise ValueError(f"{specs[0]!r}: settings after a model name are for jury members; use the flags")
         return [settings]
     out = []
-    for spec in specs:
-        model, own = _member(spec)
+    for spec in specs:  # `openai/gpt-5.2 reasoning_effort=high temperature=none`: a member's own settings
+        model, *pairs = spec.split()
+        own = {"judge_model": model}
+        for pair in pairs:
+            field, sep, raw = pair.partition("=")
+            field = field.replace("-", "_")
+            if not sep or field not in JudgeSettings.model_fields or field in JURY_WIDE:
+                raise ValueError(
+                    f"jury member {spec!r}: {pair!r} is not SETTING=VALUE of a member's own setting "
+                    f"(any judge setting but {', '.join(sorted(JURY_WIDE))})"
+                )
+            own[field] = None if raw.lower() in ("none", "null") else raw  # pydantic converts the rest
         try:
-            out.append(JudgeSettings(**{**settings.model_dump(), **own, "judge_model": model}))
+            out.append(JudgeSettings(**{**settings.model_dump(), **own}))
         except ValidationError as e:
             raise ValueError(
                 f"jury member {spec!r}: " + "; ".join(_problem(x, "") for x in e.errors())
@@ -143,9 +134,7 @@ def env_var(field: str) -> str:
 
 
 def flag(field: str, prefix: str = "") -> str:
-    if field in UNPREFIXED:
-        return UNPREFIXED[field]
-    return "--judge-model" if field == "judge_model" else f"--{prefix}{field.replace('_', '-')}"
+    return UNPREFIXED.get(field) or f"--{prefix}{field.replace('_', '-')}"
 
 
 def _kind(field: str) -> tuple[type, tuple[str, ...] | None, bool]:
@@ -189,14 +178,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
 
 
 def values_from_env(env: Mapping[str, str]) -> dict:
-    """The OAB_JUDGE_* settings present in `env`, converted; a bad value names its variable."""
+    """The OAB_JUDGE_* settings present in `env`, converted (blank is unset); a bad value names its variable."""
     values = {}
     for name in JudgeSettings.model_fields:
-        raw = env.get(env_var(name))
-        if raw is None or not raw.strip():  # empty or blank: unset, as an empty key is missing
-            continue
+        raw = env.get(env_var(name)) or ""
         try:
-            values[name] = _converter(name)(raw)
+            values |= {name: _converter(name)(raw)} if raw.strip() else {}
         except ValueError as e:
             raise ValueError(f"{env_var(name)}={raw!r}: {e}") from None
     return values
@@ -209,10 +196,8 @@ def settings_from(
     values = {**(defaults or {}), **values_from_env(env or {})}
     for name in JudgeSettings.model_fields if args is not None else ():
         got = getattr(args, flag(name, prefix)[2:].replace("-", "_"), None)
-        if isinstance(got, list):  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
-            got = ",".join(got)
-        if got is not None:
-            values[name] = got
+        if got is not None:  # --judge-model A --judge-model B: a jury, as in OAB_JUDGE_MODEL=A,B
+            values[name] = ",".join(got) if isinstance(got, list) else got
     values = {k: None if v is NULL else v for k, v in values.items()}
     if not _member_specs(str(values.get("judge_model") or "")):  # unset, blank, or only commas
         raise ValueError(f"no judge model: pass --judge-model or set {env_var('judge_model')}")

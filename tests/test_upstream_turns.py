@@ -11,10 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.judge.grading.client import CallResult
 from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.upstream_prompts import V1_MULTI, V1_SINGLE, grade_upstream
 from oab_bench.judge.leaderboard.inputs import load_records
-from oab_bench.judge.records import ItemScore, JudgmentLine, Outcome, Usage
+from oab_bench.judge.records import ItemScore, JudgmentLine, Usage
 from tests.helpers import made_up_row
 
 QID = "90_direito_civil_questao_1"
@@ -98,7 +99,7 @@ def test_upstream_v1_grading_gives_an_annulled_item_in_full():
     async def call(messages, fmt, parse):  # the judge gives A 0.55 and B nothing
         content = "[[0.55]]" if len(call.seen) == 0 else "[[0]]"
         call.seen.append(content)
-        return Outcome("ok", content, Usage(), None, 1, None, parse(content))
+        return CallResult("ok", content, Usage(), None, None, 1, parse(content))
 
     call.seen = []
     base = {
@@ -178,9 +179,9 @@ def _graded_by(replies, version="upstream-v1", row=None):
     async def call(messages, fmt, parse):
         content = replies.pop(0)
         try:
-            return Outcome("ok", content, Usage(), None, 1, None, parse(content))
+            return CallResult("ok", content, Usage(), None, None, 1, parse(content))
         except (GradingError, ValueError, KeyError, TypeError) as e:
-            return Outcome("parse_error", content, Usage(), None, 1, str(e), None)
+            return CallResult("parse_error", content, Usage(), None, str(e), 1)
 
     base = {
         "question_id": QID,

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+import litellm
+
 CHARS_PER_TOKEN = 16  # prose runs at 3-5; only a long repetition of one symbol reaches 8
 TRUNCATION_NOTE = "\n\n[resposta cortada em {limit} tokens antes da avaliação: o restante não foi avaliado]"
 
 
 def count_tokens(text: str, model: str) -> int:
-    import litellm
-
     return litellm.token_counter(model=model, text=text)
 
 

@@ -40,8 +40,8 @@ class Estimate(BaseModel):
     judge_model: str
     completion_source: str
     batch_discount: float
-    models: list[ModelEstimate]
-    total: ModelEstimate
+    models: list[ModelEstimate] = []
+    total: ModelEstimate = ModelEstimate(model="total")
     judgments_cached: int = 0  # in the judgment cache (or paid through a batch): cost 0
     judgments_to_pay: int = 0
     generations_cached: int | None = None  # in the answer store: cost 0
@@ -76,32 +76,23 @@ def estimate(judge, pairs: list[tuple[QuestionRow, Answer]]) -> Estimate:
         m.calls += len(calls)
         m.prompt_tokens += sum(count_tokens(judge.settings.judge_model, c) for c in calls)
         m.completion_tokens += round(completion_per[row.kind])
-    total = ModelEstimate(model="total")
-    for m in per.values():
-        total.add(m)
     discount = judge.settings.price_batch_discount
-    for m in [*per.values(), total]:
+    for m in per.values():
         m.cost_usd = price_of(judge, m.prompt_tokens, m.completion_tokens)
         m.cost_usd_batch = None if m.cost_usd is None else m.cost_usd * discount
-    return Estimate(
-        judge_model=judge.settings.judge_model,
-        completion_source=source,
-        batch_discount=discount,
-        models=list(per.values()),
-        total=total,
-        judgments_cached=cached,
-        judgments_to_pay=to_pay,
-    )
+    one = Estimate(judge_model=judge.settings.judge_model, completion_source=source, batch_discount=discount)
+    one.models, one.judgments_cached, one.judgments_to_pay = list(per.values()), cached, to_pay
+    return added([one], one.judge_model)  # the total: its models' added
 
 
 def added(parts: list[Estimate], judge_model: str) -> Estimate:
     """Estimates added per candidate model (a jury's judges, repeats, or `--panel`'s answers beside)."""
     per: dict[str, ModelEstimate] = {}
+    for m in (m for part in parts for m in part.models):
+        per.setdefault(m.model, ModelEstimate(model=m.model, cost_usd=0.0, cost_usd_batch=0.0)).add(m)
     total = ModelEstimate(model="total", cost_usd=0.0, cost_usd_batch=0.0)
-    for part in parts:
-        total.add(part.total)
-        for m in part.models:
-            per.setdefault(m.model, ModelEstimate(model=m.model, cost_usd=0.0, cost_usd_batch=0.0)).add(m)
+    for m in per.values():
+        total.add(m)
     return Estimate(
         judge_model=judge_model,
         completion_source="; ".join(sorted({p.completion_source for p in parts})),
@@ -136,15 +127,14 @@ def print_estimate(est: Estimate, fmt: str = "text", note: str = "") -> int:
     if est.generations_cached is not None:
         to_make = f"{est.generations_to_pay} to generate (not priced here)"
         print(f"generations: {est.generations_cached} in the answer store (cost 0), {to_make}")
-    print(
-        f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {est.judgments_to_pay} to pay for"
-    )
-    header = ["model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch"]
-    usd = {"cost_usd": _usd, "cost_usd_batch": _usd}
+    to_pay = f"{est.judgments_to_pay} to pay for"
+    print(f"judgments: {est.judgments_cached} in the judgment cache (cost 0), {to_pay}")
     rows = [
-        {k: usd.get(k, lambda x: x)(v) for k, v in m.model_dump().items()} for m in [*est.models, est.total]
+        [m.model, m.calls, m.prompt_tokens, m.completion_tokens, _usd(m.cost_usd), _usd(m.cost_usd_batch)]
+        for m in [*est.models, est.total]
     ]
-    print(pandas.DataFrame(rows).set_axis(header, axis=1).to_string(index=False))
+    header = ["model", "calls", "prompt tokens", "completion tokens", "cost", "cost batch"]
+    print(pandas.DataFrame(rows, columns=header).to_string(index=False))
     if est.total.cost_usd is None:
         print(
             f"cost unknown: litellm's cost map has no price for the judge {redact(est.judge_model)}; give its "

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import litellm
 import tenacity
 
-from oab_bench.judge.records import Usage
+from oab_bench.judge.records import Usage, priced, total_cost
 from oab_bench.judge.redact import redact
 from oab_bench.judge.settings import JudgeSettings
 
@@ -27,6 +27,9 @@ API_KEY_ENV = "OAB_JUDGE_API_KEY"
 CHECK_PROMPT = "Responda apenas: ok"  # the check call's whole prompt (tests tell check calls by it)
 UNREACHABLE = "judge server unreachable"
 REFUSED_STATUSES = (401, 403, 404)
+# litellm reports a missing key as a 500: permanent, as is a key holding a control character
+NO_KEY = ("Missing credentials", "api_key client option must be set")
+BAD_HEADER = ("Forbidden control character", "Illegal header value")
 _FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError")
 _REFUSED = re.compile(r"^(\w+)(?: \((\d{3})\))?:")
 _CALLS: queue.SimpleQueue = queue.SimpleQueue()  # (future, call) for the threads of in_thread
@@ -37,13 +40,21 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
 
-class CallResult(NamedTuple):
-    status: str  # ok | api_error | truncated | refused | parse_error (empty reply)
+class CallResult(NamedTuple):  # a judge call (retried), or one judgment's calls until its reply parsed
+    status: str  # ok | api_error | truncated | refused | parse_error
     content: str
     usage: Usage
     cost_usd: float | None
     error: str | None
     attempts: int
+    parsed: Any = None  # what the reply parsed to (Judge.call)
+
+
+def merged(results: list[CallResult], parsed: Any = None) -> CallResult:
+    """Several calls as one: the last one's reply; their usage, cost and attempts added."""
+    cost = total_cost([priced(r.cost_usd, r.usage) for r in results])
+    usage, attempts = sum((r.usage for r in results), Usage()), sum(r.attempts for r in results)
+    return results[-1]._replace(usage=usage, cost_usd=cost, attempts=attempts, parsed=parsed)
 
 
 class Prices(NamedTuple):  # USD per token (None: unknown)
@@ -81,29 +92,19 @@ def call_key(settings: JudgeSettings) -> str | None:
     return "EMPTY" if settings.api_base and missing_keys(settings.judge_model) else None
 
 
-def _said(exc: BaseException | None) -> str:
-    """What an error and the errors behind it say (litellm wraps the one that tells the cause)."""
-    parts: list[str] = []
-    while exc is not None and len(parts) < 8:
-        parts.append(str(exc))
+def says(exc: BaseException | None, phrases: tuple[str, ...]) -> bool:
+    """`exc`, or an error behind it (litellm wraps the one that tells the cause), says one of `phrases`."""
+    for _ in range(8):
+        if exc is None or any(p in str(exc) for p in phrases):
+            return exc is not None
         exc = exc.__cause__ or exc.__context__
-    return " | ".join(parts)
-
-
-def missing_credentials(exc: BaseException) -> bool:
-    """litellm reports a missing key as a 500 ("Missing credentials"): permanent, not transient."""
-    return any(s in _said(exc) for s in ("Missing credentials", "api_key client option must be set"))
-
-
-def malformed_header(exc: BaseException) -> bool:
-    """A key (or header) holding a control character: refused before sending, every time."""
-    return any(s in _said(exc) for s in ("Forbidden control character", "Illegal header value"))
+    return False
 
 
 def connection_failed(exc: BaseException) -> bool:
     """Nothing answered (refused, reset, DNS): litellm reports it as a 500 "Connection error"."""
     nothing = isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
-    return nothing and not malformed_header(exc)
+    return nothing and not says(exc, BAD_HEADER)
 
 
 def refused_for_good(error: str | None) -> bool:
@@ -129,7 +130,7 @@ def transient(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     waited = isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, asyncio.TimeoutError))
     retry = waited or status == 429 or (isinstance(status, int) and status >= 500)
-    return retry and not missing_credentials(exc) and not malformed_header(exc)
+    return retry and not says(exc, NO_KEY + BAD_HEADER)
 
 
 class Breaker:
@@ -159,9 +160,9 @@ def describe_error(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     name = f"{type(exc).__name__} ({status})" if isinstance(status, int) else type(exc).__name__
     text = f"{name}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    if missing_credentials(exc):
+    if says(exc, NO_KEY):
         text += f" (set {API_KEY_ENV} or the provider's key variable, or give an api_base)"
-    elif malformed_header(exc):
+    elif says(exc, BAD_HEADER):
         text += " (the API key holds a control character: check the key variable)"
     return redact(text)[:500]
 
@@ -206,15 +207,11 @@ def prices(settings: JudgeSettings) -> Prices:
     """Each price given (USD per 1M tokens) wins, each one not given is the cost map's; cached input
     without its own price: the map's cached price with the map's input price, else the input price."""
     known = map_prices(settings.judge_model)
-
-    def per_token(given: float | None, default: float | None) -> float | None:
-        return default if given is None else given / 1e6
-
-    fresh = per_token(settings.price_input, known.input)
-    cached = per_token(
-        settings.price_cached_input, known.cached_input if settings.price_input is None else fresh
-    )
-    return Prices(fresh, fresh if cached is None else cached, per_token(settings.price_output, known.output))
+    given = [None if p is None else p / 1e6 for p in (settings.price_input, settings.price_cached_input)]
+    fresh = known.input if given[0] is None else given[0]
+    cached = given[1] if given[1] is not None else known.cached_input if given[0] is None else fresh
+    output = known.output if settings.price_output is None else settings.price_output / 1e6
+    return Prices(fresh, fresh if cached is None else cached, output)
 
 
 def cost(settings: JudgeSettings, usage: Usage) -> float | None:
@@ -321,8 +318,13 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
         reasoning = False
     messages = [{"role": "user", "content": CHECK_PROMPT}]
     kwargs = {"model": model, "messages": messages, "max_tokens": 16 if reasoning else 1, "timeout": 60}
-    kwargs |= {"api_base": api_base, "api_key": api_key, "num_retries": 0, "max_retries": 0}
-    kwargs["drop_params"] = True
+    kwargs |= {
+        "api_base": api_base,
+        "api_key": api_key,
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+    }
     where = api_base or "its provider"
     for attempt in range(2):
         try:
@@ -333,7 +335,7 @@ def check_call(who: str, model: str, *, api_base: str | None, api_key: str | Non
             if isinstance(e, litellm.BadRequestError) and not attempt:  # a budget too small: once more
                 kwargs["max_tokens"] = 256
                 continue
-            if permanent(e) or missing_credentials(e) or malformed_header(e):
+            if permanent(e) or says(e, NO_KEY + BAD_HEADER):
                 raise ValueError(f"the {who} {model} at {where} refused the check call: {text}") from None
             if connection_failed(e):
                 raise ValueError(f"the {who} {model} at {where} does not answer: {text}") from None

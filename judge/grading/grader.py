@@ -8,12 +8,17 @@ import contextvars
 import hashlib
 import logging
 import statistics
+import weakref
+from collections.abc import Callable
+from typing import TypeVar
+
+from litellm import token_counter
 
 from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer, strip_reasoning
 from oab_bench.judge.grading.answer_limit import fit_answer
-from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, prices
+from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, merged, prices
 from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
 from oab_bench.judge.grading.prompts import PROMPT_VERSION, build_messages, marks_cache
@@ -26,7 +31,7 @@ from oab_bench.judge.grading.upstream_prompts import (
     upstream_calls,
 )
 from oab_bench.judge.legacy import parse_legacy_score_detailed
-from oab_bench.judge.records import Judgment, Outcome, Usage, priced, total_cost
+from oab_bench.judge.records import Judgment, Usage, priced
 from oab_bench.judge.scoring import annulled_items, question_score
 from oab_bench.judge.settings import JudgeSettings
 
@@ -35,6 +40,7 @@ logger = logging.getLogger(__name__)
 # (_CALLED, per judgment) finishes its other calls (upstream's second turn, a parse retry).
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
+T = TypeVar("T")
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 
 
@@ -47,12 +53,12 @@ class PerKind(dict):  # tokens per question kind, printed in words
 DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)
 
 
-def judged_text(answer: Answer, settings: JudgeSettings) -> tuple[list[str], str, int | None]:
-    """(turns, text, tokens when over max_answer_tokens) as the judge sees them, reasoning removed."""
-    turns = [strip_reasoning(t) for t in answer.turns]
-    cut = settings.long_answers == "truncate"
-    turns, size = fit_answer(turns, settings.judge_model, settings.max_answer_tokens, cut=cut)
-    return turns, Answer(model=answer.model, question_id=answer.question_id, turns=turns).text, size
+def per_loop(held: weakref.WeakKeyDictionary, make: Callable[[], T]) -> T:
+    """One `make()` per event loop: an asyncio primitive serves only the loop it first waited on."""
+    loop = asyncio.get_running_loop()
+    if loop not in held:
+        held[loop] = make()
+    return held[loop]
 
 
 class Judge:
@@ -65,7 +71,7 @@ class Judge:
         self.budget = Budget(self, settings.max_cost_usd) if settings.max_cost_usd is not None else None
         self.upstream = None if settings.prompt == "oab" else load_upstream_prompts(settings.upstream_prompts)
         self.breaker = Breaker(limit=max(8, settings.concurrency))  # a whole wave of calls refused
-        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._slots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> its semaphore
         self._per_row: dict[tuple[str, int], tuple[str, dict | None, str]] = {}
         self.mode, up = settings.mode, self.upstream
         self.prompt_version = PROMPT_VERSION if up is None else prompt_version(settings.prompt, up)
@@ -93,27 +99,26 @@ class Judge:
 
     def base(self, row: QuestionRow, model: str, key: str = "") -> dict:
         """The fields every judgment of `row` by this judge carries."""
-        question = {"question_id": row.question_id, "exam_id": row.exam_id, "max_score": row.max_score}
-        return {
-            **question,
-            **self.identity(),
-            "model": model,
-            "cache_key": key,
-            "settings": self.settings.recorded(),
-        }
+        question = row.model_dump(include={"question_id", "exam_id", "max_score"})
+        mine = {"model": model, "cache_key": key, "settings": self.settings.recorded()}
+        return question | self.identity() | mine
 
     def unanswered(self, row: QuestionRow, model: str, why: str) -> Judgment:
         """A question with no answer to judge: recorded as `no_answer`, never as a zero."""
         return Judgment(**self.base(row, model), status="no_answer", error=why, cost_usd=0.0)
 
     def _read(self, row: QuestionRow, answer: Answer) -> tuple[list[str], str, int | None, str, tuple | None]:
-        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer`."""
-        turns, text, size = judged_text(answer, self.settings)
+        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer`, reasoning removed;
+        size: its tokens when over max_answer_tokens."""
+        s = self.settings
+        turns = [strip_reasoning(t) for t in answer.turns]
+        turns, size = fit_answer(turns, s.judge_model, s.max_answer_tokens, cut=s.long_answers == "truncate")
+        text = Answer(model=answer.model, question_id=answer.question_id, turns=turns).text
         skip = None
         if not any(t.strip() for t in turns):
             skip = ("no_answer", "empty answer (nothing left after removing reasoning blocks)")
-        elif size and self.settings.long_answers != "truncate":  # never sent, cached or stored
-            over = f"over max_answer_tokens {self.settings.max_answer_tokens}: not sent to the judge"
+        elif size and s.long_answers != "truncate":  # never sent, cached or stored
+            over = f"over max_answer_tokens {s.max_answer_tokens}: not sent to the judge"
             skip = ("too_long", f"answer of about {size} tokens, {over}")
         return turns, text, size, self.key(row, text), skip
 
@@ -173,8 +178,7 @@ class Judge:
 
     async def call(self, messages: list[dict], fmt: dict | None, parse, first: CallResult | None = None):
         """Call until the reply parses (up to parse_attempts): the last outcome, and what the calls cost."""
-        usage, costs, attempts = Usage(), [], 0
-        status, content, error, parsed = "api_error", "", None, None
+        results: list[CallResult] = []
         for n in range(self.settings.parse_attempts):
             if n == 0 and first is not None:
                 result = first
@@ -183,28 +187,22 @@ class Judge:
             else:
                 async with self.call_slot():
                     result = await call_judge(self.settings, messages, fmt, self.breaker)
-            usage, attempts = usage + result.usage, attempts + result.attempts
-            costs.append(priced(result.cost_usd, result.usage))
-            status, content, error = result.status, result.content, result.error
-            if status == "ok":
+            if result.status == "ok":
                 try:
-                    parsed = parse(content)
-                    break
+                    return merged([*results, result], parse(result.content))
                 except (GradingError, ValueError, KeyError, TypeError, AttributeError) as e:
-                    status, error = "parse_error", str(e)[:500]
-            elif status != "parse_error":
+                    result = result._replace(status="parse_error", error=str(e)[:500])
+            results.append(result)
+            if result.status != "parse_error":
                 break  # api errors were already retried; truncation and refusals would repeat
-        return Outcome(status, content, usage, total_cost(costs), attempts, error, parsed)
+        return merged(results)
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
         """Held during one judge call only: at most `concurrency` in flight (a semaphore per event
         loop); once the run is stopping, a judgment that has not called yet never does."""
-        loop = asyncio.get_running_loop()
-        if self._slots is None or self._slots[0] is not loop:
-            self._slots = (loop, asyncio.Semaphore(self.settings.concurrency))
         stopping, called = _STOPPING.get(), _CALLED.get()
-        async with self._slots[1]:
+        async with per_loop(self._slots, lambda: asyncio.Semaphore(self.settings.concurrency)):
             if stopping is not None and stopping.is_set() and not (called and called[0]):
                 raise asyncio.CancelledError("run stopping: no new judge call")
             if called is not None:
@@ -242,10 +240,8 @@ class Judge:
 
 def count_tokens(judge_model: str, messages: list[dict]) -> int:
     """Prompt tokens with litellm's counter (OpenAI's GPT-4o/4.1/5 and o-series count with o200k)."""
-    import litellm
-
     o200k = judge_model.split("/", 1)[-1].startswith(_O200K)
-    return litellm.token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
+    return token_counter(model="gpt-4o" if o200k else judge_model, messages=messages)
 
 
 def completion_history(judge: Judge) -> tuple[dict[str, float], str]:
@@ -279,27 +275,19 @@ class Budget:
                 f"--max-cost-usd: no known price for {judge.settings.judge_model}; "
                 "give --price-input and --price-output (USD per 1M tokens)"
             )
-        self.judge, self.cap, self.spent, self.in_flight, self.refused = judge, cap, 0.0, 0.0, 0
+        self.cap, self.spent, self.in_flight, self.refused = cap, 0.0, 0.0, 0
         self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
         self._history: dict[Judge, dict[str, float]] = {}  # per judge sharing the cap (jury, repeats)
-        self._settled: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
+        self._settled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # signalled as calls settle
 
-    def _condition(self) -> asyncio.Condition:
-        """Signalled when a call in flight settles (one per event loop)."""
-        loop = asyncio.get_running_loop()
-        if self._settled is None or self._settled[0] is not loop:
-            self._settled = (loop, asyncio.Condition())
-        return self._settled[1]
-
-    async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge | None = None) -> float | None:
+    async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge) -> float | None:
         """The expected cost of `answer` by `judge`, now in flight; None: over the cap. One that does not
         fit waits for calls in flight; refused with none in flight, and then so is every later one."""
-        judge = judge or self.judge
         if judge not in self._history:
             self._history[judge] = completion_history(judge)[0]
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in judge.prompts(row, answer)[1])
         expected = price_of(judge, prompt, round(self._history[judge][row.kind])) or 0.0
-        settled = self._condition()
+        settled = per_loop(self._settled, asyncio.Condition)
         async with settled:
             while not self.refused and self.reserved > 0 and self._over(expected):
                 await settled.wait()
@@ -314,7 +302,7 @@ class Budget:
         return self.spent + self.in_flight + expected > self.cap
 
     async def settle(self, reserved: float, judgment: Judgment | None) -> None:
-        settled = self._condition()
+        settled = per_loop(self._settled, asyncio.Condition)
         async with settled:
             self.reserved -= 1
             self.in_flight = max(0.0, self.in_flight - reserved) if self.reserved else 0.0

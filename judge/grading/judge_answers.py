@@ -26,16 +26,10 @@ def pair_answers(rows, answers: list[Answer]):
     """(pairs to grade, by model then dataset order; (row, model) not answered; ids the dataset lacks)."""
     by_id = {r.question_id: r for r in rows}
     unknown = sorted({a.question_id for a in answers} - set(by_id))
-    models: dict[str, dict[str, Answer]] = {}
-    for (model, qid), a in one_per_question([a for a in answers if a.question_id in by_id]).items():
-        models.setdefault(model, {})[qid] = a
-    pairs, missing = [], []
-    for model, got in sorted(models.items()):  # by model, not by the order of the answer files
-        for row in rows:
-            if row.question_id in got:
-                pairs.append((row, got[row.question_id]))
-            else:
-                missing.append((row, model))
+    got = one_per_question([a for a in answers if a.question_id in by_id])
+    models = sorted({model for model, _ in got})  # by model, not by the order of the answer files
+    pairs = [(r, got[m, r.question_id]) for m in models for r in rows if (m, r.question_id) in got]
+    missing = [(r, m) for m in models for r in rows if (m, r.question_id) not in got]
     return pairs, missing, unknown
 
 
@@ -125,8 +119,7 @@ def summary(judgments) -> str:
     unpriced = sum(1 for j in fresh if j.cost_usd is None and j.usage.prompt_tokens)
     share = f", {u.cached_tokens / u.prompt_tokens:.0%}" if u.prompt_tokens else ""
     tokens = f"prompt {u.prompt_tokens} (cached {u.cached_tokens}{share}), completion {u.completion_tokens}"
-    cost = f"${sum(j.cost_usd or 0.0 for j in fresh):.4f}" + (
-        f" (+{unpriced} calls with no known price)" if unpriced else ""
-    )
+    unknown = f" (+{unpriced} calls with no known price)" if unpriced else ""
+    cost = f"${sum(j.cost_usd or 0.0 for j in fresh):.4f}{unknown}"
     head = f"{len(judgments)} judgments ({len(judgments) - len(fresh)} from cache)"
     return f"{head}: {statuses}; tokens: {tokens} (reasoning {u.reasoning_tokens}); cost {cost}"

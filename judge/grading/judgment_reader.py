@@ -41,17 +41,14 @@ def problem(record: Judgment | JudgmentLine, row: QuestionRow | None = None) -> 
         return "max_score", f"{top!r} is not a positive number"
     for key in ("members", "repeats"):  # a jury's members, a repeated run's repeats
         for n, m in enumerate(getattr(record, key) or []):
-            if m.status == "ok" and not _within(m.score, top):
-                return f"{key}[{n}].score", f"{m.score!r} is not a score within 0..{top}"
-            bad = [item for item, v in m.items.items() if m.status == "ok" and not _within(v, top)]
+            scores = {"score": m.score, **{f"items.{item}": v for item, v in m.items.items()}}
+            bad = [k for k, v in scores.items() if m.status == "ok" and not _within(v, top)]
             if bad:
-                return f"{key}[{n}].items.{bad[0]}", f"{m.items[bad[0]]!r} is not a score within 0..{top}"
+                return f"{key}[{n}].{bad[0]}", f"{scores[bad[0]]!r} is not a score within 0..{top}"
     if record.status != "ok":
         return None
-    if record.score is None or not math.isfinite(record.score):
-        return "score", f"{record.score!r} is not a number"
     if not _within(record.score, top):
-        return "score", f"{record.score} is outside 0..{top}"
+        return "score", f"{record.score!r} is outside 0..{top}"
     items = record.items or []
     for n, item in enumerate(items):
         if not _within(item.score, item.max_score if item.max_score > 0 else math.inf):

@@ -24,14 +24,12 @@ COMBINE = {"median": statistics.median, "mean": statistics.fmean, "min": min}
 
 def make_judge(settings: JudgeSettings, store: JudgmentStore | None = None):
     """One judge, a jury when the judge model names several (A,B,C), or K repeats of one judge."""
-    jury = len(member_settings(settings)) > 1  # (also checks each member's own settings)
-    if jury and settings.repeats > 1:
-        raise ValueError("--repeats with a jury is not supported: repeat one judge at a time")
-    if (jury or settings.repeats > 1) and settings.batch:
-        raise ValueError("--batch with a jury or --repeats is not supported: batch one judge at a time")
+    jury, repeated = len(member_settings(settings)) > 1, settings.repeats > 1  # (checks members' settings)
+    if jury + repeated + settings.batch > 1:
+        raise ValueError("--repeats with a jury, or --batch with a jury or --repeats, is not supported")
     if jury:
         return Jury(settings, store)
-    return Repeated(settings, store) if settings.repeats > 1 else Judge(settings, store)
+    return Repeated(settings, store) if repeated else Judge(settings, store)
 
 
 def _fresh_totals(got: list[Judgment]) -> dict:
@@ -82,10 +80,9 @@ class Jury:
         first = self.members[0]
         for m in self.members[1:]:  # the jury's record names one prompt version and mode
             if (m.prompt_version, m.mode) != (first.prompt_version, first.mode):
+                what = f"{m.settings.judge_model!r} grades with {m.prompt_version} in {m.mode} mode"
                 raise ValueError(
-                    f"jury member {m.settings.judge_model!r} grades with {m.prompt_version} in {m.mode} "
-                    f"mode, member {first.settings.judge_model!r} with {first.prompt_version} in "
-                    f"{first.mode} mode: a jury's members share the prompt and the mode"
+                    f"jury member {what}, unlike {first.settings.judge_model!r}: one prompt and mode"
                 )
             m.budget = first.budget  # one --max-cost-usd for the whole jury, not one per member
         self.name = jury_name(names, settings.jury_combine)

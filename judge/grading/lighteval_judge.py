@@ -12,6 +12,7 @@ from pathlib import Path
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.answers import Answer
 from oab_bench.judge.dataset import knob
+from oab_bench.judge.grading.client import API_KEY_ENV, api_key, missing_keys
 from oab_bench.judge.grading.judgment_store import JudgmentStore, StoreError, check_folder, default_cache_dir
 from oab_bench.judge.grading.jury import make_judge
 from oab_bench.judge.grading.runner import run_judge_all
@@ -35,8 +36,6 @@ def settings_from_env(env: Mapping[str, str] = os.environ) -> JudgeSettings:
 
 def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
     """What each judge (each member of a jury) lacks: a key, or a local server (`base`: where to give one)."""
-    from oab_bench.judge.grading.client import API_KEY_ENV, api_key, missing_keys
-
     problems = []
     for member in member_settings(settings):
         if member.api_base or api_key() or member.judge_model.startswith("vllm:"):
@@ -51,9 +50,7 @@ def missing_judge_keys(settings: JudgeSettings, base: str) -> list[str]:
 
 def _cache_folder(env: Mapping[str, str]) -> Path | None:
     where = env.get("OAB_JUDGE_CACHE")
-    if where and where.lower() == "off":
-        return None
-    return Path(where) if where else default_cache_dir()
+    return default_cache_dir() if not where else None if where.lower() == "off" else Path(where)
 
 
 def check_env(env: Mapping[str, str] = os.environ, entry: str = "lighteval") -> None:

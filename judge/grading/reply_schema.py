@@ -3,6 +3,7 @@ and its validation: servers may ignore the schema, so every reply is checked."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
@@ -74,10 +75,8 @@ def validate_grading(row: QuestionRow, content: str) -> list[ItemScore]:
         if not isinstance(entry, dict):
             raise GradingError(f"item {r.item_id} is not an object")
         score = entry.get("score")
-        try:
+        with contextlib.suppress(ValueError):  # "0,30"
             score = float(score.replace(",", ".")) if isinstance(score, str) else score
-        except ValueError:
-            score = entry.get("score")
         if not isinstance(score, int | float) or isinstance(score, bool):
             raise GradingError(f"item {r.item_id}: score {score!r} is not a number")
         allowed = [a for a in r.allowed_scores if abs(a - score) < 1e-6]

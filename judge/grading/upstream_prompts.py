@@ -13,9 +13,10 @@ from typing import NamedTuple
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.dataset_builder.source import read_objects
+from oab_bench.judge.grading.client import CallResult, merged
 from oab_bench.judge.grading.reply_schema import GradingError, json_format, strict_object
 from oab_bench.judge.legacy import parse_legacy_score_detailed
-from oab_bench.judge.records import ItemScore, Judgment, Outcome, Usage, total_cost
+from oab_bench.judge.records import ItemScore, Judgment
 from oab_bench.judge.scoring import annulled_part
 
 V1_SINGLE, V1_MULTI, V2 = "single-oab-v1", "single-oab-v1-multi-turn", "single-oab-v2"
@@ -35,9 +36,8 @@ class UpstreamCall(NamedTuple):
 def load_upstream_prompts(path: str | Path) -> dict[str, dict]:
     prompts = {}
     for lineno, entry in read_objects(Path(path)):
-        for key in ("name", "system_prompt", "prompt_template"):
-            if key not in entry:
-                raise SourceError("missing", file=str(path), line=lineno, field=key)
+        if missing := [k for k in ("name", "system_prompt", "prompt_template") if k not in entry]:
+            raise SourceError("missing", file=str(path), line=lineno, field=missing[0])
         prompts[entry["name"]] = entry
     return prompts
 
@@ -120,20 +120,16 @@ def _parser(c: UpstreamCall) -> Callable[[str], tuple[float, list[ItemScore], st
 async def grade_upstream(judge, row: QuestionRow, turns: list[str], base: dict) -> Judgment:
     """Upstream's protocol: a `judge.call` per turn (v1) or question (v2); the score is the parts' sum."""
     calls = upstream_calls(row, turns, judge.settings.prompt, judge.upstream)
-    outcomes: list[tuple[UpstreamCall, Outcome]] = []
+    outcomes: list[tuple[UpstreamCall, CallResult]] = []
     for c in calls:
         fmt = UPSTREAM_V2_FORMAT if c.structured else None
         outcomes.append((c, await judge.call(c.messages, fmt, _parser(c))))
         if outcomes[-1][1].status != "ok":
             break
     texts = [o.content if len(calls) == 1 else f"# {c.label}:\n{o.content}" for c, o in outcomes]
-    fields = dict(
-        base,
-        usage=sum((o.usage for _, o in outcomes), Usage()),
-        cost_usd=total_cost([o.cost_usd for _, o in outcomes]),
-        judge_text="\n\n".join(texts),
-        attempts=sum(o.attempts for _, o in outcomes),
-    )
+    spent = merged([o for _, o in outcomes])
+    fields = dict(base, usage=spent.usage, cost_usd=spent.cost_usd, attempts=spent.attempts)
+    fields["judge_text"] = "\n\n".join(texts)
     c, last = outcomes[-1]
     if last.status != "ok":
         return Judgment(**fields, status=last.status, error=f"{c.label or 'question'}: {last.error}")

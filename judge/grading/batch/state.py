@@ -61,14 +61,10 @@ class BatchLog(KeyedStore):
         """cache key -> a kept reply's body."""
         return self.replies.items()
 
-    def open_keys(self, chunks: dict[str, Chunk] | None = None) -> dict[str, str]:
+    def open_keys(self) -> dict[str, str]:
         """cache key -> the batch (or chunk) still to collect it: uploaded, not yet taken in."""
-        return {
-            request.key: chunk.batch_id or chunk.chunk
-            for chunk in (self.chunks() if chunks is None else chunks).values()
-            if not chunk.done and chunk.file_id is not None
-            for request in chunk.requests.values()
-        }
+        chunks = [c for c in self.chunks().values() if not c.done and c.file_id is not None]
+        return {r.key: c.batch_id or c.chunk for c in chunks for r in c.requests.values()}
 
     def append(self, event: str, chunk: str, **fields) -> None:
         """Record `event` of `chunk`: `submit` (the Chunk's fields), `file` (file_id=), `batch`
@@ -101,8 +97,6 @@ def prune_kept(store: JudgmentStore) -> int:
         logger.warning("%s: kept replies not pruned (%s); a later run tries again", log.path, e)
         return 0
     if held:
-        print(
-            f"batch: {len(held)} kept repl(ies) pruned from {log.path} (their judgments are stored)",
-            file=sys.stderr,
-        )
+        said = f"batch: {len(held)} kept repl(ies) pruned from {log.path} (their judgments are stored)"
+        print(said, file=sys.stderr)
     return len(held)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import sys
 import time
 import uuid
+from types import SimpleNamespace
 
 import litellm
 from tqdm import tqdm
@@ -41,12 +43,9 @@ def reply(settings: JudgeSettings, body: dict) -> CallResult:
 
 def answered(output: bytes) -> dict[str, dict]:
     """custom_id -> the reply's body, for every line of an output file the provider answered with 200."""
-    out = {}
-    for line in (json.loads(raw) for raw in output.splitlines() if raw.strip()):
-        response = line.get("response") or {}
-        if not line.get("error") and response.get("status_code") == 200:
-            out[line["custom_id"]] = response["body"]
-    return out
+    lines = [json.loads(raw) for raw in output.splitlines() if raw.strip()]
+    ok = [x for x in lines if not x.get("error") and (x.get("response") or {}).get("status_code") == 200]
+    return {x["custom_id"]: x["response"]["body"] for x in ok}
 
 
 def _say(text: str) -> None:
@@ -85,17 +84,13 @@ async def _submit(judge: Judge, log: BatchLog, todo: Todo) -> list[Chunk]:
     lines = [
         api.request_line(key, settings, *judge.request(row, text)) for key, (row, _, text) in todo.items()
     ]
+    sent_to = {"judge_model": settings.judge_model, "endpoint": endpoint(settings)}
     for group in api.split(lines):
         keys = [json.loads(line)["custom_id"] for line in group]
         requests = {
             k: Request(key=k, question_id=todo[k][0].question_id, model=todo[k][1].model) for k in keys
         }
-        chunk = Chunk(
-            chunk=uuid.uuid4().hex,
-            judge_model=settings.judge_model,
-            endpoint=endpoint(settings),
-            requests=requests,
-        )
+        chunk = Chunk(chunk=uuid.uuid4().hex, requests=requests, **sent_to)
         log.append("submit", chunk.chunk, **chunk.model_dump(exclude={"chunk"}))  # before anything is sent
         chunk.file_id = await api.upload(settings, f"oab-bench-{chunk.chunk}.jsonl", b"".join(group))
         log.append("file", chunk.chunk, file_id=chunk.file_id)
@@ -167,7 +162,7 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo: Todo, pr
     settings = judge.settings
     total = sum(len(c.requests) for c in chunks)
     bar = tqdm(total=total, desc="batch", unit="q", disable=not progress, dynamic_ncols=True)
-    deadline = None if settings.batch_wait is None else time.monotonic() + settings.batch_wait
+    deadline = time.monotonic() + (math.inf if settings.batch_wait is None else settings.batch_wait)
     pending = {c.batch_id: c for c in chunks}
     seen: dict[str, str] = {}
     counted: dict[str, int] = {}
@@ -175,30 +170,28 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo: Todo, pr
     try:
         while pending:
             for batch in await asyncio.gather(*(api.retrieve(settings, b) for b in pending)):
-                counts = batch.request_counts
-                counted[batch.id] = (counts.completed + counts.failed) if counts else 0
+                counts = batch.request_counts or SimpleNamespace(completed=0, failed=0, total="?")
+                counted[batch.id] = counts.completed + counts.failed
                 if seen.get(batch.id) != batch.status:
                     seen[batch.id] = batch.status
                     errors = getattr(getattr(batch, "errors", None), "data", None) or []  # failed whole
                     reasons = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "no reason given"
                     why = f"; {reasons}" if batch.status == "failed" else ""
-                    done = f"{counted[batch.id]}/{counts.total if counts else '?'} done, {counts.failed if counts else 0} failed"
+                    done = f"{counted[batch.id]}/{counts.total} done, {counts.failed} failed"
                     _say(f"batch {batch.id}: {batch.status} ({done}{why})")
                 if batch.status in TERMINAL:
                     retried += await _collect(judge, log, pending.pop(batch.id), batch, todo)
             bar.n = min(total, sum(counted.values()))
             bar.set_postfix_str(", ".join(f"{b} {seen[b]}" for b in pending), refresh=False)
             bar.refresh()
-            if pending and deadline is not None and time.monotonic() >= deadline:
+            if pending and time.monotonic() >= deadline:
                 raise BatchPending(
                     f"{len(pending)} batch(es) still running after --batch-wait {settings.batch_wait:g}s: "
                     f"{', '.join(pending)} (recorded in {log.path}); rerun the same command to reattach, "
                     "nothing is submitted twice"
                 )
             if pending:
-                await asyncio.sleep(
-                    delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
-                )
+                await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
                 delay = min(POLL_MAX, delay * 1.5)
     finally:
         bar.close()
