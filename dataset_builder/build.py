@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections import defaultdict
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -49,9 +48,7 @@ class BuildReport(BaseModel):
         return out + [f"warning: {w}" for w in self.warnings]
 
 
-def _read(
-    raw: RawSource,
-) -> tuple[dict[str, tuple[int, SourceQuestion]], dict[str, tuple[int, ReferenceAnswer]]]:
+def _read(raw: RawSource) -> tuple[dict, dict]:
     """Questions and references by id with their lines: ids once each, parsed, agreeing with the category."""
     questions: dict[str, tuple[int, SourceQuestion]] = {}
     for line, q in validate_objects(raw.questions, SourceQuestion, label=raw.questions_label):
@@ -84,14 +81,13 @@ def _read(
 def _rubric(
     name: str, ref: ReferenceAnswer, labels: list[str], fix: Correction, report: BuildReport, errata: str
 ) -> tuple[list[str], list[RubricItem]]:
-    """The commented answers and the rubric of each part; the errata's scores and annulments applied,
-    every other row that outscores its parenthesised parts reported (merged cells show so)."""
+    """Each part's commented answer and rubric, errata applied; a row outscoring its (x,xx) parts: warned."""
     references, rows = [], []
     for i, (label, text) in enumerate(zip(labels, ref.turns, strict=True)):
         try:
             answer, table = parse_reference(text)
         except SourceError as e:
-            raise SourceError(e.message, field=f"choices.0.turns.{i}") from None  # the guidelines' field
+            raise SourceError(e.message, field=f"choices[0].turns[{i}]") from None  # the guidelines' field
         references.append(answer)
         number = itertools.count(1)  # ids count a part's rows: the source's labels repeat
         rows += [(f"{label or 'P'}{next(number)}", label, row) for row in table]
@@ -213,8 +209,7 @@ def _question(
 def build_rows(
     source: Path | str, errata_path: Path = DEFAULT_ERRATA
 ) -> tuple[list[QuestionRow], BuildReport]:
-    """Read and check everything: SourceError for bad input, BuildError for numbers that do not add up.
-    `source`: a folder of upstream's JSONL files, or `hf:OWNER/NAME[@REV]` / `hf:/abs/folder`."""
+    """Read and check everything: SourceError for bad input, BuildError for numbers that do not add up."""
     errata = load_errata(errata_path)
     raw = open_source(source)
     questions, refs = _read(raw)
@@ -230,19 +225,17 @@ def build_rows(
         try:
             rows.append(_question(q, ref, errata.get(question_id), report, raw, errata_path.name))
         except SourceError as e:
-            theirs = (e.field or "").startswith("choices.")  # the guidelines'
+            theirs = (e.field or "").startswith("choices")  # the guidelines'
             file = raw.guidelines_label if theirs else raw.questions_label
             raise e.at(file=file, line=ref_line if theirs else line) from None
         except BuildError as e:
             problems.append(str(e))
-    exams: dict[str, list[int]] = defaultdict(list)
-    for row in rows:
-        exams[row.exam_id].append(row.number)
+    exams = {r.exam_id: sorted(s.number for s in rows if s.exam_id == r.exam_id) for r in rows}
     # a peça (5.00) and questões 1-4 (1.25 each, every row's max_score checked above) total 10.00
     problems = problems or [
-        f"exam {exam} is incomplete: has {sorted(n)}, needs the peça (0) and questões 1-4"
+        f"exam {exam} is incomplete: has {n}, needs the peça (0) and questões 1-4"
         for exam, n in sorted(exams.items())
-        if sorted(n) != [0, 1, 2, 3, 4]
+        if n != [0, 1, 2, 3, 4]
     ]
     if problems:
         raise BuildError("\n".join(problems))

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
+from oab_bench.dataset_builder.source import shape_error
 
 DEFAULT_ERRATA = Path(__file__).with_name("errata.yaml")
 
@@ -52,9 +53,7 @@ def load_errata(path: Path = DEFAULT_ERRATA) -> dict[str, ErrataEntry]:
         mark = getattr(e, "problem_mark", None)
         raise SourceError(f"invalid YAML: {e}", file=str(path), line=mark and mark.line + 1) from None
     except ValidationError as e:
-        first = e.errors()[0]
-        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-        raise SourceError(first["msg"], file=str(path), field=field or None) from None
+        raise shape_error(e).at(file=str(path)) from None
     entries: dict[str, ErrataEntry] = {}
     for i, entry in enumerate(listed):
         qid, where = entry.question_id, {"file": str(path), "field": f"[{i}].correction"}

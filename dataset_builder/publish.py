@@ -24,12 +24,9 @@ DATA_FILE = "data/test-00000-of-00001.parquet"
 MARKER_HEAD = "written by `oab-bench build`; --overwrite may replace this folder"
 BUILD = Writer("oab-bench build", MARKER, head=MARKER_HEAD)
 
-CARD_TEMPLATE = Path(__file__).with_name("card.md.j2")
-
 
 def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
-    """The built folder's card, without `configs:` (docs/dataset.md: a local folder declaring them is cached
-    by its name alone)."""
+    """The built folder's card; no `configs:` (a local folder declaring them is cached by its name alone)."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
     meta = DatasetCardData(
@@ -46,7 +43,7 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
     origins = sorted({(r.provenance.source, r.provenance.revision) for r in rows})
     card = DatasetCard.from_template(
         meta,
-        template_str=CARD_TEMPLATE.read_text(encoding="utf-8"),
+        template_str=Path(__file__).with_name("card.md.j2").read_text(encoding="utf-8"),
         questions=len(rows),
         exams=report.exams,
         editions=", ".join(map(str, sorted({r.edition for r in rows}))),
@@ -55,23 +52,6 @@ def render_card(rows: list[QuestionRow], report: BuildReport) -> str:
         origin="; ".join(f"`{s}` at revision `{rev}`" for s, rev in origins),
     )
     return f"{card}\n"  # Jinja drops the template's last newline
-
-
-def pushed_card(card: str, editions: list[int], repo_id: str) -> str:
-    """The built card with `configs:` (the full set, one per edition) and the repository named."""
-    from huggingface_hub import DatasetCard
-
-    def config(name: str, path: str) -> dict:
-        return {"config_name": name, "data_files": [{"split": "test", "path": path}]}
-
-    pushed = DatasetCard(card)
-    per_edition = [config(f"edition_{e}", f"editions/{e}/test-*") for e in editions]
-    pushed.data["configs"] = [{**config("default", "data/test-*"), "default": True}, *per_edition]
-    names = ", ".join(f"`edition_{e}`" for e in editions)
-    use = f"## Use\n\nConfigs: `default` (every question) and one per edition ({names}), e.g. "
-    use += f'`load_dataset("{repo_id}", "edition_{editions[-1]}", split="test")`.\n'
-    pushed.text = pushed.text.replace('"<this repo>"', f'"{repo_id}"').replace("## Use\n", use, 1)
-    return str(pushed)
 
 
 def is_our_build(folder: Path) -> bool:
@@ -95,9 +75,8 @@ def write_dataset(
 
 
 def push_dataset(args: argparse.Namespace) -> str | None:
-    """`push`: a folder `oab-bench build` wrote, its parquet unchanged (its card may be edited), in the
-    pushed layout, behind the Hub guard; anything else fails before any call. The commit's URL or None."""
-    from huggingface_hub import HfApi
+    """`push`: a build's folder, parquet unchanged (else it fails before any call), behind the Hub guard."""
+    from huggingface_hub import DatasetCard, HfApi
 
     folder = Path(args.dataset)
     ours = listed(folder, BUILD)
@@ -117,5 +96,13 @@ def push_dataset(args: argparse.Namespace) -> str | None:
         buf = io.BytesIO()
         pq.write_table(table.filter(pc.equal(table.column("edition"), e)), buf)
         files[f"editions/{e}/test-00000-of-00001.parquet"] = buf.getvalue()
-    card = pushed_card(card, editions, args.repo_id)  # an edition no longer built goes too:
+    pushed = DatasetCard(card)  # configs: the full set, one per edition; the repository named
+    paths = {"default": "data/test-*", **{f"edition_{e}": f"editions/{e}/test-*" for e in editions}}
+    configs = [{"config_name": c, "data_files": [{"split": "test", "path": p}]} for c, p in paths.items()]
+    pushed.data["configs"] = [{**configs[0], "default": True}, *configs[1:]]
+    names = ", ".join(f"`edition_{e}`" for e in editions)
+    use = f"## Use\n\nConfigs: `default` (every question) and one per edition ({names}), e.g. "
+    use += f'`load_dataset("{args.repo_id}", "edition_{editions[-1]}", split="test")`.\n'
+    pushed.text = pushed.text.replace('"<this repo>"', f'"{args.repo_id}"').replace("## Use\n", use, 1)
+    card = str(pushed)  # an edition no longer built goes too:
     return guarded_push(HfApi(), args, card, files, kind="dataset", delete=["data/*.parquet", "editions/**"])

@@ -63,13 +63,9 @@ def resolve_dataset(given: str, origin: str = "--dataset") -> str:
         raise (SourceError(f"{local}{e.message}", file=where) if local else e.at(file=where)) from None
 
 
-def _record_path(repo: str, revision: str | None) -> Path:
-    return builds_dir() / "hub" / (re.sub(r"[^\w.-]+", "_", f"{repo}@{revision or 'main'}") + ".json")
-
-
 @functools.cache  # one lookup per Hub id and process; a failure is not kept
 def _hub_folder(repo: str, revision: str | None) -> str:
-    record = _record_path(repo, revision)
+    record = builds_dir() / "hub" / (re.sub(r"[^\w.-]+", "_", f"{repo}@{revision or 'main'}") + ".json")
     try:
         info = _info(repo, revision)
     except Unreachable:
@@ -144,8 +140,7 @@ _SAID: set[Path] = set()  # builds announced by this process: lighteval imports 
 
 
 def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
-    """The folder in our built layout for `dataset`, an existing folder or `hf:...`: upstream's raw layout
-    is built into the cache unless it is there already, saying which once per process on stderr."""
+    """The built folder for `dataset` (a folder or `hf:...`); a raw layout is built once into the cache."""
     from oab_bench.dataset_builder.build import build_rows
     from oab_bench.dataset_builder.publish import is_our_build, write_dataset
 
@@ -159,8 +154,7 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
         return str(path)
     spec = parse_hub_spec(source) if source.startswith(HF_PREFIX) else None
     revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision
-    body = source.removeprefix(HF_PREFIX)
-    name = body if Path(body).is_absolute() else body.partition("@")[0]  # a Hub id: the sha says which
+    name = (spec.repo or str(spec.folder)) if spec else source  # a Hub id: the sha says which revision
     key = hashlib.sha256(f"{name}\0{revision}\0".encode() + errata.read_bytes())
     for p in sorted(Path(__file__).parent.glob("*.py")):  # a new builder never reuses an old builder's rows
         key.update(p.name.encode() + b"\0" + p.read_bytes())

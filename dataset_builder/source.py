@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, NamedTuple, TypeVar
 
 import yaml
-from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, AliasPath, BaseModel, ConfigDict, Field, ValidationError
 
 from oab_bench.conventions import BUILD_MARKER
 from oab_bench.dataset_builder.errors import SourceError
@@ -53,74 +53,21 @@ class SourceQuestion(BaseModel):
     system: NonEmptyText
 
 
-_REASONING = AliasChoices("reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens"))
-
-
-class GenerationUsage(BaseModel):
-    """What generating an answer cost, per turn in the newer release's answer files (OpenRouter's usage)."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
-
-    prompt_tokens: int | None = Field(None, ge=0)
-    completion_tokens: int | None = Field(None, ge=0)
-    reasoning_tokens: int | None = Field(None, ge=0, validation_alias=_REASONING)
-    cost: float | None = Field(None, ge=0)
-
-
-class AnswerTurn(BaseModel):
-    """A turn of the newer release's answer files (the older's is a text)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    content: str
-    usage: GenerationUsage | None = None
-
-
-class AnswerChoice(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    turns: list[str | AnswerTurn] = Field(min_length=1)
-
-
-class SourceAnswer(BaseModel):
-    """One line of a FastChat answer file (`reference_answer/guidelines.jsonl`, `model_answer/*.jsonl`)."""
+class ReferenceAnswer(BaseModel):
+    """A line of `reference_answer/guidelines.jsonl`: its texts (the first choice's) go into the dataset."""
 
     model_config = ConfigDict(extra="ignore")
 
     question_id: str
     model_id: str
-    choices: list[AnswerChoice] = Field(min_length=1)
-
-    @property
-    def turns(self) -> list[str]:
-        return [getattr(t, "content", t) for t in self.choices[0].turns]
-
-    @property
-    def usage(self) -> GenerationUsage | None:
-        """The turns' costs added: a figure one turn lacks is unknown; None when no turn says."""
-        usages = [getattr(t, "usage", None) or GenerationUsage() for t in self.choices[0].turns]
-        figures = {k: [getattr(u, k) for u in usages] for k in GenerationUsage.model_fields}
-        if all(v is None for values in figures.values() for v in values):
-            return None
-        return GenerationUsage(**{k: None if None in v else sum(v) for k, v in figures.items()})
-
-
-class ReferenceChoice(AnswerChoice):
-    turns: list[Text] = Field(min_length=1)
-
-
-class ReferenceAnswer(SourceAnswer):
-    """A line of `reference_answer/guidelines.jsonl`: its texts go into the dataset, valid Unicode."""
-
-    choices: list[ReferenceChoice] = Field(min_length=1)
+    turns: list[Text] = Field(min_length=1, validation_alias=AliasPath("choices", 0, "turns"))
 
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int, dict]]:
-    """(line number, JSON object) of a JSONL file; SourceError names the first bad line. Lines split on
-    newline bytes only (U+2028 inside a string is text)."""
+    """(line number, object) of a JSONL file split on newline bytes only; SourceError names a bad line."""
     name, path = label or str(path), Path(path)
     if path.is_dir() or not path.exists():  # (a pipe, /dev/fd/N, is read too)
         raise SourceError("is a folder, not a JSONL file" if path.is_dir() else "file not found", file=name)
@@ -142,10 +89,6 @@ def read_objects(path: Path, *, label: str | None = None) -> Iterator[tuple[int,
             yield lineno, raw
 
 
-def read_jsonl(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
-    yield from validate_objects(read_objects(path), model, label=str(path))
-
-
 def validate_objects(
     objects: Iterable[tuple[int, dict]], model: type[M], *, label: str
 ) -> Iterator[tuple[int, M]]:
@@ -154,9 +97,7 @@ def validate_objects(
         try:
             yield lineno, model.model_validate(raw)
         except ValidationError as e:
-            first = e.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "<row>"
-            raise SourceError(first["msg"], file=label, line=lineno, field=field) from None
+            raise shape_error(e).at(file=label, line=lineno) from None
 
 
 _KINDS = {  # pydantic's error type -> what the value should have been
@@ -184,7 +125,7 @@ def plain(x):
 
 
 def shape_error(e: ValidationError) -> SourceError:
-    """A pydantic error as `field 'x': what is wrong`, for every reader of records (the caller adds where)."""
+    """A pydantic error as `field 'x': what is wrong`, for every reader of input (the caller adds where)."""
     first = e.errors()[0]
     if first["type"] == "json_invalid":
         return SourceError(f"not JSON ({first['ctx']['error']})")
@@ -256,8 +197,7 @@ def data_folder(folder: Path) -> Path:
 
 
 def file_source(given: Path) -> RawSource:
-    """A folder of upstream's JSONL files; its revision a hash of the rows in canonical form (line order,
-    line endings and JSON spacing do not change it)."""
+    """A folder of upstream's JSONL files; its revision a hash of the rows (line order, spacing aside)."""
     folder = data_folder(given)
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is a file"

@@ -22,7 +22,6 @@ _NUMBER_RE = re.compile(r"^\d+(?:[.,]\d+)?$")
 _LABEL_RE = re.compile(r"^(?P<label>[A-Z]\d?[.)]|\d+(?:\.\d+)*\.?|[a-z]\)|[IVX]+\.)\s+(?=\S)")
 _POINTS_RE = re.compile(r"\(\d+[.,]\d+\)")
 _ANNULLED_RE = re.compile(r"^\(?\s*anulad[ao]\s*\)?\.?$", re.IGNORECASE)
-SECTION_CELLS = {"nan", "", "-"}
 
 
 def clean_question(
@@ -128,7 +127,7 @@ def parse_reference(text: str) -> tuple[str, list[TableRow]]:
             raise SourceError(f"score table row {n} has an empty ITEM cell")
         m = _LABEL_RE.match(item_text)
         label, description = (m["label"], item_text[m.end() :]) if m else ("", item_text)
-        blank = cell.lower() in SECTION_CELLS
+        blank = cell.lower() in {"nan", "", "-"}
         if blank and not _POINTS_RE.search(item_text):  # a section; with points, an item under a merged cell
             section = item_text
             continue

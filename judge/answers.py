@@ -7,13 +7,45 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AliasPath, BaseModel, ConfigDict, Field, ValidationError
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import GenerationUsage, SourceAnswer, plain, read_jsonl, shape_error
+from oab_bench.dataset_builder.source import plain, read_objects, shape_error, validate_objects
 from oab_bench.judge import inspect_log
-from oab_bench.judge.records import NonEmpty
+from oab_bench.judge.records import GenerationUsage, NonEmpty
 from oab_bench.judge.results_layout import open_shared
+
+
+class AnswerTurn(BaseModel):
+    """A turn of the newer release's answer files (the older's is a text)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    content: str
+    usage: GenerationUsage | None = None
+
+
+class SourceAnswer(BaseModel):
+    """One line of a FastChat answer file (`model_answer/*.jsonl`): its first choice's turns."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: str
+    model_id: str
+    given: list[str | AnswerTurn] = Field(min_length=1, validation_alias=AliasPath("choices", 0, "turns"))
+
+    @property
+    def turns(self) -> list[str]:
+        return [getattr(t, "content", t) for t in self.given]
+
+    @property
+    def usage(self) -> GenerationUsage | None:
+        """The turns' costs added: a figure one turn lacks is unknown; None when no turn says."""
+        usages = [getattr(t, "usage", None) or GenerationUsage() for t in self.given]
+        figures = {k: [getattr(u, k) for u in usages] for k in GenerationUsage.model_fields}
+        if all(v is None for values in figures.values() for v in values):
+            return None
+        return GenerationUsage(**{k: None if None in v else sum(v) for k, v in figures.items()})
 
 
 class Answer(BaseModel):
@@ -43,7 +75,8 @@ def strip_reasoning(text: str) -> str:
 def load_fastchat_answers(path: Path) -> list[Answer]:
     """An upstream `model_answer/<model>.jsonl` file; the model is `model_id`, else the file name."""
     out: dict[str, Answer] = {}
-    for n, a in read_jsonl(path, SourceAnswer):
+    rows = validate_objects(read_objects(path), SourceAnswer, label=str(path))
+    for n, a in rows:
         if a.question_id in out:
             raise SourceError(
                 f"second answer to {a.question_id!r}", file=str(path), line=n, field="question_id"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, Field, StringConstraints
 
 from oab_bench.judge.settings import Mode
 
@@ -22,6 +22,20 @@ class Usage(BaseModel):
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
+
+
+_REASONING = AliasChoices("reasoning_tokens", AliasPath("completion_tokens_details", "reasoning_tokens"))
+
+
+class GenerationUsage(BaseModel):
+    """What generating an answer cost, per turn in the newer release's answer files (OpenRouter's usage)."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    prompt_tokens: int | None = Field(None, ge=0)
+    completion_tokens: int | None = Field(None, ge=0)
+    reasoning_tokens: int | None = Field(None, ge=0, validation_alias=_REASONING)
+    cost: float | None = Field(None, ge=0)
 
 
 class ItemScore(BaseModel):

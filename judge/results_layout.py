@@ -16,15 +16,9 @@ from typing import Any, Literal, NamedTuple, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.source import (
-    HF_PREFIX,
-    GenerationUsage,
-    parse_hub_spec,
-    read_objects,
-    validate_objects,
-)
+from oab_bench.dataset_builder.source import HF_PREFIX, parse_hub_spec, read_objects, validate_objects
 from oab_bench.hub_guard import CARD, card_data
-from oab_bench.judge.records import RECORD_FIELDS, Usage
+from oab_bench.judge.records import RECORD_FIELDS, GenerationUsage, Usage
 
 KIND = "results"  # the card's `oab_bench.kind`: a dataset of judged results (not the questions)
 CARD_KEY = "oab_bench"  # the front matter's marker: {kind, made_by, format, version}

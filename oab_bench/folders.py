@@ -86,8 +86,7 @@ def _sha256(path: Path) -> str:
 
 
 def check_replaceable(output: Path, writer: Writer) -> None:
-    """Refuse unless `output` is missing, empty, or holds exactly what its marker lists, unchanged;
-    the refusal names what replacing it would remove."""
+    """Refuse, naming what would go, unless `output` is missing, empty or its marker's files unchanged."""
     check_folder(output, writer, "--output", output)
     ours = listed(output, writer) or {}
     dirs = {"/".join(p.split("/")[:i]) + "/" for p in ours for i in range(1, p.count("/") + 1)}

@@ -107,8 +107,7 @@ def check_token(api, repo_id: str) -> None:
 
 
 def plan_push(api, plan: PushPlan, delete_patterns: Iterable[str]) -> PushPlan:
-    """Read the target, never write: who made it (its card at the branch's head, or for a new branch the
-    default branch's), what would be replaced and deleted."""
+    """Read, never write: who made the target (its card at the branch's head or the default's), what goes."""
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
     from huggingface_hub.utils import filter_repo_objects
 

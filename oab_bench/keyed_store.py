@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import fcntl
 import hashlib
 import logging
@@ -62,8 +61,7 @@ def env_access() -> Access:
 
 
 def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None:
-    """Refuse, creating nothing, a file where the folder goes and a database not ours; the database's
-    connection when it exists (read-only unless `write`)."""
+    """Refuse (creating nothing) a file for the folder or a database not ours; else its connection, if any."""
     folder = path.parent
     first = next(p for p in (folder, *folder.parents) if p.exists())
     if not first.is_dir():
@@ -196,9 +194,7 @@ class KeyedStore(Generic[T]):
                     _FDS[self._ident] = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
                 try:
                     fcntl.lockf(_FDS[self._ident], fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-                except OSError as e:
-                    if e.errno not in (errno.EACCES, errno.EAGAIN):
-                        raise
+                except (BlockingIOError, PermissionError):  # EAGAIN, EACCES: another process holds it
                     return False
             _HELD.add((self._ident, offset))
             return True

@@ -350,14 +350,14 @@ def test_missing_field_and_wrong_type(tmp_path):
     def drop(qs, gs):
         qs[1] = json.dumps({k: v for k, v in json.loads(qs[1]).items() if k != "values"})
 
-    assert _bad(tmp_path / "a", drop) == "question.jsonl:2: field 'values': Field required"
+    assert _bad(tmp_path / "a", drop) == "question.jsonl:2: field 'values': missing"
 
     def wrong(qs, gs):
         d = json.loads(qs[1])
         d["values"] = ["muito", 0.6]
         qs[1] = json.dumps(d)
 
-    assert _bad(tmp_path / "b", wrong).startswith("question.jsonl:2: field 'values.0':")
+    assert _bad(tmp_path / "b", wrong).startswith("question.jsonl:2: field 'values[0]':")
 
 
 def test_question_without_reference(tmp_path):
@@ -447,7 +447,9 @@ def test_unreadable_table(tmp_path, reference, match):
         gs[1] = json.dumps(d)
 
     msg = _bad(tmp_path, mutate)
-    assert msg.startswith("reference_answer/guidelines.jsonl:2: field 'choices.0.turns.0':") and match in msg
+    assert (
+        msg.startswith("reference_answer/guidelines.jsonl:2: field 'choices[0].turns[0]':") and match in msg
+    )
 
 
 def test_incomplete_exam_is_an_error(tmp_path):
@@ -469,7 +471,7 @@ def test_errata_file_errors(tmp_path):
 
     p = tmp_path / "e.yaml"
     p.write_text(yaml.safe_dump([{"question_id": "x", "problem": "p", "correction": {}}]))
-    with pytest.raises(SourceError, match=r"field '\[0\].evidence': Field required"):
+    with pytest.raises(SourceError, match=r"field '\[0\].evidence': missing"):
         load_errata(p)
 
 
@@ -563,17 +565,29 @@ def test_revision_changes_with_the_content(tmp_path):
 @pytest.mark.parametrize(
     ("n", "changes", "where"),
     [
-        (2, {"values": ["0.6", 0.65]}, "field 'values.0': Input should be a valid number"),
-        (0, {"values": [True]}, "field 'values.0': Input should be a valid number"),
-        (2, {"values": [float("nan"), float("nan")]}, "field 'values.0': Input should be a finite number"),
-        (2, {"values": [0.6, float("inf")]}, "field 'values.1': Input should be a finite number"),
-        (2, {"statement": ""}, "field 'statement': Value error, empty text"),
-        (2, {"statement": " \n"}, "field 'statement': Value error, empty text"),
-        (2, {"system": ""}, "field 'system': Value error, empty text"),
+        (2, {"values": ["0.6", 0.65]}, "field 'values[0]': '0.6' is not a number"),
+        (0, {"values": [True]}, "field 'values[0]': True is not a number"),
+        (
+            2,
+            {"values": [float("nan"), float("nan")]},
+            "field 'values[0]': nan: Input should be a finite number",
+        ),
+        (2, {"values": [0.6, float("inf")]}, "field 'values[1]': inf: Input should be a finite number"),
+        (2, {"statement": ""}, "field 'statement': '': Value error, empty text"),
+        (2, {"statement": " \n"}, "field 'statement': ' \\n': Value error, empty text"),
+        (2, {"system": ""}, "field 'system': '': Value error, empty text"),
         (2, {"turns": ["", "Qual o prazo?"]}, "field 'turns.0': a questão's item prompt is empty"),
         (2, {"turns": ["Mévio tem direito?", " "]}, "field 'turns.1': a questão's item prompt is empty"),
-        (2, {"statement": "Caso \ud800 inventado."}, "field 'statement': Value error, lone surrogate"),
-        (3, {"turns": ["Item \udfff?", "Outro?"]}, "field 'turns.0': Value error, lone surrogate"),
+        (
+            2,
+            {"statement": "Caso \ud800 inventado."},
+            "field 'statement': 'Caso \\ud800 inventado.': Value error, lone surrogate",
+        ),
+        (
+            3,
+            {"turns": ["Item \udfff?", "Outro?"]},
+            "field 'turns[0]': 'Item \\udfff?': Value error, lone surrogate",
+        ),
     ],
 )
 def test_bad_question_fields_name_file_line_and_field(tmp_path, n, changes, where):
@@ -597,7 +611,7 @@ def test_lone_surrogate_in_a_reference_names_guidelines_line_and_field(tmp_path)
         "".join(json.dumps(g) + "\n" for _, g in pairs)
     )
     with pytest.raises(
-        SourceError, match=r"^reference_answer/guidelines\.jsonl:2: field 'choices\.0\.turns\.0': "
+        SourceError, match=r"^reference_answer/guidelines\.jsonl:2: field 'choices\[0\]\.turns\[0\]': "
     ):
         build_rows(src, src / "errata.yaml")
 
@@ -647,7 +661,7 @@ def test_in_a_clone_of_upstreams_repository_errors_name_the_path_from_the_folder
     (data / "question.jsonl").write_text("".join(lines))
     with pytest.raises(SourceError) as info:
         build_rows(tmp_path / "clone", data / "errata.yaml")
-    assert str(info.value) == "data/oab_bench/question.jsonl:3: field 'statement': Field required"
+    assert str(info.value) == "data/oab_bench/question.jsonl:3: field 'statement': missing"
     (data / "question.jsonl").write_text("".join(json.dumps(q) + "\n" for q, _ in pairs))
     pairs[4][1]["choices"][0]["turns"] = ["sem tabela", "sem tabela"]
     (data / "reference_answer" / "guidelines.jsonl").write_text(

@@ -163,7 +163,7 @@ def test_offline_the_last_resolution_of_a_hub_id_is_used_saying_so(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(SourceError, match="was never resolved here before"):
         resolve.resolve_dataset("someone/oab_bench")
-    record = resolve._record_path("someone/oab_bench", None)
+    record = tmp_path / "builds" / "hub" / "someone_oab_bench_main.json"  # where a resolution is recorded
     record.parent.mkdir(parents=True)
     record.write_text(json.dumps({"revision": "0123456789abcdef", "folder": str(built_dataset)}))
     assert resolve.resolve_dataset("someone/oab_bench") == str(built_dataset)

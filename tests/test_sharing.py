@@ -497,7 +497,7 @@ def test_a_folder_that_merely_looks_like_ours_is_refused(tmp_path, capsys):
     ("column", "value", "field", "why"),
     [
         ("score", 9.0, "score", "outside 0..5.0"),  # above the peça's value: the leaderboard's own check
-        ("status", None, "status", "Input should be a valid string"),  # the layout's types
+        ("status", None, "status", "None is not a string"),  # the layout's types
         ("judge", "openai/someone-else", "judge", "its judge_model, prompt_version, mode and settings make"),
         ("settings", "{not json", "settings", "Expecting property name"),
     ],
