@@ -1,6 +1,5 @@
-"""Judgment sources to compare (a judge's, or graders', score per (model, question), with item scores
-where known): anything the leaderboard reads, records carrying a jury's `members` or a run's
-`repeats`, and human grading CSVs (`exam_id,question_id,item_id,score,grader[,model]`)."""
+"""Judgment sources to compare (a score per (model, question), item scores where known): what the
+leaderboard reads, records carrying `members` or `repeats`, and human grading CSVs."""
 
 from __future__ import annotations
 
@@ -28,8 +27,6 @@ Key = tuple[str | None, str]  # (model, question id); model None: a human grade 
 
 
 class Graded(BaseModel):
-    """One (model, question) as a source graded it. Only status `ok` carries a score."""
-
     model: str | None  # None pairs with the one model the other side graded on the question
     question_id: str
     exam_id: str
@@ -68,9 +65,6 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
     return Source(name=name, path=str(path), judge=judges[0], graded=graded, notes=notes)
 
 
-# --- records carrying nested gradings -------------------------------------------------------
-
-
 def read_nested_lines(path: Path, key: str, rows: dict | None = None) -> list[tuple[int, dict]]:
     """(line, record) of each record of `path` carrying `key` ("members" or "repeats"), checked by the
     judgment reader (against its row of `rows` where exam and value agree), nested defaults filled."""
@@ -100,9 +94,6 @@ def nested_graded(records: list[dict], key: str, name) -> dict:
     return dict(sorted(graded.items()))
 
 
-# --- human grading CSVs ---------------------------------------------------------------------
-
-
 def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
     if question_id in dataset:
         return dataset[question_id].max_score
@@ -125,8 +116,7 @@ def _csv_text(path: Path) -> str:
 
 
 def _check_header(fields: list[str], path: Path) -> None:
-    """Every column there, else what is wrong with the header (another separator, blanks or
-    capitals around the names) rather than every column "missing"."""
+    """Every column there, else what is wrong with the header rather than every column "missing"."""
     missing = [c for c in CSV_COLUMNS if c not in fields]
     if not missing:
         return
