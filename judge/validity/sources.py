@@ -95,8 +95,8 @@ def nested_graded(records: list[dict], key: str, name) -> dict:
 
 
 def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
-    if question_id in dataset:
-        return dataset[question_id].max_score
+    if row := dataset.get(question_id):
+        return row.max_score
     return PECA_MAX if parse_question_id(question_id).kind == "peca" else QUESTAO_MAX
 
 
@@ -136,7 +136,6 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
     """Item grades add up to the question's score; graders are averaged per item and per question,
     unrounded. With the dataset, items are checked and annulled ones count in full, as for judges."""
     grades: dict = defaultdict(dict)  # grader -> (model, question) -> {items, score, line}
-    exams: dict[str, str] = {}
     reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
     _check_header(reader.fieldnames or [], path)
     for raw in reader:
@@ -144,10 +143,10 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
         at = {"file": str(path), "line": reader.line_num}  # a blank line is skipped, not out of the count
         qid, item, grader = raw["question_id"], raw["item_id"], raw["grader"]
         try:
-            exams[qid] = parse_question_id(qid).exam_id
+            exam = parse_question_id(qid).exam_id
         except ValueError:
             raise SourceError(f"{qid!r} is not a question id", **at, field="question_id") from None
-        if raw["exam_id"] != exams[qid]:
+        if raw["exam_id"] != exam:
             raise SourceError(f"{raw['exam_id']!r} is not the exam of {qid}", **at, field="exam_id")
         try:
             score = float(raw["score"].replace(",", "."))
@@ -176,10 +175,9 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
         raise SourceError("no grades in it", file=str(path))
 
     def graded(key: Key, score: float, items: dict[str, float] | None) -> Graded:
-        of_key = {"model": key[0], "question_id": key[1], "exam_id": exams[key[1]], "status": "ok"}
-        return Graded(
-            **of_key, score=round(score, 6), max_score=_max_of(key[1], dataset), items=items or None
-        )
+        exam, top = parse_question_id(key[1]).exam_id, _max_of(key[1], dataset)
+        of_key = {"model": key[0], "question_id": key[1], "exam_id": exam, "status": "ok", "max_score": top}
+        return Graded(**of_key, score=round(score, 6), items=items or None)
 
     per_grader: dict[str, dict[Key, Graded]] = {}
     raised = 0
