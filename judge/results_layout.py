@@ -59,9 +59,7 @@ class GradingItem(Strict):
     score: float
 
 
-class GradingRow(Strict):
-    """A jury member's grading or one repeat's (judge/records.py MemberScore), items as a list."""
-
+class GradingRow(Strict):  # a jury member's grading or one repeat's, items as a list
     judge_model: str
     repeat: int | None = None
     status: str
@@ -178,9 +176,7 @@ def record_fields(v: dict) -> dict[str, Any]:
 def judgment_record(row: JudgmentRow) -> dict:
     """A row back as the judgment record it was (`model` included): what our readers take."""
     out = row.model_dump(include={*RECORD_KEYS, "panel", "model", "usage"})
-    out["items"] = row.items and [
-        i.model_dump(exclude_none=True) for i in row.items
-    ]  # a field left out stays out
+    out["items"] = row.items and [i.model_dump(exclude_none=True) for i in row.items]
     out["settings"] = None if row.settings is None else json.loads(row.settings)
     for key in ("members", "repeats"):
         if getattr(row, key) is not None:
@@ -210,7 +206,6 @@ class Shared(NamedTuple):
     configs: list[str]  # the judges' configs to read (all, or the one picked)
 
     def judgments(self) -> list[tuple[str, int, JudgmentRow]]:
-        """(file label, row number, row) of every judgment, config by config."""
         return [row for config in self.configs for row in _rows(self, judge_file(config), JudgmentRow)]
 
     def answers(self) -> list[tuple[str, int, AnswerRow]]:
@@ -218,15 +213,14 @@ class Shared(NamedTuple):
         return _rows(self, ANSWERS_FILE, AnswerRow) if found else []
 
     def sources(self) -> list[tuple[str, str | None]]:
-        """Each input the export read, with the dataset it recorded, as (label, dataset)."""
+        """(input the export read, the dataset it recorded) of each input."""
         return sorted(
             {(r.source, r.dataset) for _, _, r in self.judgments()}, key=lambda s: (s[0], s[1] or "")
         )
 
 
 def _rows(shared: Shared, rel: str, model: type[BaseModel]) -> list:
-    """(label, row number, row) of one file, validated; read once while the file is unchanged (each
-    input an export read is read back from the same files)."""
+    """(label, row number, row) of one file, validated; read once while the file is unchanged."""
     try:
         stat = (shared.folder / rel).stat()
     except OSError as e:
@@ -251,7 +245,6 @@ def _read_rows(path: Path, _mtime: int, label: str, model: type[BaseModel]) -> l
 
 @functools.cache
 def _download(repo: str, revision: str | None) -> Path:
-    """The repo's card and data files, from the Hub cache or downloaded into it."""
     from huggingface_hub import snapshot_download
 
     patterns = [CARD, f"{JUDGMENTS_DIR}/*/*.parquet", "answers/*.parquet"]
@@ -322,10 +315,8 @@ def rows_at(label: str) -> dict[int, JudgmentRow] | None:
     try:
         shared = open_shared(name)
     except SourceError:
-        return None
-    if shared is None:
-        return None
-    return {n: r for _, n, r in shared._replace(configs=[rel.split("/")[1]]).judgments()}
+        shared = None
+    return shared and {n: r for _, n, r in shared._replace(configs=[rel.split("/")[1]]).judgments()}
 
 
 def judgment_objects(path: str | Path) -> Iterator[tuple[str, int, dict]]:

@@ -18,11 +18,9 @@ def main(args: argparse.Namespace) -> int:
 
     if args.repeats and args.sources:
         raise ValueError("--repeats takes one run and no other sources")
-    dataset = {}  # the dataset's rows by question id (`--dataset`), or none
-    if args.dataset:
-        from oab_bench.judge.dataset import load_rows
+    from oab_bench.judge.dataset import load_rows
 
-        dataset = {r.question_id: r for r in load_rows(args.dataset)}
+    dataset = {r.question_id: r for r in load_rows(args.dataset)} if args.dataset else {}
     if args.repeats:
         from oab_bench.judge.validity.repeatability import read_repeated, render_repeats, repeats_report
 

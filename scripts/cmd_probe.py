@@ -22,8 +22,6 @@ HELP = "does the judge fail a failing answer? answers of known worth from the da
 
 
 def main(args: argparse.Namespace) -> int:
-    """Answers of known worth (probes.py) through the normal judge path, then the checks and the verdict
-    (probe_report.py); answers, judgments and report go to the output folder."""
     from oab_bench.judge.dataset import load_rows, select_rows
     from oab_bench.judge.grading.client import refused_for_good
     from oab_bench.judge.grading.judge_answers import command_judge, print_outcome
@@ -48,7 +46,6 @@ def main(args: argparse.Namespace) -> int:
         for name in (JUDGMENTS_FILE, REPORT_FILE):
             check_output(out / name)
     pairs, _ = probe_pairs(rows, probes, None)  # each question has every probe; the files: once judged
-
     members = getattr(judge, "members", [judge])  # a jury: each member grades every probe
     wanted = [(m, row, a) for m in members for row, a in pairs]
     cached = sum(m.store.get(m.key(row, a.text)) is not None for m, row, a in wanted)
@@ -68,8 +65,7 @@ def main(args: argparse.Namespace) -> int:
 
         check_judges(member_settings(settings))
     judgments = run_judge_all(judge, pairs, progress=not args.no_progress)
-    # a judge whose calls were refused for good (key, model name, URL) measured nothing: an error
-    # with the provider's message, not a verdict about the judge; nothing is written
+    # calls refused for good (key, model name, URL) measured nothing: an error, not a verdict; nothing written
     if refused := [j for j in judgments if j.status == "api_error" and refused_for_good(j.error)]:
         raise ValueError(
             f"the judge refused {len(refused)} of {len(judgments)} calls, so nothing was written: "
@@ -79,7 +75,6 @@ def main(args: argparse.Namespace) -> int:
     write_answer_files(probes, out / PROBE_ANSWERS_DIR)
     write_atomic(out / JUDGMENTS_FILE, dump_jsonl(judgments))
     print_outcome(judgments, jury_lines)
-
     report = probe_report(judge, rows, probes, judgments, resamples=args.resamples, seed=args.seed)
     write_atomic(out / REPORT_FILE, render_json(report))
     sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))

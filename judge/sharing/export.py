@@ -88,13 +88,10 @@ def _row(record: Record, given: str, recorded: str | None, source: tuple[str, di
     return JudgmentRow.model_validate(_redacted(fields, secrets))
 
 
-def _answers(
-    inputs: list[str], answer_files: list[str], secrets: list[str]
-) -> tuple[list[AnswerRow], list[str]]:
+def _answers(inputs: list[str], answer_files: list[str], secrets: list[str]) -> tuple[list, list[str]]:
     """Each (model, question)'s answer once, and notes (a panel's answer file gone since its run);
     two different texts stop naming both places."""
-    rows: list[AnswerRow] = []
-    notes: list[str] = []
+    rows, notes = [], []
 
     def row(a: Answer, given: str) -> AnswerRow:
         q = parse_question_id(a.question_id)
@@ -113,8 +110,7 @@ def _answers(
     keyed = [
         ((r.model, r.question_id), r.turns, w, r.source_line, r) for r, w in zip(rows, where, strict=True)
     ]
-    kept = one_copy_each(keyed, "answers")
-    return list(kept.values()), notes
+    return list(one_copy_each(keyed, "answers").values()), notes
 
 
 def _order(r: JudgmentRow):

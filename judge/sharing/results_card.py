@@ -58,10 +58,8 @@ def render_card(rows, answers, got, configs: dict[str, str], args, *, repo_id: s
     )
 
     def config(name: str, path: str) -> dict:
-        return {
-            "config_name": name,
-            "data_files": [{"split": "train", "path": path.replace("00000-of-00001", "*")}],
-        }
+        files = [{"split": "train", "path": path.replace("00000-of-00001", "*")}]
+        return {"config_name": name, "data_files": files}
 
     front = DatasetCardData(
         **{CARD_KEY: {"kind": KIND, "made_by": made_by, "format": FORMAT, "version": _version("oab-bench")}},

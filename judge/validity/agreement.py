@@ -55,8 +55,7 @@ def _match(a: Source, b: Source) -> tuple[list[tuple[Graded, Graded]], Counter]:
     return pairs, Counter({k: v for k, v in why.items() if v})
 
 
-def model_key(model: str | None) -> tuple[bool, str]:
-    """Sorts models, None (human grades naming no model on both sides) first."""
+def model_key(model: str | None) -> tuple[bool, str]:  # None (no model named on either side) first
     return model is not None, model or ""
 
 
@@ -90,8 +89,8 @@ def _item_rows(pairs, dataset: dict[str, QuestionRow], notes: list[str]) -> tupl
 
 
 def _exam_rows(pairs, sources: list[Source], dataset: dict[str, QuestionRow], notes: list[str]) -> list[dict]:
-    """Exam totals of the (model, exam)s complete on both sides: every question of the exam (the
-    dataset's, else every question of it `sources` graded for any model) paired, worth 10 points."""
+    """Exam totals of the (model, exam)s with every question of the exam (the dataset's, else those
+    `sources` graded for any model) paired, worth 10 points."""
     expected: dict[str, set[str]] = defaultdict(set)
     for g in dataset.values() or [g for s in sources for g in s.graded.values()]:
         expected[g.exam_id].add(g.question_id)
@@ -248,7 +247,6 @@ EXAM_LABELS |= {"spearman": "Spearman", "ccc": "Lin's CCC", "kappa_pass": "pass/
 
 
 def figure_text(f: dict | None, digits: int = 3) -> str:
-    """A figure with its 95% interval, as every validity report prints it ("n/a" when unknown)."""
     if not f or f.get("value") is None:
         return "n/a"
     text = f"{f['value']:.{digits}f}"
@@ -262,12 +260,10 @@ def _model(model: str | None) -> str:
 
 
 def listed(title: str, rows: list[str]) -> list[str]:
-    """A titled list after a blank line; nothing when it has no rows."""
     return ["", title, *rows] if rows else []
 
 
 def with_notes(lines: list[str], notes: list[str]) -> str:
-    """A text report: its lines, then its notes (if any)."""
     return "\n".join(lines + listed("Notes", [f"  - {n}" for n in notes])) + "\n"
 
 

@@ -84,7 +84,6 @@ def member_records(records: list[tuple[int, dict]], source: str) -> list[Record]
 
 def member_records_of(path: Path) -> list[Record]:
     """The members' records of a judgments file (none for folders and other formats)."""
-    path = Path(path)
     if open_shared(path) is None and (path.is_dir() or path.suffix == ".parquet"):
         return []
     return member_records(read_nested_lines(path, "members"), str(path))
@@ -92,10 +91,9 @@ def member_records_of(path: Path) -> list[Record]:
 
 def jury_file_sources(path: Path) -> list[Source]:
     """The members of the jury whose judgments file is `path`, as sources to compare."""
-    ours = Path(path).is_file() or open_shared(path) is not None
-    lines = read_nested_lines(Path(path), "members") if ours else []
+    lines = read_nested_lines(path, "members") if path.is_file() or open_shared(path) is not None else []
     member_records(lines, str(path))  # a member's settings of a wrong shape: its file, line and field
-    sources = member_sources(one_record_each(lines, Path(path)), f"{path} (jury member)")
+    sources = member_sources(one_record_each(lines, path), f"{path} (jury member)")
     if len(sources) < 2:
         raise ValueError(f"{path}: not a jury's judgments file: give two sources or more")
     return sources

@@ -19,7 +19,6 @@ from oab_bench.judge.validity.sources import Source, nested_graded, one_record_e
 def read_repeated(path: Path, dataset: dict[str, QuestionRow] | None = None) -> list[dict]:
     """The records of a repeated run (a judgments file, or the judgments file of a `run` folder),
     one per (model, question); with the dataset, each checked against its question's rubric."""
-    path = Path(path)
     if path.is_dir() and open_shared(path) is None:
         ours = path / JUDGMENTS_FILE
         found = [ours] if ours.is_file() else sorted(path.glob("*judgments*.jsonl"))

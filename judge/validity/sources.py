@@ -1,6 +1,5 @@
-"""Judgment sources to compare (a judge's, or graders', score per (model, question), with item scores
-where known): anything the leaderboard reads, records carrying a jury's `members` or a run's
-`repeats`, and human grading CSVs (`exam_id,question_id,item_id,score,grader[,model]`)."""
+"""Judgment sources to compare (a score per (model, question), item scores where known): what the
+leaderboard reads, records carrying `members` or `repeats`, and human grading CSVs."""
 
 from __future__ import annotations
 
@@ -28,8 +27,6 @@ Key = tuple[str | None, str]  # (model, question id); model None: a human grade 
 
 
 class Graded(BaseModel):
-    """One (model, question) as a source graded it. Only status `ok` carries a score."""
-
     model: str | None  # None pairs with the one model the other side graded on the question
     question_id: str
     exam_id: str
@@ -68,9 +65,6 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
     return Source(name=name, path=str(path), judge=judges[0], graded=graded, notes=notes)
 
 
-# --- records carrying nested gradings -------------------------------------------------------
-
-
 def read_nested_lines(path: Path, key: str, rows: dict | None = None) -> list[tuple[int, dict]]:
     """(line, record) of each record of `path` carrying `key` ("members" or "repeats"), checked by the
     judgment reader (against its row of `rows` where exam and value agree), nested defaults filled."""
@@ -100,12 +94,9 @@ def nested_graded(records: list[dict], key: str, name) -> dict:
     return dict(sorted(graded.items()))
 
 
-# --- human grading CSVs ---------------------------------------------------------------------
-
-
 def _max_of(question_id: str, dataset: dict[str, QuestionRow]) -> float:
-    if question_id in dataset:
-        return dataset[question_id].max_score
+    if row := dataset.get(question_id):
+        return row.max_score
     return PECA_MAX if parse_question_id(question_id).kind == "peca" else QUESTAO_MAX
 
 
@@ -125,8 +116,7 @@ def _csv_text(path: Path) -> str:
 
 
 def _check_header(fields: list[str], path: Path) -> None:
-    """Every column there, else what is wrong with the header (another separator, blanks or
-    capitals around the names) rather than every column "missing"."""
+    """Every column there, else what is wrong with the header rather than every column "missing"."""
     missing = [c for c in CSV_COLUMNS if c not in fields]
     if not missing:
         return
@@ -146,7 +136,6 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
     """Item grades add up to the question's score; graders are averaged per item and per question,
     unrounded. With the dataset, items are checked and annulled ones count in full, as for judges."""
     grades: dict = defaultdict(dict)  # grader -> (model, question) -> {items, score, line}
-    exams: dict[str, str] = {}
     reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
     _check_header(reader.fieldnames or [], path)
     for raw in reader:
@@ -154,10 +143,10 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
         at = {"file": str(path), "line": reader.line_num}  # a blank line is skipped, not out of the count
         qid, item, grader = raw["question_id"], raw["item_id"], raw["grader"]
         try:
-            exams[qid] = parse_question_id(qid).exam_id
+            exam = parse_question_id(qid).exam_id
         except ValueError:
             raise SourceError(f"{qid!r} is not a question id", **at, field="question_id") from None
-        if raw["exam_id"] != exams[qid]:
+        if raw["exam_id"] != exam:
             raise SourceError(f"{raw['exam_id']!r} is not the exam of {qid}", **at, field="exam_id")
         try:
             score = float(raw["score"].replace(",", "."))
@@ -186,10 +175,9 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
         raise SourceError("no grades in it", file=str(path))
 
     def graded(key: Key, score: float, items: dict[str, float] | None) -> Graded:
-        of_key = {"model": key[0], "question_id": key[1], "exam_id": exams[key[1]], "status": "ok"}
-        return Graded(
-            **of_key, score=round(score, 6), max_score=_max_of(key[1], dataset), items=items or None
-        )
+        exam, top = parse_question_id(key[1]).exam_id, _max_of(key[1], dataset)
+        of_key = {"model": key[0], "question_id": key[1], "exam_id": exam, "status": "ok", "max_score": top}
+        return Graded(**of_key, score=round(score, 6), items=items or None)
 
     per_grader: dict[str, dict[Key, Graded]] = {}
     raised = 0

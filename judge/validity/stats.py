@@ -107,12 +107,10 @@ def figure(name: str, cols: Columns, notes: list[str], stat: str = "", **boot) -
 
 def columns(rows: list[dict], *names: str) -> Columns:
     """Columns of `rows` as arrays; `exam` (the resampling unit) and `model` become integer codes."""
-    out: Columns = {}
-    for name in names:
-        values = [r[name] for r in rows]
+
+    def column(name: str) -> np.ndarray:
         if name in ("exam", "model"):
-            codes = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)[1]
-            out[name] = codes.astype(int)
-        else:
-            out[name] = np.asarray(values, dtype=float)
-    return out
+            return np.unique(np.asarray([str(r[name]) for r in rows]), return_inverse=True)[1].astype(int)
+        return np.asarray([r[name] for r in rows], dtype=float)
+
+    return {name: column(name) for name in names}
