@@ -14,7 +14,7 @@ from oab_bench.judge.generation.run_settings import (
 from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.judge.settings import add_arguments as add_judge_arguments
 from oab_bench.judge.settings import add_estimate_arguments
-from oab_bench.scripts.arguments import number
+from oab_bench.scripts.arguments import add_check_call, number
 
 HELP = "generate with lighteval (litellm backend), judge, score"
 COUNT, SECONDS, NON_NEGATIVE = number(int, 1), number(float, 0, above=True), number(float, 0)
@@ -76,8 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     read_only = "go on when a cache this user cannot write would miss entries: "
     read_only += "its hits served, the new not kept"
     flag("--cache-read-only", action="store_true", help=read_only)
-    check = "skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge"
-    flag("--no-check-call", action="store_true", help=check)
+    add_check_call(p, "the candidate and judge")
     add_judge_arguments(p, prefix="judge-")
     add_estimate_arguments(p)
     add_panel_argument(p)

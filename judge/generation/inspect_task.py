@@ -41,10 +41,6 @@ def sample_of(record: dict) -> Sample:
     )
 
 
-def solver(max_tokens: int) -> list:
-    return [generate(cache=True, max_tokens=max_tokens)]
-
-
 def judge_vars(args: dict) -> dict[str, str]:
     """The task's judge arguments (`-T judge_api_base=...`) as the OAB_JUDGE_* variables they override;
     a key is never a task argument (inspect writes those into its log)."""
@@ -78,9 +74,8 @@ def check_judge(args: dict) -> None:
 
 def _figure(name: str):
     def figure(scores: list[SampleScore]) -> float:
-        return task_figures([QuestionResult.model_validate(s.score.metadata["judgment"]) for s in scores])[
-            name
-        ]
+        results = [QuestionResult.model_validate(s.score.metadata["judgment"]) for s in scores]
+        return task_figures(results)[name]
 
     return figure
 
@@ -112,12 +107,7 @@ def oab_judge(**judge_args) -> Scorer:
             raise JudgmentFailed(f"{row.question_id}: judgment {j.status}: {j.error}")
         allowed = {r.item_id: r.allowed_scores for r in row.rubric}
         items = [
-            {
-                "item_id": i.item_id,
-                "allowed_scores": allowed.get(i.item_id),
-                "score": i.score,
-                "reason": i.analysis,
-            }
+            dict(item_id=i.item_id, allowed_scores=allowed.get(i.item_id), score=i.score, reason=i.analysis)
             for i in j.items
         ]
         lines = [f"{i.item_id}: {i.score:g} of {i.max_score:g}. {i.analysis}" for i in j.items]
@@ -135,7 +125,7 @@ def set_inspect_fields(config) -> None:
     """What lighteval's inspect-ai backend (`get_inspect_ai_task`) needs of a task config."""
     keep = config.hf_filter
     config.sample_fields = sample_of
-    config.solver = solver(config.generation_size)
+    config.solver = [generate(cache=True, max_tokens=config.generation_size)]
     config.scorer = oab_judge()
     config.filter = None if keep is None else (lambda sample: keep(sample.metadata["row"]))
 
@@ -156,7 +146,7 @@ def oab_task(
     rows = [r for r in load_rows(folder) if area in (None, r.area) and edition in (None, r.edition)]
     return Task(
         dataset=MemoryDataset([sample_of(r.model_dump(mode="json")) for r in rows], name="oab_bench"),
-        solver=solver(max_tokens),
+        solver=[generate(cache=True, max_tokens=max_tokens)],
         scorer=oab_judge(**judge_args),
         metadata={"dataset": folder},
     )

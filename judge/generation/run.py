@@ -81,11 +81,9 @@ def steps(s: RunSettings, finished: list[Path]) -> int:
         task_run.checkpoint()
         for stale in (JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE):  # an earlier run's are not this one's
             (s.output_dir / stale).unlink(missing_ok=True)
-        started = time.time()
+        t0 = time.time()
         judged, errors = evaluate(s, servers)
-        found = [
-            p for p in (s.output_dir / "results").rglob("results_*.json") if p.stat().st_mtime >= started
-        ]
+        found = [p for p in (s.output_dir / "results").rglob("results_*.json") if p.stat().st_mtime >= t0]
         results = max(found, key=lambda p: p.stat().st_mtime, default=None)  # this run's, not an older one's
         return summarize(s, judged, errors, results, panel, finished)
 
@@ -200,8 +198,8 @@ def model_config(s: RunSettings, cache: Path) -> dict:
     params |= dict(api_retry_sleep=s.candidate_retry_sleep, generation_parameters=s.generation_parameters())
     if s.api_base:
         params["base_url"] = s.api_base
-        if s.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-            params["api_key"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
+    if s.dummy_key:
+        params["api_key"] = s.dummy_key
     return {"model_parameters": params}
 
 

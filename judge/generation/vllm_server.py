@@ -39,16 +39,9 @@ def command(target: str, port: int, extra_args: str | None) -> list[str]:
     """`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`."""
     local = Path(target).expanduser()
     model = str(local.resolve()) if local.exists() else target
-    python = os.environ.get(PYTHON_ENV) or sys.executable
+    server = [os.environ.get(PYTHON_ENV) or sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     flags = ["--model", model, "--served-model-name", served_name(target), "--host", "127.0.0.1", "--port"]
-    return [
-        python,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        *flags,
-        str(port),
-        *shlex.split(extra_args or ""),
-    ]
+    return [*server, *flags, str(port), *shlex.split(extra_args or "")]
 
 
 def tail(log: Path) -> str:
