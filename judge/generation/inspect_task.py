@@ -41,22 +41,15 @@ def sample_of(record: dict) -> Sample:
     )
 
 
-def judge_vars(args: dict) -> dict[str, str]:
-    """The task's judge arguments (`-T judge_api_base=...`) as the OAB_JUDGE_* variables they override;
-    a key is never a task argument (inspect writes those into its log)."""
-    bad = [k for k in args if not k.startswith("judge_") or k == "judge_api_key"]
-    if bad:
+def with_judge_args(args: dict, build: Callable):
+    """`build()` (the plain CLI's judge) with the task's `-T judge_<setting>=...` over OAB_JUDGE_*; a key is
+    never a task argument (inspect logs them). Nothing awaits inside: no other sample runs meanwhile."""
+    if bad := [k for k in args if not k.startswith("judge_") or k == "judge_api_key"]:
         raise SystemExit(
             f"oab_bench: error: unknown task argument {bad[0]}: the judge's are -T judge_model=..., "
             "-T judge_<setting>=... (`oab-bench judge -h`); its key comes from OAB_JUDGE_API_KEY"
         )
-    return {f"OAB_{k.upper()}": str(v) for k, v in args.items()}
-
-
-def with_judge_args(args: dict, build: Callable):
-    """`build()` (the plain CLI's judge, read from OAB_JUDGE_*) with the task's arguments over those
-    variables; nothing awaits inside, so no other sample runs meanwhile."""
-    with mock.patch.dict(os.environ, judge_vars(args)):
+    with mock.patch.dict(os.environ, {f"OAB_{k.upper()}": str(v) for k, v in args.items()}):
         return build()
 
 

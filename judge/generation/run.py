@@ -240,7 +240,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     summary |= dict(empty_answers=empty, failed_judgments=failed)
     if panel is not None:  # judged after the candidate, ranked beside it in the summary
         from oab_bench.judge.grading.batch.submit import BatchPending
-        from oab_bench.judge.panel.judging import judge_beside, ranking
+        from oab_bench.judge.panel.judging import judge_beside, rank_line, ranking
 
         try:
             panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
@@ -261,8 +261,6 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
     print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)
     if panel is not None:
-        from oab_bench.judge.panel.judging import rank_line
-
         print(rank_line(summary["panel"], s.model), file=sys.stderr)
     for line in jury_lines(records):  # a jury: its members' costs and agreement
         print(line, file=sys.stderr)
