@@ -33,17 +33,16 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from oab_bench.dataset_builder.errors import SourceError
-from oab_bench.dataset_builder.ids import AREAS, EDITIONS
 from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
 from oab_bench.judge.dataset import DATASET_ENV, advised
 from oab_bench.judge.generation import inspect_task, lighteval_compat, task_run
+from oab_bench.judge.generation.run_settings import TASK, task_names
 from oab_bench.judge.generation.task_prompt import candidate_prompt
 from oab_bench.judge.grading import lighteval_judge
 from oab_bench.keyed_store import StoreError
 
-TASK = "oab_bench"
 DEFAULT_DATASET = UPSTREAM_DATASET
 SYSTEM_KEY = "oab_system_prompt"
 REFUSED = "the candidate's server refused the request, so the run stopped: "
@@ -139,8 +138,8 @@ def oab_bench(
     return inspect_task.oab_task(given, area, edition, max_tokens, judge)
 
 
-def _keep(field: str, value, line: dict) -> bool:
-    return line[field] == value
+def _keep(task: str, line: dict) -> bool:
+    return task.partition(":")[2] in (line["area"], str(line["edition"]))
 
 
 class _TaskConfig(LightevalTaskConfig):
@@ -162,6 +161,7 @@ class _TaskConfig(LightevalTaskConfig):
 COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
 COMMON |= dict(hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None)
 COMMON |= dict(few_shots_select=None, generation_size=8192, stop_sequence=[], metrics=[oab_judge])
-SUBSETS = [(TASK, None)] + [(f"{TASK}:{a}", functools.partial(_keep, "area", a)) for a in AREAS]
-SUBSETS += [(f"{TASK}:{e}", functools.partial(_keep, "edition", e)) for e in EDITIONS]
-TASKS_TABLE = [_TaskConfig(name=name, hf_filter=keep, **COMMON) for name, keep in SUBSETS]
+TASKS_TABLE = [  # oab_bench, oab_bench:<area>, oab_bench:<edition>
+    _TaskConfig(name=n, hf_filter=functools.partial(_keep, n) if ":" in n else None, **COMMON)
+    for n in task_names()
+]

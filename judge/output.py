@@ -7,14 +7,15 @@ from pathlib import Path
 from oab_bench.keyed_store import unwritable
 from oab_bench.whole_file import replace_whole
 
+MAKE_WRITABLE = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
+
 
 def check_output(path: Path, flag: str = "--output") -> None:
     """Fail now, naming the flag, if `path` cannot be written as a file (not after paying to judge)."""
     if Path(path).is_dir():
         raise ValueError(f"{flag} {path}: is a folder; give a file path")
     if why := unwritable(Path(path).parent):
-        fix = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
-        raise ValueError(f"{flag} {path}: {why}: {fix} or give another path")
+        raise ValueError(f"{flag} {path}: {why}: {MAKE_WRITABLE} or give another path")
 
 
 def write_atomic(path: Path, text: str | bytes) -> Path:

@@ -48,6 +48,18 @@ def add_probe_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=formats, default="text", help="report (or estimate) format on stdout")
 
 
+def add_cache_arguments(p: argparse.ArgumentParser) -> None:
+    """The judgment cache and the progress bar of the commands that judge (judge, judge-sweep, probe)."""
+    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
+    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def add_check_call(p: argparse.ArgumentParser, to: str = "the judge") -> None:
+    check = f"skip the minimal real call (1 output token; 16 for reasoning models) to {to}"
+    p.add_argument("--no-check-call", action="store_true", help=check)
+
+
 SHARED_RESULTS_HELP = "shared results (hf:OWNER/NAME[@REV], hf:/abs/folder)"
 
 

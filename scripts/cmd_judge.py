@@ -6,7 +6,7 @@ import argparse
 
 from oab_bench.judge import settings as judge_settings
 from oab_bench.judge.panel.published import add_panel_argument
-from oab_bench.scripts.arguments import SHARED_RESULTS_HELP
+from oab_bench.scripts.arguments import SHARED_RESULTS_HELP, add_cache_arguments
 
 HELP = "grade answers against each question's rubric"
 
@@ -31,11 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="+",
         help="FastChat answer files (.jsonl), lighteval details, or " + SHARED_RESULTS_HELP,
     )
-    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
-    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
     p.add_argument("--output", required=True, help="judgments JSONL to write")
     p.add_argument("--questions", nargs="+", help="only these question or exam ids (glob patterns)")
-    p.add_argument("--no-progress", action="store_true")
+    add_cache_arguments(p)
     judge_settings.add_arguments(p)
     judge_settings.add_estimate_arguments(p)
     add_panel_argument(p)

@@ -7,7 +7,7 @@ import argparse
 from oab_bench.judge.intervals import AGREEMENT_RESAMPLES
 from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.judge.validity.probes import DEFAULT_SEED
-from oab_bench.scripts.arguments import add_probe_arguments, number, whole
+from oab_bench.scripts.arguments import add_cache_arguments, add_probe_arguments, number, whole
 
 HELP = "which judge? probe, agreement with a reference judge and cost per judge; the cheapest valid one"
 SPEC = (
@@ -64,9 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when no candidate is recommended")
     p.add_argument("--estimate", action="store_true", help="print the sweep's bill per judge, call nothing")
     p.add_argument("--max-cost-usd", type=number(float, 0.0), help="one cost cap for the whole sweep")
-    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
-    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
-    p.add_argument("--no-progress", action="store_true")
+    add_cache_arguments(p)
     p.add_argument("--seed", type=whole(0), default=DEFAULT_SEED, help="swapped answers and bootstrap")
     p.add_argument(
         "--resamples", type=whole(1), default=AGREEMENT_RESAMPLES, help="bootstrap resamples of exams"

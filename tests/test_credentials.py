@@ -146,14 +146,14 @@ def test_a_key_with_a_newline_is_trimmed_and_one_with_a_control_character_fails_
 def test_blank_keys_are_missing_keys_before_anything_runs(monkeypatch):
     """`OPENAI_API_KEY=' '` or a blank OAB_JUDGE_API_KEY passed the run's key check and then failed
     every call; blank is missing, as empty is."""
-    from oab_bench.judge.generation.run_checks import PreflightError, check_credentials
+    from oab_bench.judge.generation.run_checks import check_credentials
     from oab_bench.judge.settings import JudgeSettings
 
     for var in ("OAB_JUDGE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", " \n")
     monkeypatch.setenv("OAB_JUDGE_API_KEY", "  ")
-    with pytest.raises(PreflightError) as info:
+    with pytest.raises(ValueError) as info:
         check_credentials("openai/gpt-4o-mini", None, JudgeSettings(judge_model="openai/gpt-5.2"))
     said = str(info.value)
     assert "the candidate openai/gpt-4o-mini needs OPENAI_API_KEY" in said

@@ -223,7 +223,7 @@ def test_run_with_a_jury_end_to_end(stub, built_dataset, tmp_path):
 
 def test_run_preflight_names_each_jury_member(monkeypatch):
     """Keys are checked per member; a vllm: member is refused with what to do instead."""
-    from oab_bench.judge.generation.run_checks import PreflightError, check_credentials
+    from oab_bench.judge.generation.run_checks import check_credentials
     from oab_bench.judge.generation.run_settings import RunSettings
     from oab_bench.judge.settings import JudgeSettings
     from oab_bench.scripts.cli import build_parser
@@ -232,7 +232,7 @@ def test_run_preflight_names_each_jury_member(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-only-openai")
     jury = JudgeSettings(judge_model="openai/gpt-5.2,anthropic/claude-sonnet-4-6")
-    with pytest.raises(PreflightError) as info:
+    with pytest.raises(ValueError) as info:
         check_credentials("openai/gpt-4o-mini", None, jury)
     assert "anthropic/claude-sonnet-4-6 needs" in str(info.value) and "gpt-5.2 needs" not in str(info.value)
 

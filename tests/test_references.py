@@ -191,13 +191,13 @@ def test_an_edition_the_dataset_lacks_fails_listing_those_it_has(stub, tmp_path,
 
 
 def test_an_area_the_dataset_lacks_fails_listing_those_it_has():
-    from oab_bench.judge.generation.run_checks import PreflightError, check_task_rows
+    from oab_bench.judge.generation.run_checks import check_task_rows
     from tests.probe_rows import made_up
 
     rows = [made_up(90, "civil", n) for n in range(5)]
     check_task_rows(["oab_bench", "oab_bench:civil", "oab_bench:90"], rows, "ds")
     with pytest.raises(
-        PreflightError,
+        ValueError,
         match="oab_bench:penal: the dataset ds has no questions of area penal; its areas: civil",
     ):
         check_task_rows(["oab_bench:penal"], rows, "ds")

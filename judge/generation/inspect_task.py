@@ -39,20 +39,15 @@ def sample_of(record: dict) -> Sample:
     )
 
 
-def solver(max_tokens: int) -> list:
-    return [generate(cache=True, max_tokens=max_tokens)]
-
-
-def judge_vars(args: dict) -> dict[str, str]:
-    """The task's judge arguments (`-T judge_api_base=...`) as the OAB_JUDGE_* variables they override;
-    a key is never a task argument (inspect writes those into its log)."""
-    bad = [k for k in args if not k.startswith("judge_") or k == "judge_api_key"]
-    if bad:
+def judge_env(args: dict) -> dict[str, str]:
+    """The environment with the task's `-T judge_<setting>=...` over OAB_JUDGE_*; a key is never a
+    task argument (inspect logs them)."""
+    if bad := [k for k in args if not k.startswith("judge_") or k == "judge_api_key"]:
         raise SystemExit(
             f"oab_bench: error: unknown task argument {bad[0]}: the judge's are -T judge_model=..., "
             "-T judge_<setting>=... (`oab-bench judge -h`); its key comes from OAB_JUDGE_API_KEY"
         )
-    return {f"OAB_{k.upper()}": str(v) for k, v in args.items()}
+    return os.environ | {f"OAB_{k.upper()}": str(v) for k, v in args.items()}
 
 
 def check_judge(args: dict) -> None:
@@ -62,16 +57,15 @@ def check_judge(args: dict) -> None:
             "oab_bench: error: no judge: pass -T judge_model=openai/gpt-5.2 (or set OAB_JUDGE_MODEL)"
         )
     try:
-        lighteval_judge.check_env(os.environ | judge_vars(args), "inspect")
+        lighteval_judge.check_env(judge_env(args), "inspect")
     except (lighteval_judge.JudgeNotConfigured, ValueError) as e:  # StoreError is a ValueError
         raise SystemExit(f"oab_bench: error: {e}") from None
 
 
 def _figure(name: str):
     def figure(scores: list[SampleScore]) -> float:
-        return task_figures([QuestionResult.model_validate(s.score.metadata["judgment"]) for s in scores])[
-            name
-        ]
+        results = [QuestionResult.model_validate(s.score.metadata["judgment"]) for s in scores]
+        return task_figures(results)[name]
 
     return figure
 
@@ -95,7 +89,7 @@ def oab_judge(**judge_args) -> Scorer:
 
     async def score(state: TaskState, target: Target) -> Score:
         if not judges:
-            judges.append(lighteval_judge.judge_from_env(os.environ | judge_vars(judge_args)))
+            judges.append(lighteval_judge.judge_from_env(judge_env(judge_args)))
         row = QuestionRow.model_validate(state.metadata["row"])
         answer = Answer(model=str(state.model), question_id=row.question_id, turns=[state.output.completion])
         j = await judges[0].grade(row, answer)
@@ -103,12 +97,7 @@ def oab_judge(**judge_args) -> Scorer:
             raise JudgmentFailed(f"{row.question_id}: judgment {j.status}: {j.error}")
         allowed = {r.item_id: r.allowed_scores for r in row.rubric}
         items = [
-            {
-                "item_id": i.item_id,
-                "allowed_scores": allowed.get(i.item_id),
-                "score": i.score,
-                "reason": i.analysis,
-            }
+            dict(item_id=i.item_id, allowed_scores=allowed.get(i.item_id), score=i.score, reason=i.analysis)
             for i in j.items
         ]
         lines = [f"{i.item_id}: {i.score:g} of {i.max_score:g}. {i.analysis}" for i in j.items]
@@ -126,7 +115,7 @@ def set_inspect_fields(config) -> None:
     """What lighteval's inspect-ai backend (`get_inspect_ai_task`) needs of a task config."""
     keep = config.hf_filter
     config.sample_fields = sample_of
-    config.solver = solver(config.generation_size)
+    config.solver = [generate(cache=True, max_tokens=config.generation_size)]
     config.scorer = oab_judge()
     config.filter = None if keep is None else (lambda sample: keep(sample.metadata["row"]))
 
@@ -147,7 +136,7 @@ def oab_task(
     rows = [r for r in load_rows(folder) if area in (None, r.area) and edition in (None, r.edition)]
     return Task(
         dataset=MemoryDataset([sample_of(r.model_dump(mode="json")) for r in rows], name="oab_bench"),
-        solver=solver(max_tokens),
+        solver=[generate(cache=True, max_tokens=max_tokens)],
         scorer=oab_judge(**judge_args),
         metadata={"dataset": folder},
     )

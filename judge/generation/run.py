@@ -81,11 +81,9 @@ def steps(s: RunSettings, finished: list[Path]) -> int:
         task_run.checkpoint()
         for stale in (JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE):  # an earlier run's are not this one's
             (s.output_dir / stale).unlink(missing_ok=True)
-        started = time.time()
+        t0 = time.time()
         judged, errors = evaluate(s, servers)
-        found = [
-            p for p in (s.output_dir / "results").rglob("results_*.json") if p.stat().st_mtime >= started
-        ]
+        found = [p for p in (s.output_dir / "results").rglob("results_*.json") if p.stat().st_mtime >= t0]
         results = max(found, key=lambda p: p.stat().st_mtime, default=None)  # this run's, not an older one's
         return summarize(s, judged, errors, results, panel, finished)
 
@@ -200,8 +198,8 @@ def model_config(s: RunSettings, cache: Path) -> dict:
     params |= dict(api_retry_sleep=s.candidate_retry_sleep, generation_parameters=s.generation_parameters())
     if s.api_base:
         params["base_url"] = s.api_base
-        if s.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-            params["api_key"] = "EMPTY"  # local OpenAI-compatible servers (vLLM) take any key
+    if s.dummy_key:
+        params["api_key"] = s.dummy_key
     return {"model_parameters": params}
 
 
@@ -242,7 +240,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     summary |= dict(empty_answers=empty, failed_judgments=failed)
     if panel is not None:  # judged after the candidate, ranked beside it in the summary
         from oab_bench.judge.grading.batch.submit import BatchPending
-        from oab_bench.judge.panel.judging import judge_beside, ranking
+        from oab_bench.judge.panel.judging import judge_beside, rank_line, ranking
 
         try:
             panel_records = judge_beside(s.judge, s.judge_cache, *panel, records, out, access=s.cache_access)
@@ -263,8 +261,6 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     paid, total = (f"${x:.4f}" if x is not None else "unknown (no price)" for x in costs)
     print(f"judge cost: {paid} this run, {total} in all", file=sys.stderr)
     if panel is not None:
-        from oab_bench.judge.panel.judging import rank_line
-
         print(rank_line(summary["panel"], s.model), file=sys.stderr)
     for line in jury_lines(records):  # a jury: its members' costs and agreement
         print(line, file=sys.stderr)

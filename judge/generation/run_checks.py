@@ -13,15 +13,12 @@ from oab_bench import folders
 from oab_bench.conventions import ANSWERS_FILE, JUDGMENT_CACHE_FILE, RUN_MARKER
 from oab_bench.judge.generation.run_settings import RunSettings, litellm_name, selected_rows, vllm_target
 from oab_bench.judge.generation.task_run import checkpoint
+from oab_bench.judge.output import MAKE_WRITABLE
 from oab_bench.judge.settings import JudgeSettings, member_settings
 from oab_bench.keyed_store import allowed, check_store, unwritable
 
 RUN = folders.Writer("oab-bench run", RUN_MARKER)  # a run writes only in a folder it made or marked
-MAKE_WRITABLE = "make it writable (group write: chmod g+w, and umask 002 for what runs create)"
-
-
-class PreflightError(ValueError):
-    pass
+KEEP_THEM = "to go on without keeping them, add --cache-read-only; to keep them, "
 
 
 def check_keys() -> None:
@@ -33,9 +30,7 @@ def check_keys() -> None:
             del os.environ[name]
         elif name.upper().endswith("API_KEY"):
             if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
-                raise PreflightError(
-                    f"{name} holds a line break or another control character: fix the variable"
-                )
+                raise ValueError(f"{name} holds a line break or another control character: fix the variable")
             os.environ[name] = value.strip()
 
 
@@ -52,7 +47,7 @@ def check_places(s: RunSettings) -> None:
             if folder is not None:
                 check(folder)
         except ValueError as e:
-            raise PreflightError(f"{name}: {e}") from None
+            raise ValueError(f"{name}: {e}") from None
     env, home = os.environ, os.environ.get("HOME") or str(Path("~").expanduser())
     if env.get("HF_HOME"):
         places = [("HF_HOME", env["HF_HOME"])]
@@ -71,7 +66,7 @@ def check_places(s: RunSettings) -> None:
         if path and (why := unwritable(Path(path).expanduser())):
             problems.append(f"{name} {path}: {why}: {fix}")
     if problems:
-        raise PreflightError("\n".join(problems))
+        raise ValueError("\n".join(problems))
 
 
 def resolve_references(s: RunSettings) -> RunSettings:
@@ -85,7 +80,7 @@ def resolve_references(s: RunSettings) -> RunSettings:
         s = s.model_copy(update={"dataset": resolve_dataset(s.dataset, s.dataset_origin)})
         check_task_rows(s.tasks, load_rows(s.dataset), s.dataset)
     except SourceError as e:
-        raise PreflightError(advised(e, "oab-bench")) from None
+        raise ValueError(advised(e, "oab-bench")) from None
     if s.judge.batch and not vllm_target(s.judge.judge_model):  # a vllm: judge's server is not up yet
         from oab_bench.judge.grading.batch.api import check_batch_api
 
@@ -101,7 +96,7 @@ def check_task_rows(names: list[str], rows: list, dataset: str) -> None:
             kind = "edition" if what.isdigit() else "area"
             have = ", ".join(sorted({str(r.edition) if what.isdigit() else r.area for r in rows})) or "none"
             lacks = f"the dataset {dataset} has no questions of {kind} {what}"
-            raise PreflightError(f"--tasks {name}: {lacks}; its {kind}s: {have}")
+            raise ValueError(f"--tasks {name}: {lacks}; its {kind}s: {have}")
 
 
 def check_output(s: RunSettings) -> None:
@@ -110,12 +105,12 @@ def check_output(s: RunSettings) -> None:
     folders.check_folder(s.output_dir, RUN, "--output-dir", s.output_given)
     fix = f"{MAKE_WRITABLE}, or give another --output-dir"
     if why := unwritable(s.output_dir):
-        raise PreflightError(f"--output-dir {s.output_given}: {why}: {fix}")
+        raise ValueError(f"--output-dir {s.output_given}: {why}: {fix}")
     for top in (s.output_dir / "results", s.output_dir / "details"):
         for folder in [top, *top.rglob("*")] if top.is_dir() else []:
             if folder.is_dir() and not allowed(folder, os.W_OK | os.X_OK):
                 why = f"{folder} is not writable by this user (lighteval writes there)"
-                raise PreflightError(f"--output-dir {s.output_given}: {why}: {fix}")
+                raise ValueError(f"--output-dir {s.output_given}: {why}: {fix}")
 
 
 class Stored(NamedTuple):
@@ -184,7 +179,7 @@ def check_caches(s: RunSettings, panel=None) -> RunSettings:
         files = (path / store, path / Path(store).with_suffix(".lock").name)
         if unreadable := [f for f in files if f.exists() and not allowed(f, os.R_OK)]:
             fix = "make it readable (chmod g+r) or use another folder"
-            raise PreflightError(f"{name} {path}: {unreadable[0]} is not readable by this user: {fix}")
+            raise ValueError(f"{name} {path}: {unreadable[0]} is not readable by this user: {fix}")
         if why := "--cache-read-only" if s.cache_read_only else unwritable(path, files):
             read_only[kind] = f"  {name} {path}: {why}"  # no write to any cache, whatever the permissions
     if not read_only:
@@ -194,14 +189,11 @@ def check_caches(s: RunSettings, panel=None) -> RunSettings:
     judgments = state.judgments_missing if "judgments" in read_only else 0
     lines = [f"this cache is read-only: {answers} answers / {judgments} judgments would not be kept"]
     lines += read_only.values()
-    if s.judge.batch and judgments:
-        lines.append(f"--judge-batch records its batches in the judgment cache: {MAKE_WRITABLE}, ")
-        lines[-1] += "or give another --judge-cache, or judge without --judge-batch"
-        raise PreflightError("\n".join(lines))
-    if (answers or judgments) and not s.cache_read_only:
-        lines.append(f"to go on without keeping them, add --cache-read-only; to keep them, {MAKE_WRITABLE}, ")
-        lines[-1] += "or give another --answer-cache / --judge-cache"
-        raise PreflightError("\n".join(lines))
+    batch = bool(s.judge.batch and judgments)  # the one refusal --cache-read-only does not lift
+    if batch or ((answers or judgments) and not s.cache_read_only):
+        lead = "--judge-batch records its batches in the judgment cache: " if batch else KEEP_THEM
+        other = "--judge-cache, or judge without --judge-batch" if batch else "--answer-cache / --judge-cache"
+        raise ValueError("\n".join([*lines, f"{lead}{MAKE_WRITABLE}, or give another {other}"]))
     going = "going on (--cache-read-only): what is new serves this run only"
     lines.append(going if answers or judgments else "nothing new to keep: its entries are served as they are")
     print("\n".join(f"oab-bench run: {line}" for line in lines), file=sys.stderr)
@@ -219,7 +211,7 @@ def check_credentials(candidate: str, api_base: str | None, judge: JudgeSettings
         local = f"(or {knob('api_base')} for a local server)"
         problems.insert(0, f"the candidate {candidate} needs {' or '.join(missing)} {local}")
     if problems:
-        raise PreflightError("no API key: " + "; ".join(problems))
+        raise ValueError("no API key: " + "; ".join(problems))
 
 
 def check_reachable(api_base: str | None, who: str) -> None:
@@ -231,7 +223,7 @@ def check_reachable(api_base: str | None, who: str) -> None:
             httpx.get(f"{api_base.rstrip('/')}/models", timeout=10)
     except httpx.TransportError as e:
         why = f"{type(e).__name__}: {e}"
-        raise PreflightError(f"the {who} server at {api_base} does not answer ({why})") from None
+        raise ValueError(f"the {who} server at {api_base} does not answer ({why})") from None
 
 
 def check_remote(s: RunSettings, panel=None) -> None:
@@ -245,10 +237,8 @@ def check_remote(s: RunSettings, panel=None) -> None:
     check_reachable(s.judge.api_base if judges else None, "judge")
     state = stored_state(s, panel) if s.check_call else None
     if state and not vllm_target(s.model) and state.answered < state.questions:
-        local = s.api_base and s.model.startswith("openai/")  # a local server takes any key
-        key = (os.environ.get("OPENAI_API_KEY") or "EMPTY") if local else None
         checkpoint()
-        check_call("candidate", s.model, api_base=s.api_base, api_key=key)
+        check_call("candidate", s.model, api_base=s.api_base, api_key=s.dummy_key)
     if state and (state.judged is None or state.judgments_missing):
         checkpoint()
         check_judges(judges)
@@ -269,7 +259,7 @@ def check_context(s: RunSettings) -> RunSettings:
         limit = next((int(c["max_model_len"]) for c in cards if c.get("id") == served), None)
     for context, where in ((s.max_model_length, "--max-model-length"), (limit, "server's")):
         if context and s.max_new_tokens >= context:
-            raise PreflightError(
+            raise ValueError(
                 f"--max-new-tokens {s.max_new_tokens} does not fit the {where} context of {context} tokens "
                 "(prompt included): lower --max-new-tokens or raise the context (vLLM: --max-model-len)"
             )
@@ -288,7 +278,7 @@ def check_context(s: RunSettings) -> RunSettings:
             leaves = f"leaves {limit - n} of {s.max_new_tokens} to answer"
             tight.append(f"{row.question_id}: prompt {n} tokens {leaves}")
     if too_long:
-        raise PreflightError(
+        raise ValueError(
             f"{len(too_long)} prompts do not fit the model's context; start the server with a longer "
             "--max-model-len (--vllm-args) or use another model:\n" + "\n".join(too_long)
         )

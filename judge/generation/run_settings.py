@@ -84,6 +84,12 @@ class RunSettings(BaseModel):
     def litellm_model(self) -> str:
         return litellm_name(self.model)
 
+    @property
+    def dummy_key(self) -> str | None:
+        """A key for a local OpenAI-compatible server (vLLM takes any) when OPENAI_API_KEY is unset."""
+        local = self.api_base and self.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY")
+        return "EMPTY" if local else None
+
     def generation(self) -> dict:
         """The answer store's generation settings, as lighteval's client reports them."""
         from lighteval.models.model_input import GenerationParameters

@@ -16,14 +16,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from oab_bench.judge.generation.run_settings import (
-    API_CONCURRENCY,
-    LOCAL_CONCURRENCY,
-    RunSettings,
-    litellm_name,
-    served_name,
-    vllm_target,
-)
+from oab_bench.judge.generation import run_settings
+from oab_bench.judge.generation.run_settings import LOCAL_CONCURRENCY, litellm_name, served_name, vllm_target
 from oab_bench.judge.generation.task_run import checkpoint
 
 ACCESS_LINE = re.compile(r"^INFO:\s+127\.0\.0\.1:\d+ - ")  # one per request: noise after a crash
@@ -39,16 +33,9 @@ def command(target: str, port: int, extra_args: str | None) -> list[str]:
     """`python -m vllm.entrypoints.openai.api_server`: the CPU package has no `vllm serve`."""
     local = Path(target).expanduser()
     model = str(local.resolve()) if local.exists() else target
-    python = os.environ.get(PYTHON_ENV) or sys.executable
+    server = [os.environ.get(PYTHON_ENV) or sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     flags = ["--model", model, "--served-model-name", served_name(target), "--host", "127.0.0.1", "--port"]
-    return [
-        python,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        *flags,
-        str(port),
-        *shlex.split(extra_args or ""),
-    ]
+    return [*server, *flags, str(port), *shlex.split(extra_args or "")]
 
 
 def tail(log: Path) -> str:
@@ -107,7 +94,7 @@ def vllm_server(target: str, log_dir: Path, extra_args: str | None, start_timeou
         watcher.stdin.close()
 
 
-def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[RunSettings, list]:
+def start_local_servers(s: run_settings.RunSettings, stack: contextlib.ExitStack) -> tuple:
     """Each `vllm:` model's server started (one for both roles), litellm pointed at it with more requests
     at a time (a local server batches continuously); the settings and each server's `check_alive`."""
     started: dict[str, tuple] = {}
@@ -118,7 +105,7 @@ def start_local_servers(s: RunSettings, stack: contextlib.ExitStack) -> tuple[Ru
             started[target] = stack.enter_context(server)
         return started[target][0]
 
-    update: dict = {"concurrency": s.concurrency or API_CONCURRENCY}
+    update: dict = {"concurrency": s.concurrency or run_settings.API_CONCURRENCY}
     if candidate := vllm_target(s.model):
         update = {"model": litellm_name(s.model), "api_base": api_base(candidate, s.vllm_args)}
         update["concurrency"] = s.concurrency or LOCAL_CONCURRENCY
