@@ -73,8 +73,10 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
     uri = f"file:{quote(str(path))}" + ("" if write else "?mode=ro")
     db = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None, check_same_thread=False)
     try:
-        app = db.execute("PRAGMA application_id").fetchone()[0]
-        if app != APP_ID and (app or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]):
+        # one statement, one snapshot: a process creating the store beside this one is seen before or after
+        snapshot = "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)"
+        app, tables = db.execute(snapshot).fetchone()
+        if app != APP_ID and (app or tables):
             raise sqlite3.DatabaseError("another application's database")
         if write and app != APP_ID:  # an empty file: ours before it has any table
             db.execute(f"PRAGMA application_id = {APP_ID}")

@@ -78,6 +78,32 @@ def test_two_processes_of_eight_threads_each_pay_every_key_once_and_never_deadlo
     assert len(_store(tmp_path / "s.sqlite")) == 40
 
 
+def test_a_store_created_beside_a_check_is_ours_whenever_the_check_reads_it(tmp_path, monkeypatch):
+    """Another process creates the store (application id, then its table) while this one checks the
+    file: whichever statement of the check it lands before, the store is ours, never "another
+    application's database" (two jobs starting at once on a fresh cache)."""
+    import oab_bench.keyed_store as keyed_store
+
+    path = tmp_path / "s.sqlite"
+    path.touch()  # the other process's os.open: an empty file
+    connect, landed = sqlite3.connect, []
+
+    def creator(statement: str) -> None:  # runs as each statement of the check starts
+        if not landed and "sqlite_master" in statement:
+            landed.append(statement)
+            _store(path).close()
+
+    def traced(*args, **kwargs):
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(creator)
+        return db
+
+    monkeypatch.setattr(keyed_store.sqlite3, "connect", traced)
+    db = keyed_store.check_store(path)
+    assert landed and db is not None
+    db.close()
+
+
 def test_threads_and_coroutines_claiming_one_key_pay_once(tmp_path):
     store = _store(tmp_path / "s.sqlite")
     paid = []
