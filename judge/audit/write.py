@@ -36,11 +36,8 @@ def _exams(t: lb.Table, model: str, totals: dict) -> list[dict]:
         qs = [(s, t.chosen[model].get(q), t.expected[q].max_score) for s, q in sorted(short)]
         total, f = totals.get(exam), t.expected[qids[0]]
         v = "incomplete" if total is None else "pass" if total >= PASS_MARK else "fail"
-        out.append(
-            dict(
-                exam=exam, area=lb.area_name(f.area), edition=f.edition, total=total, verdict=v, questions=qs
-            )
-        )
+        view = dict(exam=exam, area=lb.area_name(f.area), edition=f.edition, total=total)
+        out.append(view | dict(verdict=v, questions=qs))
     return out
 
 
@@ -206,11 +203,9 @@ def write_report(
 
 def write_run_report(out_dir: Path, dataset: str | None = None) -> Path | None:
     """`report.html` beside a run's results; a failure is a printed note, never a failed run."""
-    title = f"OAB-Bench run: {Path(out_dir).name}"
+    options = dict(dataset=dataset, title=f"OAB-Bench run: {Path(out_dir).name}", expect_dataset=False)
     try:
-        path = write_report(
-            [out_dir], Path(out_dir) / HTML_REPORT_FILE, dataset=dataset, title=title, expect_dataset=False
-        )
+        path = write_report([out_dir], Path(out_dir) / HTML_REPORT_FILE, **options)
     except Exception as e:  # a report is a by-product of the run
         print(f"oab-bench run: note: no report.html ({type(e).__name__}: {redact(str(e))})", file=sys.stderr)
         return None

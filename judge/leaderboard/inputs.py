@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StrictInt, StringConstraints, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, StrictInt, StringConstraints, ValidationError
 
 from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, PROBE_REPORT_FILE
 from oab_bench.dataset_builder.errors import SourceError
@@ -73,7 +73,6 @@ def facts_of_id(question_id: str) -> Facts:
 
 
 def record_of(question_id: str, max_score: float | None = None, **fields) -> Record:
-    """A record whose exam (unless given), area and edition come from its question id."""
     facts = facts_of_id(question_id).model_dump()
     return Record(**facts | {"max_score": max_score or facts["max_score"]} | fields)
 
@@ -139,40 +138,19 @@ Text = Annotated[str, StringConstraints(strict=True, min_length=1)]
 class UpstreamTurn(BaseModel):
     """A line of upstream's judgment files: one turn (a questão's item) of one question."""
 
-    question_id: Text
+    question_id: Annotated[Text, AfterValidator(lambda qid: facts_of_id(qid).question_id)]
     model: Text
     judge: tuple[Text] | tuple[Text, str | None]  # [judge model, prompt name]
     score: Annotated[float, Field(strict=True, allow_inf_nan=False)]  # -1: upstream found no score
     turn: StrictInt
     judgment: str | None = None
 
-    @field_validator("question_id")
-    @classmethod
-    def _parses(cls, qid: str) -> str:
-        facts_of_id(qid)
-        return qid
-
-    @field_validator("score")
-    @classmethod
-    def _no_negative(cls, score: float) -> float:
-        if score < 0 and score != -1:
-            raise ValueError(f"{score} is negative (only -1, upstream's 'no score found', is allowed)")
-        return score
-
-    @field_validator("turn")
-    @classmethod
-    def _a_turn(cls, turn: int, info) -> int:
-        qid = info.data.get("question_id", "")
-        if not 1 <= turn <= (n := 1 if "peca" in qid else 2):
-            raise ValueError(f"{turn} is not a turn of {qid} (1..{n})")
-        return turn
-
 
 def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, QuestionRow]) -> list[Record]:
     """Upstream's turns, each checked against its value, summed per question (an annulled turn in full)."""
 
-    def bad(why: str, line: int) -> SourceError:
-        return SourceError(why, file=str(path), line=line, field="score")
+    def bad(why: str, line: int, field: str = "score") -> SourceError:
+        return SourceError(why, file=str(path), line=line, field=field)
 
     groups: dict[tuple, dict[int, tuple[UpstreamTurn, int]]] = defaultdict(dict)
     for lineno, r in rows:
@@ -181,6 +159,10 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
         except ValidationError as e:
             err = e.errors()[0]
             raise SourceError(err["msg"], file=str(path), line=lineno, field=str(err["loc"][0])) from None
+        if not 1 <= t.turn <= (n := 1 if "peca" in t.question_id else 2):
+            raise bad(f"{t.turn} is not a turn of {t.question_id} (1..{n})", lineno, "turn")
+        if t.score < 0 and t.score != -1:
+            raise bad(f"{t.score} is negative (only -1, upstream's 'no score found', is allowed)", lineno)
         row, key = dataset.get(t.question_id), (t.judge[0], t.model, t.question_id)
         value = ITEM_MAX if "peca" not in t.question_id else PECA_MAX
         value = row.items[t.turn - 1].max_score if row and len(row.items) >= t.turn else value
@@ -207,20 +189,9 @@ def from_upstream(path: Path, rows: list[tuple[int, dict]], dataset: dict[str, Q
         prompts = {t.judge[1] for t, _ in turns.values() if len(t.judge) > 1 and t.judge[1]}
         prompt = ",".join(sorted({p.removesuffix("-multi-turn") for p in prompts})) or None
         status = "missing_turn" if None in scores else "parse_error" if score is None else "ok"
-        texts = [turns[n][0].judgment or "" for n in sorted(turns)]
-        out.append(
-            record_of(
-                qid,
-                row and row.max_score,
-                judge=judge_label(judge_model, prompt),
-                model=model,
-                status=status,
-                score=score,
-                source=str(path),
-                line=first,
-                trail=Trail(texts=texts),
-            )
-        )
+        trail = Trail(texts=[turns[n][0].judgment or "" for n in sorted(turns)])
+        said = dict(judge=judge_label(judge_model, prompt), model=model, status=status, score=score)
+        out.append(record_of(qid, row and row.max_score, **said, source=str(path), line=first, trail=trail))
     return out
 
 
@@ -246,7 +217,6 @@ class NoResults(SourceError):
 
 
 def is_probe_folder(path: Path) -> bool:
-    """`oab-bench probe`'s folder: its report beside its judgments."""
     return path.is_dir() and (path / PROBE_REPORT_FILE).is_file() and (path / JUDGMENTS_FILE).is_file()
 
 
@@ -300,11 +270,8 @@ def recorded_dataset(path: Path) -> str | None:
             tasks = json.loads(file.read_text(encoding="utf-8")).get("config_tasks") or {}
         except (OSError, ValueError, AttributeError):
             continue
-        found |= {
-            t["hf_repo"]
-            for name, t in tasks.items()
-            if "oab_bench" in name and isinstance(t, dict) and isinstance(t.get("hf_repo"), str)
-        }
+        repos = [t.get("hf_repo") for name, t in tasks.items() if "oab_bench" in name and isinstance(t, dict)]
+        found |= {r for r in repos if isinstance(r, str)}
     if len(found) > 1:
         why = f"made with several datasets ({', '.join(sorted(found))}): pass --dataset"
         raise SourceError(why, file=str(path))
@@ -346,9 +313,8 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
                         why = f"its dataset {source} and another input's disagree on {qid}: pass --dataset"
                         raise SourceError(why, file=str(path))
             elif not dataset and source:
-                notes.append(
-                    f"{path} was made with {source} (not a local folder): pass --dataset to check against it"
-                )
+                why = "(not a local folder): pass --dataset to check against it"
+                notes.append(f"{path} was made with {source} {why}")
             try:
                 got = from_shared(shared, rows, (path, recorded)) if shared else load_records(path, rows)
             except NoResults as e:
@@ -358,13 +324,9 @@ def read_inputs(paths: list[str], dataset: str | None = None) -> Inputs:
             origins += [(path, source)] * len(got)
     if not records:
         raise ValueError("no judged results in any input")
-    return Inputs(  # notes sorted: the output never depends on the order of the inputs
-        records=records,
-        expected=set(rows_of(dataset)) if dataset else None,
-        truth=truth,
-        notes=sorted(notes),
-        origins=origins,
-    )
+    expected = set(rows_of(dataset)) if dataset else None
+    # notes sorted: the output never depends on the order of the inputs
+    return Inputs(records=records, expected=expected, truth=truth, notes=sorted(notes), origins=origins)
 
 
 def read_for_command(command: str, inputs: list[str], dataset: str | None) -> Inputs:

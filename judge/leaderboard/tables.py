@@ -211,10 +211,8 @@ def build_tables(
         seen = {qid for recs in models.values() for qid in recs}
         ids = seen if expected_ids is None else expected_ids
         expected = {q: truth.get(q) or facts_of_id(q) for q in sorted(ids)}
-        if expected_ids is not None and expected_ids - seen:
-            notes.append(
-                f"{judge}: {len(expected_ids - seen)} expected questions have no judgment from any model"
-            )
+        if ids - seen:
+            notes.append(f"{judge}: {len(ids - seen)} expected questions have no judgment from any model")
         by_exam, countable = exams_of(expected)
         notes += [
             f"{judge}: exam {exam}: its judged questions are worth {sum(expected[q].max_score for q in qids):.2f}, "
@@ -261,8 +259,6 @@ def compare(tables: list[Table], model_a: str, model_b: str, **bootstrap) -> lis
     return out
 
 
-# --- renderings -------------------------------------------------------------------------------
-
 JSON_KEYS = [k for k in Row.model_fields if k not in ("exam_totals", "panel")]
 
 
@@ -278,7 +274,6 @@ def shown(r: Row) -> dict[str, str]:
 
 
 def _cell(text: str) -> str:
-    """A name from the inputs as one markdown table cell: pipes escaped, line breaks spaces."""
     return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
 
 

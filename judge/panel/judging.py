@@ -96,12 +96,9 @@ def judge_beside(
     judge = make_judge(settings, JudgmentStore(cache, access=access))
     charge(judge, sum(r.get("cost_usd") or 0.0 for r in candidate if not r.get("cached")))
     todo = sum(any(g.to_call(row, a)[2] is not None for g in graders(judge)) for row, a in pairs)
-    print(
-        f"oab-bench run: judging the panel: {len(pairs)} published answers of {len(panel.models)} models "
-        f"({panel.label()}): {todo} to judge now, {len(pairs) - todo} need no call (in the judgment cache, "
-        "or empty)",
-        file=sys.stderr,
-    )
+    what = f"{len(pairs)} published answers of {len(panel.models)} models ({panel.label()})"
+    calls = f"{todo} to judge now, {len(pairs) - todo} need no call (in the judgment cache, or empty)"
+    print(f"oab-bench run: judging the panel: {what}: {calls}", file=sys.stderr)
     records = marked_records(run_judge_all(judge, pairs), panel.sources)
     write_atomic(out / PANEL_JUDGMENTS_FILE, dump_records(records))
     return records
@@ -148,6 +145,5 @@ def rank_line(block: dict, candidate: str) -> str:
     )
     tied, unsettled = ", ".join(block["tied"]), ", ".join(block["unsettled"])
     line += f"; it ties with {tied} (the same exam score)" * bool(tied)
-    return line + f"; its order with {unsettled} is not settled (their 95% intervals overlap)" * bool(
-        unsettled
-    )
+    open_order = f"; its order with {unsettled} is not settled (their 95% intervals overlap)"
+    return line + open_order * bool(unsettled)

@@ -58,7 +58,6 @@ class Rule(BaseModel):
         )
 
     def why_not(self, row: JudgeRow) -> str | None:
-        """Why `row` does not qualify; None when it does."""
         a, name = row.agreement, "kappa_pass lower bound" if self.kappa_on == "lower" else "kappa_pass"
         kappa = a and (a.kappa_pass.ci_low if self.kappa_on == "lower" else a.kappa_pass.value)
         if row.failed:
@@ -145,11 +144,8 @@ def cells(report: SweepReport) -> list[tuple[str, ...]]:
         name = r.judge + " (reference)" * (r.judge == report.reference)
         costs = [_num(r.cost_usd_per_model, "${:.4f}"), _num(r.cost_usd_per_model_batch, "${:.4f}")]
         verdict = "FAILED" if r.failed else "ok" if p and p.verdict == "discriminates" else "NO"
-        probe = [
-            _num(p and p.reference_pct, "{:.1f}"),
-            _num(p and p.swapped_pct, "{:.1f}"),
-            _num(p and p.ordering),
-        ]
+        pcts = [_num(p and getattr(p, k), "{:.1f}") for k in ("reference_pct", "swapped_pct")]
+        probe = [*pcts, _num(p and p.ordering)]
         flips = f"{a.flips} ({_num(a.flip_rate, '{:.0%}')})" if a else "-"
         figures = [_fig(a and getattr(a, k)) for k in ("exam_ccc", "exam_mae", "ranking_tau")]
         ran = [str(r.calls), f"{r.seconds:.1f}", "*" * r.pareto]
@@ -164,10 +160,8 @@ def render_text(report: SweepReport, why: dict[str, str], scaled: str, counted: 
         "probe: ok = verdict `discriminates`; front: * on the Pareto front (none cheaper and at least as valid)",
         f"calls and seconds: this run's; {counted}",
     ]
-    failed = [r for r in report.judges if r.failed]
-    out += [
-        f"FAILED {r.judge}: {r.failed} (its calls failed: nothing is said about its validity)" for r in failed
-    ]
+    said = "(its calls failed: nothing is said about its validity)"
+    out += [f"FAILED {r.judge}: {r.failed} {said}" for r in report.judges if r.failed]
     out += [f"not chosen: {judge}: {reason}" for judge, reason in why.items()]
     out += ["", f"rule: {report.rule}", f"recommended: {report.recommended or 'none'}"]
     return "\n".join(out) + "\n"

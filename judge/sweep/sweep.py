@@ -210,11 +210,9 @@ def measure(judges, folders, probe_pairs, probe_missing, pairs, missing, *, prog
             pending.append(f"{spec}: {e}")
             continue
         seconds = time.monotonic() - start
-        probes = done[: len(probe_pairs)] + [
-            judge.unanswered(r, m, "no probe answer") for r, m in probe_missing
-        ]
-        no_answer = "the answer files have no answer to this question"
-        answers = done[len(probe_pairs) :] + [judge.unanswered(r, m, no_answer) for r, m in missing]
+        n, no_answer = len(probe_pairs), "the answer files have no answer to this question"
+        probes = done[:n] + [judge.unanswered(r, m, "no probe answer") for r, m in probe_missing]
+        answers = done[n:] + [judge.unanswered(r, m, no_answer) for r, m in missing]
         write_atomic(folder / names.PROBE_JUDGMENTS_FILE, dump_jsonl(probes))
         write_atomic(folder / names.JUDGMENTS_FILE, dump_records(marked_records(answers, panel)))
         graded = gradings(judge, done)
@@ -273,8 +271,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     dataset, models, built = {r.question_id: r for r in pool}, {a.model for _, a in pairs}, []
     options = {"resamples": args.resamples, "seed": args.seed}
-    first = folders[0] / names.JUDGMENTS_FILE
-    reference = None if measured[0].failed else load_source("A", first, dataset)
+    reference = None if measured[0].failed else load_source("A", folders[0] / names.JUDGMENTS_FILE, dataset)
     for m, folder in zip(measured, folders, strict=True):
         direct, batch, scaled = cost_per_model([g for g in m.graded if g[1].model in models], rows, pool)
         probe = agreement = None
