@@ -125,8 +125,7 @@ def answer_files_in(path: Path) -> list[Path]:
 
 
 def one_copy_each(entries: Iterable[tuple], verb: str) -> dict:
-    """(model, question) -> its item, of `entries` ((model, question), what must agree, file, line, item):
-    identical copies are one; two that differ stop naming both places, whatever their order."""
+    """(model, question) -> item of `entries` (key, must-agree, file, line, item); differing copies stop."""
     out: dict = {}
     for key, same, file, line, item in sorted(entries, key=lambda e: (e[2], e[3])):
         seen = out.setdefault(key, (same, file, line, item))

@@ -32,8 +32,7 @@ def judge_file(config: str) -> str:
 
 
 def config_names(judges: list[str]) -> dict[str, str]:
-    """judge label -> config name: readable, file-safe, never a reserved name, the same whatever the
-    order of the judges (two labels that would share a name both get a hash of their label)."""
+    """judge label -> config name: file-safe, never reserved, order-free (a shared slug gets a hash)."""
     slug = {j: re.sub(r"[^A-Za-z0-9._]+", "-", j).strip("-.")[:80] or "judge" for j in judges}
     taken = list(slug.values())
     return {

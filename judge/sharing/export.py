@@ -45,8 +45,7 @@ def _relative(file: str, given: str) -> str:
 
 
 def _source_of(file: str) -> tuple[str, dict]:
-    """(kind, line -> what the file says there) of a records' source file; upstream's: the first line
-    of each (judge, model, question) -> (judge model, turn -> score, text), a turn twice its first."""
+    """(kind, line -> what the file says); upstream's: first line -> (judge model, turn -> score, text)."""
     shared = rows_at(file)
     if shared is not None:
         return "shared", shared

@@ -59,8 +59,7 @@ def model_key(model: str | None) -> tuple[bool, str]:  # None (no model named on
 
 
 def _item_rows(pairs, dataset: dict[str, QuestionRow], notes: list[str]) -> tuple[list[dict], list[int]]:
-    """Item pairs with their places on the item's grid of allowed scores (the dataset's, else the
-    scores seen on either side), rounded down: a score between two steps earns the lower."""
+    """Item pairs with their places on the item's grid of allowed scores (else those seen), rounded down."""
     rows = [
         {"exam": ga.exam_id, "q": ga.question_id, "item": i, "a": ga.items[i], "b": gb.items[i]}
         for ga, gb in pairs
