@@ -1,5 +1,5 @@
-"""Candidate answers, one text per question, from FastChat answer files, lighteval details or a shared
-results dataset; bad input is one line naming file, line (or details row) and field."""
+"""Candidate answers, one text per question, from FastChat answer files, lighteval details, inspect logs or
+a shared results dataset; bad input is one line naming file, line (or details row) and field."""
 
 from __future__ import annotations
 
@@ -16,18 +16,14 @@ from oab_bench.judge.records import GenerationUsage, NonEmpty
 from oab_bench.judge.results_layout import open_shared
 
 
-class AnswerTurn(BaseModel):
-    """A turn of the newer release's answer files (the older's is a text)."""
-
+class AnswerTurn(BaseModel):  # a turn of the newer release's answer files (the older's is a text)
     model_config = ConfigDict(extra="ignore")
 
     content: str
     usage: GenerationUsage | None = None
 
 
-class SourceAnswer(BaseModel):
-    """One line of a FastChat answer file (`model_answer/*.jsonl`): its first choice's turns."""
-
+class SourceAnswer(BaseModel):  # a line of a FastChat answer file (`model_answer/*.jsonl`)
     model_config = ConfigDict(extra="ignore")
 
     question_id: str
@@ -75,22 +71,18 @@ def strip_reasoning(text: str) -> str:
 def load_fastchat_answers(path: Path) -> list[Answer]:
     """An upstream `model_answer/<model>.jsonl` file; the model is `model_id`, else the file name."""
     out: dict[str, Answer] = {}
-    rows = validate_objects(read_objects(path), SourceAnswer, label=str(path))
-    for n, a in rows:
+    for n, a in validate_objects(read_objects(path), SourceAnswer, label=str(path)):
         if a.question_id in out:
             raise SourceError(
                 f"second answer to {a.question_id!r}", file=str(path), line=n, field="question_id"
             )
-        at = {"source": str(path), "line": n, "usage": a.usage}
-        out[a.question_id] = Answer(
-            model=a.model_id or path.stem, question_id=a.question_id, turns=a.turns, **at
-        )
+        at = {"model": a.model_id or path.stem, "source": str(path), "line": n, "usage": a.usage}
+        out[a.question_id] = Answer(question_id=a.question_id, turns=a.turns, **at)
     return list(out.values())
 
 
 def load_answers(path: Path) -> list[Answer]:
-    """A shared results dataset (results_layout.py), a lighteval details parquet or folder, or a
-    FastChat JSONL file."""
+    """A shared results dataset, an inspect log, lighteval details (parquet or folder) or FastChat JSONL."""
     shared = open_shared(path)
     if shared is not None:
         fields = {"model", "question_id", "turns", "usage"}
@@ -119,8 +111,7 @@ def read_answer_files(paths: list[str]) -> list[Answer]:
 
 
 def answer_files_in(path: Path) -> list[Path]:
-    """What `path` holds that `load_answers` reads: a file, a lighteval output folder (its details), a
-    folder of FastChat answer files (upstream's `model_answer/`), or a shared results dataset (itself)."""
+    """What `path` holds that `load_answers` reads: itself, or a folder's FastChat answer files."""
     if open_shared(path) is not None:
         return [path]
     if not path.exists():
@@ -134,8 +125,7 @@ def answer_files_in(path: Path) -> list[Path]:
 
 
 def one_copy_each(entries: Iterable[tuple], verb: str) -> dict:
-    """(model, question) -> its item, of `entries` ((model, question), what must agree, file, line, item):
-    identical copies are one; two that differ stop naming both places, whatever their order."""
+    """(model, question) -> item of `entries` (key, must-agree, file, line, item); differing copies stop."""
     out: dict = {}
     for key, same, file, line, item in sorted(entries, key=lambda e: (e[2], e[3])):
         seen = out.setdefault(key, (same, file, line, item))
@@ -170,9 +160,7 @@ class _Response(BaseModel):
     text: list[str] | None = None
 
 
-class DetailsRow(BaseModel):
-    """What an answer is read from in a details row: its question and the model's text."""
-
+class DetailsRow(BaseModel):  # what an answer is read from in a details row
     doc: _Doc
     model_response: _Response
 
@@ -191,8 +179,7 @@ def run_folder_of(file: Path) -> Path:
 
 
 def one_run(path: Path) -> list[Path]:
-    """The oab_bench details files of the one run under `path` (a file, or a folder); several runs
-    are refused (two runs of a model would collapse into whichever sorts last)."""
+    """The oab_bench details files of the one run under `path` (a file, or a folder; several runs refused)."""
     path = Path(path)
     if path.is_file():
         return [path]
@@ -222,8 +209,7 @@ def details_judgments(file: Path) -> dict[int, dict]:
 
 
 def load_lighteval_answers(path: Path) -> list[Answer]:
-    """Every answer in the run's details files, each with its file and row (one_per_question settles
-    copies)."""
+    """Every answer in the run's details files, each with its file and row (copies are settled later)."""
     import pandas as pd
 
     out: list[Answer] = []

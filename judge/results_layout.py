@@ -1,6 +1,5 @@
-"""A shared results dataset: its files, configs, columns and marker, and reading one back as an input
-(`hf:OWNER/NAME[@REV]`, `hf:/abs/folder` or such a folder, `#CONFIG` one judge's). A row keeps every
-field of our record (or upstream's turns): reading it back goes through the readers of the original files."""
+"""A shared results dataset (files, configs, columns, marker), read back as an input (`hf:OWNER/NAME[@REV]`,
+`hf:/abs/folder` or such a folder; `#CONFIG` one judge's); a row keeps a record's fields or upstream's."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ def judge_file(config: str) -> str:
 
 
 def config_names(judges: list[str]) -> dict[str, str]:
-    """judge label -> config name: readable, file-safe, never a reserved name, the same whatever the
-    order of the judges (two labels that would share a name both get a hash of their label)."""
+    """judge label -> config name: file-safe, never reserved, order-free (a shared slug gets a hash)."""
     slug = {j: re.sub(r"[^A-Za-z0-9._]+", "-", j).strip("-.")[:80] or "judge" for j in judges}
     taken = list(slug.values())
     return {
@@ -112,8 +110,7 @@ class JudgmentRow(Strict):
         return value
 
     def copy_key(self) -> tuple:
-        """What makes two rows the same judgment of the same answer (an answer is one per (model,
-        question) in an export): judge, question, outcome, item scores and the judge's reply."""
+        """What makes two rows the same judgment of the same answer: judge, outcome, scores, reply."""
         items = tuple((i.item_id, i.score) for i in self.items or [])
         said = (self.judge, self.model, self.question_id, self.status, self.score, self.judge_text)
         return (*said, items, str(self.turn_scores), str(self.turn_texts))
@@ -189,13 +186,12 @@ def judgment_record(row: JudgmentRow) -> dict:
 def upstream_lines(row: JudgmentRow, line: int) -> list[tuple[int, dict]]:
     """An upstream row back as upstream's lines, one per turn it had (a missing turn stays missing)."""
     judge = [row.judge_model, row.prompt_version] if row.prompt_version else [row.judge_model]
-    texts, said = row.turn_texts or [], {"question_id": row.question_id, "model": row.model, "judge": judge}
+    scores = row.turn_scores or []
+    texts = [*(row.turn_texts or []), *[""] * len(scores)]
+    said = {"question_id": row.question_id, "model": row.model, "judge": judge}
     return [
-        (
-            line,
-            {**said, "turn": turn, "score": score, "judgment": texts[turn - 1] if turn <= len(texts) else ""},
-        )
-        for turn, score in enumerate(row.turn_scores or [], start=1)
+        (line, {**said, "turn": turn, "score": score, "judgment": texts[turn - 1]})
+        for turn, score in enumerate(scores, start=1)
         if score is not None
     ]
 
@@ -209,8 +205,7 @@ class Shared(NamedTuple):
         return [row for config in self.configs for row in _rows(self, judge_file(config), JudgmentRow)]
 
     def answers(self) -> list[tuple[str, int, AnswerRow]]:
-        found = (self.folder / ANSWERS_FILE).is_file()
-        return _rows(self, ANSWERS_FILE, AnswerRow) if found else []
+        return _rows(self, ANSWERS_FILE, AnswerRow) if (self.folder / ANSWERS_FILE).is_file() else []
 
     def sources(self) -> list[tuple[str, str | None]]:
         """(input the export read, the dataset it recorded) of each input."""
@@ -259,8 +254,7 @@ def _spec(name: str):
 
 
 def open_shared(path: str | Path) -> Shared | None:
-    """The shared results dataset `path` names, or None (a plain file or folder). `hf:...` must be
-    one (an error otherwise); a local folder is one when its card says so."""
+    """The shared results dataset `path` names (`hf:...` must be one), or None (a plain file or folder)."""
     given = str(path)
     name, _, picked = given.partition("#")
     name = name.rstrip("/") or name
@@ -294,9 +288,7 @@ def open_shared(path: str | Path) -> Shared | None:
         )
     made = mark.get("format", FORMAT)
     if not isinstance(made, int) or made > FORMAT:
-        raise SourceError(
-            f"written in layout format {made!r}; this oab-bench reads up to {FORMAT}", file=name
-        )
+        raise SourceError(f"written in layout format {made!r}; oab-bench reads up to {FORMAT}", file=name)
     configs = sorted(
         str(c["config_name"])
         for c in meta.get("configs") or []
@@ -320,8 +312,7 @@ def rows_at(label: str) -> dict[int, JudgmentRow] | None:
 
 
 def judgment_objects(path: str | Path) -> Iterator[tuple[str, int, dict]]:
-    """(file, line, our judgment record) of a judgments file, or of a shared dataset's rows that
-    hold our records (upstream's turns are not such records)."""
+    """(file, line, our judgment record) of a judgments file, or of a shared dataset's non-upstream rows."""
     shared = open_shared(path)
     if shared is None:
         for n, obj in read_objects(Path(path)):

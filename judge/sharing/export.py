@@ -1,6 +1,5 @@
-"""`oab-bench export`: judgment sources, read by the leaderboard's reader, -> a Hub dataset folder
-(judge/results_layout.py) with its card, written whole; each judgment and each answer once, every text
-through `redact`."""
+"""`oab-bench export`: judgment sources, read as the leaderboard reads them, -> a Hub dataset folder with its
+card, written whole; each judgment and answer once, every text through `redact`."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ def _relative(file: str, given: str) -> str:
 
 
 def _source_of(file: str) -> tuple[str, dict]:
-    """(kind, line -> what the file says there) of a records' source file; upstream's: the first line
-    of each (judge, model, question) -> (judge model, turn -> score, text), a turn twice its first."""
+    """(kind, line -> what the file says); upstream's: first line -> (judge model, turn -> score, text)."""
     shared = rows_at(file)
     if shared is not None:
         return "shared", shared
@@ -89,8 +87,7 @@ def _row(record: Record, given: str, recorded: str | None, source: tuple[str, di
 
 
 def _answers(inputs: list[str], answer_files: list[str], secrets: list[str]) -> tuple[list, list[str]]:
-    """Each (model, question)'s answer once, and notes (a panel's answer file gone since its run);
-    two different texts stop naming both places."""
+    """Each (model, question)'s answer once (two different texts stop), and notes (an answer file gone)."""
     rows, notes = [], []
 
     def row(a: Answer, given: str) -> AnswerRow:
@@ -119,8 +116,7 @@ def _order(r: JudgmentRow):
 
 
 def collect(sources: list[str], dataset: str | None = None, answer_files: list[str] = ()) -> tuple:
-    """(judgment rows, answer rows, the inputs as the leaderboard read them, notes): everything the
-    sources hold, each judgment and answer once (copies left out); what `oab-bench export` writes."""
+    """(judgment rows, answer rows, the inputs as the leaderboard read them, notes): what `export` writes."""
     inputs, secrets = read_inputs(list(sources), dataset), secret_values()
     source = functools.cache(_source_of)
     rows = [
@@ -142,8 +138,7 @@ def collect(sources: list[str], dataset: str | None = None, answer_files: list[s
 
 
 def export_to(args: argparse.Namespace, output: Path, *, repo_id: str | None = None) -> Path:
-    """`export`'s and `push-results`' work: read `args.sources`, write the folder `output` (the card
-    naming `repo_id` when pushed), say on stderr what was written and the inputs' notes."""
+    """`export`'s and `push-results`' work: `args.sources` -> the folder `output`, a summary on stderr."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

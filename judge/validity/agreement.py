@@ -1,6 +1,5 @@
-"""Agreement between judgment sources as one JSON-able report, and as text: A and B in full (items,
-questions, exams, models, ranking) on what both graded `ok`; with three or more, every pair's exam CCC
-and MAE and Krippendorff's alpha; human graders of one CSV against each other (`human_baseline`)."""
+"""Agreement between judgment sources as a JSON-able report and as text: A and B in full on what both graded
+`ok`; with 3+, each pair's exam CCC, MAE and Krippendorff's alpha; a CSV's graders against each other."""
 
 from __future__ import annotations
 
@@ -60,8 +59,7 @@ def model_key(model: str | None) -> tuple[bool, str]:  # None (no model named on
 
 
 def _item_rows(pairs, dataset: dict[str, QuestionRow], notes: list[str]) -> tuple[list[dict], list[int]]:
-    """Item pairs with their places on the item's grid of allowed scores (the dataset's, else the
-    scores seen on either side), rounded down: a score between two steps earns the lower."""
+    """Item pairs with their places on the item's grid of allowed scores (else those seen), rounded down."""
     rows = [
         {"exam": ga.exam_id, "q": ga.question_id, "item": i, "a": ga.items[i], "b": gb.items[i]}
         for ga, gb in pairs
@@ -89,8 +87,7 @@ def _item_rows(pairs, dataset: dict[str, QuestionRow], notes: list[str]) -> tupl
 
 
 def _exam_rows(pairs, sources: list[Source], dataset: dict[str, QuestionRow], notes: list[str]) -> list[dict]:
-    """Exam totals of the (model, exam)s with every question of the exam (the dataset's, else those
-    `sources` graded for any model) paired, worth 10 points."""
+    """Exam totals of the (model, exam)s with every question of the exam paired, worth 10 points."""
     expected: dict[str, set[str]] = defaultdict(set)
     for g in dataset.values() or [g for s in sources for g in s.graded.values()]:
         expected[g.exam_id].add(g.question_id)
@@ -111,15 +108,12 @@ def _exam_rows(pairs, sources: list[Source], dataset: dict[str, QuestionRow], no
     return rows
 
 
-def _models(rows: list[dict]) -> list[dict]:
-    by_model: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_model[r["model"]].append(r)
+def _models(rows: list[dict]) -> list[dict]:  # `rows` sorted by model, as _exam_rows makes them
     out = [
         {"model": model, "exams": len(rs)}
         | {f"mean_{s}": float(np.mean([r[s] for r in rs])) for s in "ab"}
         | {f"passed_{s}": sum(r[s] >= PASS_MARK for r in rs) for s in "ab"}
-        for model, rs in sorted(by_model.items(), key=lambda kv: model_key(kv[0]))
+        for model, rs in ((m, list(g)) for m, g in itertools.groupby(rows, key=lambda r: r["model"]))
     ]
     return sorted(out, key=lambda m: -m["mean_a"])
 
@@ -191,8 +185,7 @@ def compare_two(a: Source, b: Source, dataset: dict[str, QuestionRow] | None = N
 
 
 def compare_all(sources: list[Source], dataset: dict[str, QuestionRow] | None = None, **boot) -> dict:
-    """A against B in full; with 3+ sources, the pairwise exam CCC and MAE and Krippendorff's alpha.
-    A and B sharing no (model, question) graded ok is an error; a further such pair gets a note."""
+    """A against B in full (an error if they share nothing graded ok); with 3+, pairwise figures, alpha."""
     report = compare_two(sources[0], sources[1], dataset, **boot)
     if not report["n_pairs"]:
         raise ValueError(f"{sources[0].label} and {sources[1].label}: {_no_pairs(report)}")
@@ -275,8 +268,8 @@ def render_text(report: dict) -> str:
         f"{report['n_pairs']} (model, question)s graded ok by both A and B, over {report['n_exams']} exams "
         f"({report['n_exam_results']} complete model-exam results); {report['left_out']} left out",
         *(f"  left out: {k}: {v}" for k, v in report["left_out_reasons"].items()),
+        "",
     ]
-    lines.append("")
     levels = (("Items", "item", ITEM_LABELS), ("Questions (% of max)", "question", QUESTION_LABELS))
     for title, level, labels in (*levels, ("Exams (out of 10, complete on both sides)", "exam", EXAM_LABELS)):
         lines.append(f"{title} (n={report[level]['n']})")

@@ -1,6 +1,5 @@
-"""The probes' judgments -> figures, checks, verdict. Means are % of the judged maximum (annulled items'
-points left out) over exams, with intervals resampling exams; a failed judgment is never a zero (it
-shows in `statuses`). The thresholds are chosen here, not calibrated on human grades."""
+"""The probes' judgments -> figures, checks, verdict: means are % of the judged maximum over exams, intervals
+resample exams, a failed judgment is never a zero. The thresholds are chosen here, not calibrated."""
 
 from __future__ import annotations
 
@@ -117,8 +116,8 @@ def build_report(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> ProbeReport:
-    """`variants`: question id -> injection variant. A jury one of whose members failed every grading
-    was not probed as named: `incomplete` whatever the figures, naming the member."""
+    """`variants`: question id -> injection variant. A jury with a member that failed every grading is
+    `incomplete` whatever the figures."""
     annulled = {r.question_id: sum(i.max_score for i in r.rubric if i.annulled) for r in rows}
     by_kind = {k: js for k in PROBE_KINDS if (js := [j for j in judgments if j.model == PROBE_PREFIX + k])}
     probes = {k: probe_stats(js, annulled, resamples=resamples, seed=seed) for k, js in by_kind.items()}
@@ -152,10 +151,9 @@ def build_report(
     checks = [_check("judged_ok", ">=", JUDGED_MIN, sum(n_ok.values()) / total if total else None)]
     for name, rule, threshold, needs in CHECKS:
         if set(needs) <= set(by_kind):
-            if name == "injection_lift":  # above swapped by its interval's half-width, at least the floor
-                swapped = probes["swapped"]
-                if swapped.ci_high is not None and swapped.mean_pct is not None:
-                    threshold = max(threshold, swapped.ci_high - swapped.mean_pct)
+            swapped = probes.get("swapped")  # injection_lift's floor rises to swapped's interval half-width
+            if name == "injection_lift" and swapped.ci_high is not None:
+                threshold = max(threshold, swapped.ci_high - swapped.mean_pct)
             checks.append(_check(name, rule, threshold, values.get(name), set(needs) <= measured))
     missing = _missing(by_kind, measured, n_ok)
     failed = [c for c in checks if c.measured and not c.ok and c.name != "judged_ok"]
@@ -187,8 +185,7 @@ def probe_report(judge, rows, probes, judgments, *, resamples: int, seed: int) -
 
 
 def _missing(by_kind: dict[str, list], measured: set[str], n_ok: dict[str, int]) -> list[str]:
-    """What `discriminates` needs and this run did not measure: the reference, an answer that
-    must fail (swapped or empty) and the ordering, each from enough `ok` judgments."""
+    """What `discriminates` needs and this run did not measure (each from enough `ok` judgments)."""
 
     def why(kind: str) -> str:
         if kind not in by_kind:

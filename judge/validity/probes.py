@@ -1,6 +1,5 @@
-"""Answers whose right grade is known, built from the dataset (docs/judge-validity.md's table):
-deterministic for a dataset and seed, so a rerun is served from the judge cache. Imported by the CLI's
-start-up (its flags): nothing heavy here."""
+"""Answers whose right grade is known, built from the dataset: deterministic for a dataset and seed (a rerun
+is served from the judge cache). Imported by the CLI's start-up: nothing heavy here."""
 
 from __future__ import annotations
 
@@ -136,8 +135,7 @@ def build_probes(
     *,
     seed: int = DEFAULT_SEED,
 ) -> list[Probe]:
-    """The probes of `kinds` for each row, in PROBE_KINDS' order; `pool` (the whole dataset) supplies
-    the swapped answers."""
+    """The probes of `kinds` for each row, in PROBE_KINDS' order; `pool` supplies the swapped answers."""
     kinds = [k for k in PROBE_KINDS if k in set(kinds)]
     out = []
     for row in rows:
@@ -160,8 +158,7 @@ def build_probes(
 
 
 def write_answer_files(probes: Sequence[Probe], folder: Path) -> list[Path]:
-    """FastChat answer files (`oab-bench judge --answers` takes them), one per probe kind; those of
-    kinds not built this time are removed, so the folder is one run's."""
+    """FastChat answer files, one per probe kind; those of kinds not built this time are removed."""
     from oab_bench.judge.output import write_atomic
 
     files: dict[str, str] = defaultdict(str)

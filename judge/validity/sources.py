@@ -1,5 +1,4 @@
-"""Judgment sources to compare (a score per (model, question), item scores where known): what the
-leaderboard reads, records carrying `members` or `repeats`, and human grading CSVs."""
+"""Judgment sources to compare: what the leaderboard reads, records with `members`/`repeats`, human CSVs."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ class Source(BaseModel):
 
 
 def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source:
-    """One judge's judgments; one per (model, question) chosen as the leaderboard chooses (copies
-    are one, an `ok` one is used over failures, two different scores stop naming both lines)."""
+    """One judge's judgments, one per (model, question) chosen as the leaderboard chooses."""
     records = load_records(path, dataset)
     judges = sorted({r.judge for r in records})
     if len(judges) != 1:
@@ -66,8 +64,7 @@ def load_judgments(name: str, path: Path, dataset: dict[str, QuestionRow]) -> So
 
 
 def read_nested_lines(path: Path, key: str, rows: dict | None = None) -> list[tuple[int, dict]]:
-    """(line, record) of each record of `path` carrying `key` ("members" or "repeats"), checked by the
-    judgment reader (against its row of `rows` where exam and value agree), nested defaults filled."""
+    """(line, record) of each record of `path` carrying `key`, checked by the judgment reader."""
     out = []
     for file, n, r in judgment_objects(path):
         if r.get(key):
@@ -191,9 +188,7 @@ def load_human(name: str, path: Path, dataset: dict[str, QuestionRow]) -> Source
                 items |= full
             score, top = math.fsum(items.values()) if items else slot["score"], _max_of(key[1], dataset)
             if score > top + 1e-6:
-                why = (
-                    f"{grader}'s item grades of {key[1]} add up to {money(score)}, above the question's {top}"
-                )
+                why = f"{grader}'s item grades of {key[1]} add up to {money(score)}, above its {top}"
                 raise SourceError(why, file=str(path), line=slot["line"], field="score")
             per_grader[grader][key] = graded(key, score, items)
     mean = {}
