@@ -74,7 +74,9 @@ def check_store(path: Path, *, write: bool = False) -> sqlite3.Connection | None
     db = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None, check_same_thread=False)
     try:
         # one statement, one snapshot: a process creating the store beside this one is seen before or after
-        snapshot = "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)"
+        snapshot = (
+            "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)"
+        )
         app, tables = db.execute(snapshot).fetchone()
         if app != APP_ID and (app or tables):
             raise sqlite3.DatabaseError("another application's database")
