@@ -59,15 +59,12 @@ class JudgeSettings(BaseModel):
         implied = {"upstream-v1": "legacy", "upstream-v2": "structured"}.get(data.get("prompt") or "oab")
         if implied is None:
             return data
+        prompt = f"prompt {data['prompt']}"
         if data.get("mode") not in (None, implied):
-            raise ValueError(
-                f"prompt {data['prompt']} grades in {implied} mode; mode {data['mode']} conflicts with it"
-            )
+            raise ValueError(f"{prompt} grades in {implied} mode; mode {data['mode']} conflicts with it")
         if not data.get("upstream_prompts"):
-            raise ValueError(
-                f"prompt {data['prompt']} needs upstream_prompts (--upstream-prompts / "
-                f"{ENV_PREFIX}UPSTREAM_PROMPTS): upstream's judge_prompts.jsonl"
-            )
+            where = f"--upstream-prompts / {ENV_PREFIX}UPSTREAM_PROMPTS"
+            raise ValueError(f"{prompt} needs upstream_prompts ({where}): upstream's judge_prompts.jsonl")
         return {**data, "mode": implied}
 
     @field_validator("api_base")
@@ -81,10 +78,8 @@ class JudgeSettings(BaseModel):
     @model_validator(mode="after")
     def _batch_has_no_cap(self):  # a batch is submitted whole: a cap cannot stop it half-way
         if self.batch and self.max_cost_usd is not None:
-            raise ValueError(
-                "<batch> and <max_cost_usd> do not go together (a batch is submitted whole): "
-                "check the bill first with --estimate, then batch without a cap"
-            )
+            why = "a batch is submitted whole: check the bill first with --estimate, then batch without a cap"
+            raise ValueError(f"<batch> and <max_cost_usd> do not go together ({why})")
         return self
 
     def sampling(self) -> dict:
@@ -123,9 +118,7 @@ def member_settings(settings: JudgeSettings) -> list[JudgeSettings]:
         try:
             out.append(JudgeSettings(**{**settings.model_dump(), **own}))
         except ValidationError as e:
-            raise ValueError(
-                f"jury member {spec!r}: " + "; ".join(_problem(x, "") for x in e.errors())
-            ) from None
+            raise ValueError(f"jury member {spec!r}: " + "; ".join(map(_problem, e.errors()))) from None
     return out
 
 
@@ -189,9 +182,7 @@ def values_from_env(env: Mapping[str, str]) -> dict:
     return values
 
 
-def settings_from(
-    args=None, env: Mapping[str, str] | None = None, *, prefix="", defaults=None
-) -> JudgeSettings:
+def settings_from(args=None, env: Mapping | None = None, *, prefix="", defaults=None) -> JudgeSettings:
     """Defaults, then the environment, then the flags (`args`, from add_arguments)."""
     values = {**(defaults or {}), **values_from_env(env or {})}
     for name in JudgeSettings.model_fields if args is not None else ():
@@ -207,7 +198,7 @@ def settings_from(
         raise ValueError("; ".join(_problem(err, prefix) for err in e.errors())) from None
 
 
-def _problem(err: dict, prefix: str) -> str:
+def _problem(err: dict, prefix: str = "") -> str:
     """A pydantic error as `--flag (OAB_JUDGE_X): what`; a rule over several names each (`<field>`)."""
     field = err["loc"][0] if err["loc"] else None
     raw = err["msg"].removeprefix("Value error, ")
@@ -220,9 +211,7 @@ def _problem(err: dict, prefix: str) -> str:
 
 
 def add_estimate_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--estimate` and `--format` of the commands that judge (grading/bill.py)."""
     what = "print calls, tokens and cost of the judgments still to make (direct and batch), call nothing"
     parser.add_argument("--estimate", action="store_true", help=what)
-    parser.add_argument(
-        "--format", choices=["text", "json"], default="text", help="--estimate output (json: a contract)"
-    )
+    what = "--estimate output (json: a contract)"
+    parser.add_argument("--format", choices=["text", "json"], default="text", help=what)

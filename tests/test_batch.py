@@ -151,7 +151,7 @@ def test_a_rerun_over_fewer_answers_keeps_the_others_replies(stub, judge_key, tm
     waits = s.model_copy(update={"batch_wait": None})
     two = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4)[:2], progress=False)
     assert [j.status for j in two] == ["ok"] * 2
-    assert "2 result(s) belong to judgments not in this run: kept for a later run" in capsys.readouterr().err
+    assert "2 result(s) belong to judgments not in this run: kept for later" in capsys.readouterr().err
     calls, api_calls = len(server.requests), len(server.batch_api)
     out = run_judge_all(Judge(waits, JudgmentStore(tmp_path)), pairs(4), progress=False)
     assert [j.status for j in out] == ["ok"] * 4 and [j.cached for j in out] == [True, True, False, False]

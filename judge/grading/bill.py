@@ -1,6 +1,5 @@
-"""The bill before it is paid (`--estimate`): calls, tokens and cost of the judgments still to make,
-per judged model and in total; prompts counted on the exact messages, completions from the cache's
-history (grader.completion_history)."""
+"""The bill before it is paid (`--estimate`): calls, tokens and cost of the judgments still to make, per
+judged model and in total; prompts counted on the exact messages, completions from the cache's history."""
 
 from __future__ import annotations
 
@@ -27,10 +26,8 @@ class ModelEstimate(BaseModel):
     cost_usd_batch: float | None = None
 
     def add(self, other: ModelEstimate) -> None:
-        for field in ("calls", "prompt_tokens", "completion_tokens"):
-            setattr(self, field, getattr(self, field) + getattr(other, field))
-        for field in ("cost_usd", "cost_usd_batch"):  # unknown as soon as one part has no price
-            mine, theirs = getattr(self, field), getattr(other, field)
+        for field in ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "cost_usd_batch"):
+            mine, theirs = getattr(self, field), getattr(other, field)  # a cost: unknown if one part's is
             setattr(self, field, None if mine is None or theirs is None else mine + theirs)
 
 

@@ -34,6 +34,7 @@ _FOR_GOOD = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "A
 _REFUSED = re.compile(r"^(\w+)(?: \((\d{3})\))?:")
 _CALLS: queue.SimpleQueue = queue.SimpleQueue()  # (future, call) for the threads of in_thread
 _IDLE = threading.Semaphore(0)  # one per idle thread
+_NO_RETRIES = {"num_retries": 0, "max_retries": 0, "drop_params": True}  # retries are ours (tenacity)
 litellm.suppress_debug_info = True
 litellm.telemetry = False
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
@@ -70,14 +71,13 @@ def api_key() -> str | None:
 
 def missing_keys(model: str) -> tuple[str, ...]:
     """The provider key variables `model` needs and the environment lacks; a blank one is missing."""
-    present = tuple(sorted(k for k, v in os.environ.items() if v.strip() and "KEY" in k))
-    blank = tuple(sorted(k for k, v in os.environ.items() if v and not v.strip() and "KEY" in k))
-    return _missing_keys(model, present, blank)  # cached, but never across a change of the environment
+    keys = tuple(sorted((k, not v.strip()) for k, v in os.environ.items() if v and "KEY" in k))
+    return _missing_keys(model, keys)  # cached, but never across a change of the environment
 
 
 @functools.cache
-def _missing_keys(model: str, present: tuple[str, ...], blank: tuple[str, ...]) -> tuple[str, ...]:
-    hidden = {k: os.environ.pop(k) for k in blank if k in os.environ}  # litellm takes a blank key as one
+def _missing_keys(model: str, keys: tuple[tuple[str, bool], ...]) -> tuple[str, ...]:
+    hidden = {k: os.environ.pop(k) for k, blank in keys if blank}  # litellm takes a blank key as one
     try:
         found = litellm.validate_environment(model)
     finally:
@@ -173,12 +173,11 @@ def backoff(settings: JudgeSettings, state: tenacity.RetryCallState) -> float:
     headers = getattr(exc, "litellm_response_headers", None) or getattr(exc, "response", None)
     headers = getattr(headers, "headers", headers) or {}
     try:
-        return min(
-            max(0.0, float(headers.get("retry-after") or headers.get("Retry-After"))), settings.backoff_max
-        )
+        wait = float(headers.get("retry-after") or headers.get("Retry-After"))
     except (TypeError, ValueError):
         first, most = settings.backoff_initial, settings.backoff_max
         return tenacity.wait_exponential_jitter(multiplier=first, max=most, jitter=first)(state)
+    return min(max(0.0, wait), settings.backoff_max)
 
 
 def usage_of(resp: Any) -> Usage:
@@ -204,8 +203,8 @@ def map_prices(model: str) -> Prices:
 
 
 def prices(settings: JudgeSettings) -> Prices:
-    """Each price given (USD per 1M tokens) wins, each one not given is the cost map's; cached input
-    without its own price: the map's cached price with the map's input price, else the input price."""
+    """Each price given (USD per 1M tokens) wins over the cost map's; cached input without its own price:
+    the map's cached price with the map's input price, else the input price."""
     known = map_prices(settings.judge_model)
     given = [None if p is None else p / 1e6 for p in (settings.price_input, settings.price_cached_input)]
     fresh = known.input if given[0] is None else given[0]
@@ -251,23 +250,16 @@ async def in_thread(call: Callable[[], Any]) -> Any:
 
 
 async def call_judge(
-    settings: JudgeSettings,
-    messages: list[dict],
-    response_format: dict | None,
-    breaker: Breaker | None = None,
+    settings: JudgeSettings, messages: list[dict], fmt: dict | None, breaker: Breaker | None = None
 ) -> CallResult:
     breaker = breaker or Breaker()
     if breaker.open:  # it opened while this judgment waited for its call slot: no call
         return CallResult("api_error", "", Usage(), None, breaker.why(), 0)
-    kwargs = {"model": settings.judge_model, **request_params(settings, messages, response_format)}
+    kwargs = {"model": settings.judge_model, **request_params(settings, messages, fmt)}
     kwargs |= {"timeout": settings.timeout, "api_base": settings.api_base, "api_key": call_key(settings)}
-    # retries are ours (tenacity, below); no litellm logging callbacks: we record what we need
-    kwargs |= {"num_retries": 0, "max_retries": 0, "drop_params": True, "no-log": True}
-    attempts = 0
+    kwargs |= {**_NO_RETRIES, "no-log": True}  # no litellm logging callbacks: we record what we need
 
     async def attempt() -> Any:
-        nonlocal attempts
-        attempts += 1
         try:
             resp = await in_thread(functools.partial(litellm.completion, **kwargs))
         except Exception as e:
@@ -287,9 +279,9 @@ async def call_judge(
     except Exception as e:
         status = "refused" if isinstance(e, litellm.ContentPolicyViolationError) else "api_error"
         why = breaker.why() if breaker.open else describe_error(e)
-        return CallResult(status, "", Usage(), None, why, attempts)
+        return CallResult(status, "", Usage(), None, why, retrying.statistics["attempt_number"])
     usage = usage_of(resp)
-    return classify(resp, usage, cost(settings, usage), attempts)
+    return classify(resp, usage, cost(settings, usage), retrying.statistics["attempt_number"])
 
 
 def classify(resp: Any, usage: Usage, price: float | None, attempts: int) -> CallResult:
@@ -310,21 +302,12 @@ def classify(resp: Any, usage: Usage, price: float | None, attempts: int) -> Cal
 
 
 def check_call(who: str, model: str, *, api_base: str | None, api_key: str | None) -> None:
-    """One minimal real call (1 output token, 16 for a reasoning model) before a command spends on
-    `model`: refused for good or unreachable is an error, a transient failure a warning."""
-    try:
-        reasoning = bool(litellm.supports_reasoning(model))
-    except Exception:  # a model litellm does not know
-        reasoning = False
+    """One minimal call (1 output token, 16 for a reasoning model) before spending on `model`: refused
+    for good or unreachable is an error, a transient failure a warning."""
+    reasoning = litellm.supports_reasoning(model)  # False for a model litellm does not know
     messages = [{"role": "user", "content": CHECK_PROMPT}]
     kwargs = {"model": model, "messages": messages, "max_tokens": 16 if reasoning else 1, "timeout": 60}
-    kwargs |= {
-        "api_base": api_base,
-        "api_key": api_key,
-        "num_retries": 0,
-        "max_retries": 0,
-        "drop_params": True,
-    }
+    kwargs |= {"api_base": api_base, "api_key": api_key, **_NO_RETRIES}
     where = api_base or "its provider"
     for attempt in range(2):
         try:

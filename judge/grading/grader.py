@@ -10,7 +10,6 @@ import logging
 import statistics
 import weakref
 from collections.abc import Callable
-from typing import TypeVar
 
 from litellm import token_counter
 
@@ -18,7 +17,7 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.dataset_builder.schema import QuestionRow, money
 from oab_bench.judge.answers import Answer, strip_reasoning
 from oab_bench.judge.grading.answer_limit import fit_answer
-from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, merged, prices
+from oab_bench.judge.grading.client import Breaker, CallResult, call_judge, cost, merged
 from oab_bench.judge.grading.judgment_reader import problem
 from oab_bench.judge.grading.judgment_store import JudgmentStore, cache_key
 from oab_bench.judge.grading.prompts import PROMPT_VERSION, build_messages, marks_cache
@@ -40,7 +39,6 @@ logger = logging.getLogger(__name__)
 # (_CALLED, per judgment) finishes its other calls (upstream's second turn, a parse retry).
 _STOPPING: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("oab_stopping", default=None)
 _CALLED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("oab_called", default=None)
-T = TypeVar("T")
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 
 
@@ -49,11 +47,10 @@ class PerKind(dict):  # tokens per question kind, printed in words
         return f"{self['peca']} (peça) and {self['questao']} (questão)"
 
 
-# Expected completion tokens of one judgment with no history in the cache.
-DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)
+DEFAULT_COMPLETION_TOKENS = PerKind(peca=2500, questao=1000)  # of one judgment, with no history
 
 
-def per_loop(held: weakref.WeakKeyDictionary, make: Callable[[], T]) -> T:
+def per_loop(held: weakref.WeakKeyDictionary, make: Callable):
     """One `make()` per event loop: an asyncio primitive serves only the loop it first waited on."""
     loop = asyncio.get_running_loop()
     if loop not in held:
@@ -108,8 +105,7 @@ class Judge:
         return Judgment(**self.base(row, model), status="no_answer", error=why, cost_usd=0.0)
 
     def _read(self, row: QuestionRow, answer: Answer) -> tuple[list[str], str, int | None, str, tuple | None]:
-        """(turns, text, size, cache key, (status, why) when it is not sent) of `answer`, reasoning removed;
-        size: its tokens when over max_answer_tokens."""
+        """(turns, text, size when over max_answer_tokens, cache key, (status, why) when not sent)."""
         s = self.settings
         turns = [strip_reasoning(t) for t in answer.turns]
         turns, size = fit_answer(turns, s.judge_model, s.max_answer_tokens, cut=s.long_answers == "truncate")
@@ -199,8 +195,7 @@ class Judge:
 
     @contextlib.asynccontextmanager
     async def call_slot(self):
-        """Held during one judge call only: at most `concurrency` in flight (a semaphore per event
-        loop); once the run is stopping, a judgment that has not called yet never does."""
+        """One of at most `concurrency` calls in flight; a stopping run: none for a judgment yet to call."""
         stopping, called = _STOPPING.get(), _CALLED.get()
         async with per_loop(self._slots, lambda: asyncio.Semaphore(self.settings.concurrency)):
             if stopping is not None and stopping.is_set() and not (called and called[0]):
@@ -265,24 +260,19 @@ def price_of(judge: Judge, prompt: int, completion: int) -> float | None:
 
 
 class Budget:
-    """`--max-cost-usd`: a judgment starts only while spent + expected cost in flight + its own stays
-    within the cap (else status `budget`); only the calls in flight can pass it (docs/operations.md)."""
+    """`--max-cost-usd`: a judgment starts only while spent + in flight + its expected cost fit the cap."""
 
     def __init__(self, judge: Judge, cap: float):
-        p = prices(judge.settings)
-        if p.input is None or p.output is None:
-            raise ValueError(
-                f"--max-cost-usd: no known price for {judge.settings.judge_model}; "
-                "give --price-input and --price-output (USD per 1M tokens)"
-            )
+        if cost(judge.settings, Usage()) is None:  # unknown input or output price
+            need = "give --price-input and --price-output (USD per 1M tokens)"
+            raise ValueError(f"--max-cost-usd: no known price for {judge.settings.judge_model}; {need}")
         self.cap, self.spent, self.in_flight, self.refused = cap, 0.0, 0.0, 0
         self.reserved = 0  # judgments holding a reservation: counted, as a float sum may not reach 0
         self._history: dict[Judge, dict[str, float]] = {}  # per judge sharing the cap (jury, repeats)
         self._settled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # signalled as calls settle
 
     async def reserve(self, row: QuestionRow, answer: Answer, judge: Judge) -> float | None:
-        """The expected cost of `answer` by `judge`, now in flight; None: over the cap. One that does not
-        fit waits for calls in flight; refused with none in flight, and then so is every later one."""
+        """The expected cost, now in flight; over the cap: waits for calls in flight, else None (for good)."""
         if judge not in self._history:
             self._history[judge] = completion_history(judge)[0]
         prompt = sum(count_tokens(judge.settings.judge_model, c) for c in judge.prompts(row, answer)[1])
@@ -311,8 +301,6 @@ class Budget:
             settled.notify_all()
 
     def why(self) -> str:
-        return (
-            f"not judged: the cost cap (--max-cost-usd {self.cap:g}) would be passed "
-            f"(spent ${self.spent:.4f} by this command, ${self.in_flight:.4f} in flight); a rerun "
-            "judges only what is left, and its cap counts what it spends"
-        )
+        spent = f"spent ${self.spent:.4f} by this command, ${self.in_flight:.4f} in flight"
+        cap = f"the cost cap (--max-cost-usd {self.cap:g}) would be passed ({spent})"
+        return f"not judged: {cap}; a rerun judges only what is left, and its cap counts what it spends"

@@ -1,6 +1,5 @@
-"""Several gradings of each answer: a jury of judges (members in sorted order, item scores combined
-and rounded down to the grid, a strict majority needed), or K repeats of one judge (`--repeats`:
-repeat 0 keeps the ordinary cache key, the record is its). The rules: docs/judge.md."""
+"""Several gradings of each answer, each grading like a Judge: a jury of judges (item scores combined,
+rounded down to the grid, a strict majority needed), or K repeats of one judge. Rules: docs/judge.md."""
 
 from __future__ import annotations
 
@@ -44,8 +43,6 @@ def _fresh_totals(got: list[Judgment]) -> dict:
 
 
 class Repeated:
-    """Grades like a Judge (`grade`, `unanswered`, `settings`)."""
-
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
         self.settings = settings
         self.runs = [Judge(settings, store, repeat=k) for k in range(settings.repeats)]
@@ -62,28 +59,22 @@ class Repeated:
 
 
 def round_down(score: float, grid: list[float]) -> float:
-    """The highest allowed score not above `score`."""
     return grid[max(0, bisect.bisect_right(grid, score + 1e-9) - 1)]
 
 
 class Jury:
-    """Grades like a Judge (`grade`, `unanswered`, `settings`)."""
-
     def __init__(self, settings: JudgeSettings, store: JudgmentStore | None = None):
         self.settings = settings
-        self.members = [
-            Judge(m, store) for m in sorted(member_settings(settings), key=lambda m: m.judge_model)
-        ]
+        members = sorted(member_settings(settings), key=lambda m: m.judge_model)
+        self.members = [Judge(m, store) for m in members]
         names = [m.settings.judge_model for m in self.members]
         if len(set(names)) != len(names):
             raise ValueError(f"a jury member is named twice: {settings.judge_model}")
         first = self.members[0]
         for m in self.members[1:]:  # the jury's record names one prompt version and mode
             if (m.prompt_version, m.mode) != (first.prompt_version, first.mode):
-                what = f"{m.settings.judge_model!r} grades with {m.prompt_version} in {m.mode} mode"
-                raise ValueError(
-                    f"jury member {what}, unlike {first.settings.judge_model!r}: one prompt and mode"
-                )
+                what = f"jury member {m.settings.judge_model!r} grades with {m.prompt_version} in {m.mode}"
+                raise ValueError(f"{what} mode, unlike {first.settings.judge_model!r}: one prompt and mode")
             m.budget = first.budget  # one --max-cost-usd for the whole jury, not one per member
         self.name = jury_name(names, settings.jury_combine)
         self.prompt_version, self.mode = first.prompt_version, first.mode
@@ -105,7 +96,6 @@ class Jury:
 
 
 def combine(row: QuestionRow, got: list[Judgment], how: str, base: dict) -> Judgment:
-    """The jury's judgment of one question from its members'."""
     fields = dict(base, members=[MemberScore.of(j) for j in got], **_fresh_totals(got))
     ok = [j for j in got if j.status == "ok"]
     if any(j.status == "no_answer" for j in got):

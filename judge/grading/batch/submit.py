@@ -1,6 +1,5 @@
 """Submit (or reattach to) the batches of every judgment still to pay for, wait, and keep each finished
-batch's replies in the log before it counts as collected; the runner then grades them like any kept
-reply (the same parsing, statuses and store as a direct call)."""
+batch's replies in the log before it counts as collected; the runner grades them as direct replies."""
 
 from __future__ import annotations
 
@@ -81,9 +80,7 @@ async def _submit(judge: Judge, log: BatchLog, todo: Todo) -> list[Chunk]:
         _say(f"batch {chunk.batch_id}: reattached ({len(chunk.requests)} requests)")
         attached.append(chunk)
         todo = {k: v for k, v in todo.items() if k not in mine}
-    lines = [
-        api.request_line(key, settings, *judge.request(row, text)) for key, (row, _, text) in todo.items()
-    ]
+    lines = [api.request_line(k, settings, *judge.request(row, text)) for k, (row, _, text) in todo.items()]
     sent_to = {"judge_model": settings.judge_model, "endpoint": endpoint(settings)}
     for group in api.split(lines):
         keys = [json.loads(line)["custom_id"] for line in group]
@@ -107,16 +104,13 @@ async def _collect(judge: Judge, log: BatchLog, chunk: Chunk, batch, todo: Todo)
     replies = {key: body for key, body in bodies.items() if judge.store.get(key) is None}  # custom_id: key
     log.append("kept", chunk.chunk, replies=replies)
     if others := len(set(replies) - set(todo)):
-        _say(
-            f"batch {batch.id}: {others} result(s) belong to judgments not in this run: kept for a later run"
-        )
+        _say(f"batch {batch.id}: {others} result(s) belong to judgments not in this run: kept for later")
     log.append("done", chunk.chunk, status=batch.status)
     return sum(r.key in todo and r.key not in bodies for r in chunk.requests.values())
 
 
 def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> dict[int, CallResult]:
-    """The replies kept in the cache's batch log for these pairs (paid for, graded from there: index ->
-    reply), and a refusal if a batch not yet collected holds any of them (a call would pay twice)."""
+    """Index -> the reply kept in the batch log of these pairs; refused if an uncollected batch holds one."""
     log = BatchLog(judge.store.path.parent, access="read")
     if not log.path.exists():
         return {}
@@ -138,9 +132,7 @@ def direct_from_log(judge: Judge, pairs: list[tuple[QuestionRow, Answer]]) -> di
     return first
 
 
-async def judge_batch(
-    judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool = True
-) -> None:
+async def judge_batch(judge: Judge, pairs: list[tuple[QuestionRow, Answer]], *, progress: bool) -> None:
     """The replies of every judgment of `pairs` still to pay for, through batches, kept in the log."""
     if judge.upstream is not None:
         raise ValueError("--batch: only the oab prompt is judged in batches (upstream prompts call per turn)")
@@ -164,8 +156,7 @@ async def _wait(judge: Judge, log: BatchLog, chunks: list[Chunk], todo: Todo, pr
     bar = tqdm(total=total, desc="batch", unit="q", disable=not progress, dynamic_ncols=True)
     deadline = time.monotonic() + (math.inf if settings.batch_wait is None else settings.batch_wait)
     pending = {c.batch_id: c for c in chunks}
-    seen: dict[str, str] = {}
-    counted: dict[str, int] = {}
+    seen, counted = {}, {}  # batch id -> its last status, its requests done
     retried, delay = 0, POLL_FIRST
     try:
         while pending:
