@@ -36,7 +36,7 @@ from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
 from oab_bench.dataset_builder.schema import QuestionRow
 from oab_bench.judge.aggregate import QuestionResult, task_figures
-from oab_bench.judge.dataset import DATASET_ENV, advised
+from oab_bench.judge.dataset import advised, dataset_argument
 from oab_bench.judge.generation import inspect_task, lighteval_compat, task_run
 from oab_bench.judge.generation.run_settings import TASK, task_names
 from oab_bench.judge.generation.task_prompt import candidate_prompt
@@ -46,12 +46,7 @@ from oab_bench.keyed_store import StoreError
 DEFAULT_DATASET = UPSTREAM_DATASET
 SYSTEM_KEY = "oab_system_prompt"
 REFUSED = "the candidate's server refused the request, so the run stopped: "
-
-
-def dataset_given() -> tuple[str, str]:
-    """(the dataset asked for, where it came from)."""
-    given = os.environ.get(DATASET_ENV, "").strip()
-    return (given, DATASET_ENV) if given else (DEFAULT_DATASET, "the task's default dataset")
+dataset_given = functools.partial(dataset_argument, None, "the task's default dataset")
 
 
 @functools.cache

@@ -9,26 +9,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from oab_bench.dataset_builder import schema
+from oab_bench.dataset_builder import source as upstream
 from oab_bench.dataset_builder.errata import DEFAULT_ERRATA, Correction, ErrataEntry, load_errata
 from oab_bench.dataset_builder.errors import BuildError, SourceError
 from oab_bench.dataset_builder.ids import parse_question_id
-from oab_bench.dataset_builder.schema import (
-    EXAM_MAX,
-    PECA_MAX,
-    QUESTAO_MAX,
-    Item,
-    QuestionRow,
-    RubricItem,
-    UpstreamText,
-    money,
-)
-from oab_bench.dataset_builder.source import (
-    RawSource,
-    ReferenceAnswer,
-    SourceQuestion,
-    open_source,
-    validate_objects,
-)
+from oab_bench.dataset_builder.schema import QuestionRow, RubricItem, UpstreamText, money
+from oab_bench.dataset_builder.source import ReferenceAnswer, SourceQuestion, validate_objects
 from oab_bench.dataset_builder.text import clean_question, parse_reference
 
 
@@ -42,13 +29,13 @@ class BuildReport(BaseModel):
     warnings: list[str] = []
 
     def lines(self) -> list[str]:
-        out = [f"{self.questions} questions, {self.exams} exams of {EXAM_MAX:.2f} points"]
+        out = [f"{self.questions} questions, {self.exams} exams of {schema.EXAM_MAX:.2f} points"]
         out += [f"errata applied: {c}" for c in self.corrections]
         out += [f"normalised: {n}" for n in self.normalisations]
         return out + [f"warning: {w}" for w in self.warnings]
 
 
-def _read(raw: RawSource) -> tuple[dict, dict]:
+def _read(raw: upstream.RawSource) -> tuple[dict, dict]:
     """Questions and references by id with their lines: ids once each, parsed, agreeing with the category."""
     questions: dict[str, tuple[int, SourceQuestion]] = {}
     for line, q in validate_objects(raw.questions, SourceQuestion, label=raw.questions_label):
@@ -127,14 +114,9 @@ def _rubric(
 
 
 def _question(
-    q: SourceQuestion,
-    ref: ReferenceAnswer,
-    entry: ErrataEntry | None,
-    report: BuildReport,
-    raw: RawSource,
-    errata: str,
+    q: SourceQuestion, ref: ReferenceAnswer, entry: ErrataEntry | None, report: BuildReport, errata: str
 ) -> QuestionRow:
-    """A SourceError names its field (the caller adds file and line), a BuildError the question."""
+    """A SourceError names its field (the caller adds file, line, provenance), a BuildError the question."""
     qid, name = parse_question_id(q.question_id), q.question_id
     fix = entry.correction if entry else Correction()
     labels = [""] if qid.kind == "peca" else ["A", "B"]
@@ -171,7 +153,7 @@ def _question(
         what = f"kept values over the written (Valor: ...) of {', '.join(settled)}"
         report.corrections.append(f"{name}: {what}: {entry.summary()}")
     report.normalisations += [f"{name} {n}" for n in notes]
-    expected = PECA_MAX if qid.kind == "peca" else QUESTAO_MAX
+    expected = schema.PECA_MAX if qid.kind == "peca" else schema.QUESTAO_MAX
     if money(sum(values)) != expected:
         why = f"item values {values} total {sum(values):.2f}, a {qid.kind} is worth {expected:.2f}"
         raise BuildError(f"{name}: {why}")
@@ -181,29 +163,18 @@ def _question(
     if what:
         report.corrections.append(f"{name}: {'; '.join(what)}: {entry.summary()}")
     parts = zip(labels, prompts, values, strict=True)
-    items = [Item(label=a, prompt=p, max_score=v) for a, p, v in parts]
+    items = [schema.Item(label=a, prompt=p, max_score=v) for a, p, v in parts]
     for item in items:
         total = money(sum(r.max_score for r in rubric if r.part == item.label))
         if total != item.max_score:
             which = f"item {item.label}" if item.label else "the peça"
             why = f"score table totals {total:.2f} but the item is worth {item.max_score:.2f}"
             raise BuildError(f"{name}, {which}: {why}")
-    return QuestionRow(
-        question_id=name,
-        exam_id=qid.exam_id,
-        **qid._asdict(),  # edition, area, kind, number
-        system_prompt=q.system,
-        statement=body,
-        items=items,
-        max_score=expected,
-        reference=references,
-        rubric=rubric,
-        errata=[entry.summary()] if entry else [],
-        upstream=UpstreamText(
-            statement=q.statement, turns=q.turns, values=upstream_values, reference_turns=ref.turns
-        ),
-        provenance=raw.provenance,
-    )
+    up = UpstreamText(statement=q.statement, turns=q.turns, values=upstream_values, reference_turns=ref.turns)
+    row = dict(question_id=name, exam_id=qid.exam_id, system_prompt=q.system, statement=body, items=items)
+    row |= dict(max_score=expected, reference=references, rubric=rubric, upstream=up)
+    applied = [entry.summary()] if entry else []
+    return QuestionRow(**row, **qid._asdict(), errata=applied)
 
 
 def build_rows(
@@ -211,7 +182,7 @@ def build_rows(
 ) -> tuple[list[QuestionRow], BuildReport]:
     """Read and check everything: SourceError for bad input, BuildError for numbers that do not add up."""
     errata = load_errata(errata_path)
-    raw = open_source(source)
+    raw = upstream.open_source(source)
     questions, refs = _read(raw)
     stale = [question_id for question_id in errata if question_id not in questions]
     if stale:
@@ -223,7 +194,8 @@ def build_rows(
             raise SourceError(why, file=raw.questions_label, line=line, field="question_id")
         ref_line, ref = refs[question_id]
         try:
-            rows.append(_question(q, ref, errata.get(question_id), report, raw, errata_path.name))
+            row = _question(q, ref, errata.get(question_id), report, errata_path.name)
+            rows.append(row.model_copy(update={"provenance": raw.provenance}))
         except SourceError as e:
             theirs = (e.field or "").startswith("choices")  # the guidelines'
             file = raw.guidelines_label if theirs else raw.questions_label

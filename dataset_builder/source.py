@@ -147,9 +147,7 @@ class RawSource(NamedTuple):
     provenance: Provenance
 
 
-class HubSpec(NamedTuple):
-    """`hf:OWNER/NAME[@REVISION]` (repo) or `hf:/abs/folder` (folder)."""
-
+class HubSpec(NamedTuple):  # `hf:OWNER/NAME[@REVISION]` (repo) or `hf:/abs/folder` (folder)
     spec: str
     repo: str | None
     revision: str | None
@@ -179,10 +177,7 @@ def card_configs(folder: Path) -> set[str]:
 
 
 def _sha256(blobs: Iterable[bytes]) -> str:
-    h = hashlib.sha256()
-    for blob in blobs:
-        h.update(blob)
-    return f"sha256:{h.hexdigest()[:16]}"
+    return f"sha256:{hashlib.sha256(b''.join(blobs)).hexdigest()[:16]}"
 
 
 def data_folder(folder: Path) -> Path:

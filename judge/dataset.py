@@ -32,13 +32,15 @@ def knob(name: str, entry: str = "oab-bench") -> str:
     return KNOBS[os.environ.get(ENTRY_ENV) or entry][name]
 
 
-def dataset_argument(args: argparse.Namespace) -> tuple[str, str]:
-    """(the dataset asked for, where it came from), for the commands whose --dataset may be left out."""
-    if args.dataset:
+def dataset_argument(
+    args: argparse.Namespace | None, default: str = "--dataset (default)"
+) -> tuple[str, str]:
+    """(the dataset asked for, where it came from), for the entry points whose dataset may be left out."""
+    if getattr(args, "dataset", None):
         return args.dataset, "--dataset"
     if os.environ.get(DATASET_ENV, "").strip():
         return os.environ[DATASET_ENV].strip(), DATASET_ENV
-    return UPSTREAM_DATASET, "--dataset (default)"
+    return UPSTREAM_DATASET, default
 
 
 def advised(error: SourceError, entry: str) -> str:

@@ -78,10 +78,8 @@ class PushPlan(BaseModel):
         if self.owner not in WRITABLE:
             head += "refused, not written" if refused else "would be written anyway (--replace-foreign)"
         out = [head + (f" and create the branch {self.revision}" if self.create_branch else "")]
-        out += [
-            f"  {'replace' if p in self.replace else 'upload '} {p} ({n:,} bytes)"
-            for p, n in self.upload.items()
-        ]
+        verb = {p: "replace" if p in self.replace else "upload " for p in self.upload}
+        out += [f"  {verb[p]} {p} ({n:,} bytes)" for p, n in self.upload.items()]
         out += [f"  delete  {p}" for p in self.delete]
         counts = f"{len(self.upload)} files to upload ({len(self.replace)} replacing), {len(self.delete)}"
         return [*out, counts + " to delete; dry run: nothing was written"]
@@ -186,12 +184,6 @@ def guarded_push(
         api.create_branch(repo_id, repo_type="dataset", branch=plan.revision, revision=plan.parent)
     operations = [CommitOperationDelete(path_in_repo=p) for p in plan.delete]
     operations += [CommitOperationAdd(p, d) for p, d in files.items()]
-    info = api.create_commit(  # on the commit checked: the Hub refuses a moved one
-        repo_id,
-        operations,
-        commit_message=f"Update OAB-Bench {kind} ({KINDS[kind]})",
-        repo_type="dataset",
-        revision=plan.revision,
-        parent_commit=plan.parent,
-    )
-    return info.commit_url
+    at = dict(repo_type="dataset", revision=plan.revision, parent_commit=plan.parent)  # refused if it moved
+    message = f"Update OAB-Bench {kind} ({KINDS[kind]})"
+    return api.create_commit(repo_id, operations, commit_message=message, **at).commit_url

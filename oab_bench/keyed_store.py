@@ -43,7 +43,6 @@ def allowed(path: Path, mode: int) -> bool:
 
 def unwritable(folder: Path, files: tuple[Path, ...] = ()) -> str | None:
     """Why this process could not create `folder` (if missing) and write `files` in it; None if it can."""
-    folder = Path(folder)
     try:
         probe = next(p for p in (folder, *folder.parents) if p.exists())
     except OSError as e:

@@ -1,6 +1,5 @@
-"""`oab-bench run`: every check first (run_checks.py), local vLLM servers (vllm_server.py), lighteval's
-pipeline in a thread of this process that the main thread watches, then the summary, the leaderboard
-row, the report and the exit code (lighteval 0.13 exits 0 even when every call failed)."""
+"""`oab-bench run`: every check (run_checks.py), local vLLM servers, lighteval's pipeline in a thread the main
+thread watches, then summary, leaderboard row, report and exit code (lighteval 0.13 exits 0 if every call failed)."""
 
 from __future__ import annotations
 
@@ -20,14 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from oab_bench import folders
-from oab_bench.conventions import (
-    BATCH_FILE,
-    CHILD_STOP_GRACE_S,
-    JUDGMENTS_FILE,
-    PANEL_JUDGMENTS_FILE,
-    SUMMARY_FILE,
-)
+from oab_bench import conventions, folders
+from oab_bench.conventions import JUDGMENTS_FILE, PANEL_JUDGMENTS_FILE, SUMMARY_FILE
 from oab_bench.judge.generation import run_checks as checks
 from oab_bench.judge.generation import task_run
 from oab_bench.judge.generation.run_checks import RUN, run_judge, stored_answers, stored_state
@@ -95,9 +88,8 @@ def kept(s: RunSettings) -> str:
         state = stored_state(s)
     except BaseException:  # the dataset does not load, a second Ctrl-C: the line without numbers
         return f"answers kept in {answers}, judgments in {judges or '(no judgment cache)'}"
-    judged = ", judgments not kept (--judge-cache off)"
-    if judges:
-        judged = f" and {state.judged} judgments ({judges})"
+    off = ", judgments not kept (--judge-cache off)"
+    judged = f" and {state.judged} judgments ({judges})" if judges else off
     return f"kept {state.answered} of {state.questions} answers ({answers}){judged}"
 
 
@@ -151,7 +143,7 @@ def evaluate(s: RunSettings, servers: list) -> tuple[list, dict[str, str]]:
                     worker.join(0.2)
             finally:
                 task_run.STOPPING.set()  # whatever still runs starts no new call
-                worker.join(CHILD_STOP_GRACE_S)
+                worker.join(conventions.CHILD_STOP_GRACE_S)
                 if worker.is_alive():
                     HUNG.append(True)
     finally:
@@ -196,10 +188,7 @@ def model_config(s: RunSettings, cache: Path) -> dict:
     params = dict(model_name=s.model, max_model_length=s.max_model_length, concurrent_requests=s.concurrency)
     params |= dict(cache_dir=str(cache), api_max_retry=s.candidate_retries, timeout=s.candidate_timeout)
     params |= dict(api_retry_sleep=s.candidate_retry_sleep, generation_parameters=s.generation_parameters())
-    if s.api_base:
-        params["base_url"] = s.api_base
-    if s.dummy_key:
-        params["api_key"] = s.dummy_key
+    params |= {k: v for k, v in (("base_url", s.api_base), ("api_key", s.dummy_key)) if v}
     return {"model_parameters": params}
 
 
@@ -223,7 +212,7 @@ def summarize(s: RunSettings, judged: list, errors: dict, results: Path | None, 
     out, say = s.output_dir, lambda line: print(f"oab-bench run: {line}", file=sys.stderr)
     if results is None or not judged:
         say(f"error: lighteval left no results or judgments in {out}")
-        batches = s.judge_cache / BATCH_FILE if s.judge.batch and s.judge_cache else None
+        batches = s.judge_cache / conventions.BATCH_FILE if s.judge.batch and s.judge_cache else None
         if batches and batches.is_file() and BatchLog(s.judge_cache).open_keys():
             resume = f"answers are kept: resume with: {s.resume_command()}"
             say(f"the judge's batches go on running (recorded in {batches}); {resume}")

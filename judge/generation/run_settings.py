@@ -1,12 +1,12 @@
-"""`oab-bench run`'s settings, built once from the command line (and `OAB_*` variables); a step that
-learns something (the dataset's folder, a server's address) makes a new object, never edits one.
-No heavy import: the CLI reads the defaults its flags show."""
+"""`oab-bench run`'s settings, built once from the command line and `OAB_*` variables; a step that learns
+something (the dataset's folder, a server's address) makes a new object. No heavy import: the CLI reads it."""
 
 from __future__ import annotations
 
 import argparse
 import itertools
 import os
+import random
 import shlex
 import sys
 from pathlib import Path
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from oab_bench.dataset_builder.ids import AREAS, EDITIONS
 from oab_bench.judge.dataset import dataset_argument
+from oab_bench.judge.grading.judgment_store import default_cache_dir
 from oab_bench.judge.settings import JudgeSettings, member_settings, settings_from
 
 TASK = "oab_bench"
@@ -65,8 +66,7 @@ class RunSettings(BaseModel):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunSettings:
         judge = settings_from(args, os.environ, prefix="judge-", defaults={"judge_model": DEFAULT_JUDGE})
-        members = member_settings(judge)
-        if len(members) > 1 and any(vllm_target(m.judge_model) for m in members):
+        if len(members := member_settings(judge)) > 1 and any(vllm_target(m.judge_model) for m in members):
             raise ValueError(
                 "a jury member cannot be vllm:...: start its server yourself (python -m "
                 "vllm.entrypoints.openai.api_server) and name it openai/<served name> with --judge-api-base"
@@ -115,8 +115,7 @@ def _cache(given: str | None, kind: str, default: str) -> tuple[Path | None, str
     name = flag if given is not None else var if where else f"{flag} (default; {var} not set)"
     if where and where.lower() == "off":
         return None, name
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oab-bench" / default
-    return (Path(where).expanduser().resolve() if where else base), name
+    return (Path(where).expanduser().resolve() if where else default_cache_dir().parent / default), name
 
 
 def vllm_target(model: str | None) -> str | None:
@@ -147,9 +146,8 @@ def check_tasks(tasks: str) -> list[str]:
     names = [t.split("|")[0].strip() for t in tasks.split(",") if t.strip()]
     unknown = [n for n in names if n not in task_names()]
     if unknown or not names:
-        raise ValueError(
-            f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {', '.join(task_names())}"
-        )
+        valid = ", ".join(task_names())
+        raise ValueError(f"unknown task {', '.join(unknown) or repr(tasks)}; valid tasks: {valid}")
     for a, b in itertools.combinations(names, 2):
         what_a, what_b = a.partition(":")[2], b.partition(":")[2]
         if a == b or not what_a or not what_b or what_a.isdigit() != what_b.isdigit():
@@ -164,8 +162,6 @@ def check_tasks(tasks: str) -> list[str]:
 def selected_rows(s: RunSettings, sampled: bool = True) -> list:
     """The rows the run's tasks ask for; `sampled`: with --max-samples, those lighteval evaluates (per
     task, its rows shuffled with lighteval's seed, the first N: LightevalTask.get_docs)."""
-    import random
-
     from oab_bench.judge.dataset import load_rows
 
     rows = load_rows(s.dataset, origin=s.dataset_origin)
