@@ -16,11 +16,11 @@ STAMP := $(VENV)/.installed
 
 # torch first: `pip install torch==2.13.0` takes the CPU build from local disk in
 # seconds; left to lighteval, pip pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m oab_bench.judge.generation.lighteval_compat
 	touch $(STAMP)
 
