@@ -6,6 +6,7 @@ import contextlib
 import io
 import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# The signal tests expect a terminal's dispositions, whatever started pytest: `nohup` (SIGHUP) or a
+# shell's background job without job control (SIGINT) leave them ignored, and children inherit that.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("OAB_BENCH_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
