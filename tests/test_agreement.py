@@ -442,3 +442,29 @@ def test_one_value_or_a_constant_side_gives_null_not_zero():
     assert figure("question.ccc", flat, notes)["value"] is None
     assert figure("question.pearson", flat, notes)["value"] is None
     assert any("too few" in n for n in notes) and any("constant" in n for n in notes)
+
+
+def test_kappa_is_sklearns_on_any_columns():
+    """Our numpy kappa (the bootstrap's hot loop) is sklearn's cohen_kappa_score, 0/0 included."""
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    from oab_bench.judge.intervals import quiet
+    from oab_bench.judge.validity.stats import _kappa
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        k, n = int(rng.integers(1, 7)), int(rng.integers(1, 40))
+        cols = {"a": rng.integers(0, k, n), "b": rng.integers(0, k, n), "labels": list(range(k))}
+        if trial % 5 == 0:
+            cols["b"] = cols["a"].copy()  # perfect agreement, and constant sides when k == 1
+        for weights in (None, "quadratic"):
+            ours = quiet(lambda c, w=weights: _kappa(c["a"], c["b"], labels=c["labels"], weights=w), cols)
+            theirs = quiet(
+                lambda c, w=weights: cohen_kappa_score(c["a"], c["b"], labels=c["labels"], weights=w), cols
+            )
+            assert ours == pytest.approx(theirs, abs=1e-12, nan_ok=True), (cols, weights)
+    passed = rng.random(30) > 0.5, rng.random(30) > 0.4
+    assert _kappa(*passed, labels=[False, True]) == pytest.approx(
+        cohen_kappa_score(*passed, labels=[False, True])
+    )

@@ -24,10 +24,18 @@ class Figure(BaseModel):
 NULL = Figure(value=None, ci_low=None, ci_high=None)
 
 
-def _kappa(a, b, **kw) -> float:
-    from sklearn.metrics import cohen_kappa_score
-
-    return cohen_kappa_score(a, b, **kw)
+def _kappa(a, b, labels, weights: str | None = None) -> float:
+    """Cohen's kappa (unweighted or "quadratic"), sklearn's `cohen_kappa_score` to the last bit
+    (tests/test_agreement.py checks), in numpy: the bootstrap computes it thousands of times, where
+    sklearn's input checks cost ~1 ms a call (docs/performance.md). `labels` sorted, holding every value."""
+    labels = np.asarray(labels)
+    k = labels.size
+    seen = np.bincount(np.searchsorted(labels, a) * k + np.searchsorted(labels, b), minlength=k * k)
+    observed = seen.reshape(k, k)
+    expected = np.outer(observed.sum(axis=0), observed.sum(axis=1)) / observed.sum()
+    d = np.subtract.outer(np.arange(k), np.arange(k))
+    w = d**2 if weights == "quadratic" else (d != 0).astype(int)
+    return 1 - np.sum(w * observed) / np.sum(w * expected)
 
 
 def _ccc(c: Columns) -> float:
