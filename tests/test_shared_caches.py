@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import SECRET, oab
 from tests.helpers import TASK, answers_file, candidate_calls, env_for, is_check_call, judge_calls
-from tests.users import ALICE, BOB, OUTSIDER, TEAM, home_of, require_users, run_as, team_folder
+from tests.users import ALICE, BOB, OUTSIDER, TEAM, home_of, require_users, run_as, session_as, team_folder
 
 pytestmark = pytest.mark.e2e
 CACHE_FILES = (
@@ -148,80 +148,91 @@ def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
     answers, judges = team / "answers", team / "judge"
     alice, bob = home_of(tmp_path / "alice", ALICE), home_of(tmp_path / "bob", BOB)
 
-    def run(uid, home, *extra, model="openai/cand-team", out="run"):
+    def run(user, home, *extra, model="openai/cand-team", out="run"):
         before = len(server.requests)
-        cmd = run_args(server, built_dataset, home / out, answers, judges, *extra, model=model)
-        proc = run_as(uid, cmd, env=user_env(home), umask=0o002, cwd=home, timeout=900)
+        proc = user(run_args(server, built_dataset, home / out, answers, judges, *extra, model=model)[3:])
         return proc, calls(server.requests[before:])
 
-    first, paid = run(ALICE, alice, "--max-samples", "5")
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert paid == (5, 5, 2)
-    created = modes(team)
-    print("modes after a umask 002 run in a setgid folder:", created)
-    assert created == {
-        "answers": ("0o2775", TEAM),
-        "judge": ("0o2775", TEAM),
-        **{name: ("0o664", TEAM) for name in CACHE_FILES},
-    }
+    with (  # each user's runs in one process of theirs: lighteval's imports paid once a user
+        session_as(ALICE, env=user_env(alice), umask=0o002, cwd=alice) as as_alice,
+        session_as(BOB, env=user_env(bob), umask=0o002, cwd=bob) as as_bob,
+    ):
+        first, paid = run(as_alice, alice, "--max-samples", "5")
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert paid == (5, 5, 2)
+        created = modes(team)
+        print("modes after a umask 002 run in a setgid folder:", created)
+        assert created == {
+            "answers": ("0o2775", TEAM),
+            "judge": ("0o2775", TEAM),
+            **{name: ("0o664", TEAM) for name in CACHE_FILES},
+        }
 
-    made = {name: mode for name, (mode, _) in modes(alice / "run").items()}
-    print("modes of the run folder's files:", made)
-    ours = (".oab-bench-run", "judgments.jsonl", "model_config.yaml", "oab_bench_summary.json", "report.html")
-    assert {made[name] for name in ours} == {"0o664"}
-    assert stat.S_IMODE((alice / "run").stat().st_mode) == 0o775
+        made = {name: mode for name, (mode, _) in modes(alice / "run").items()}
+        print("modes of the run folder's files:", made)
+        ours = (
+            ".oab-bench-run",
+            "judgments.jsonl",
+            "model_config.yaml",
+            "oab_bench_summary.json",
+            "report.html",
+        )
+        assert {made[name] for name in ours} == {"0o664"}
+        assert stat.S_IMODE((alice / "run").stat().st_mode) == 0o775
 
-    second, paid = run(BOB, bob)
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert paid == (10, 10, 2)  # the 5 of the first user reused, 10 added
-    assert modes(team) == created
+        second, paid = run(as_bob, bob)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert paid == (10, 10, 2)  # the 5 of the first user reused, 10 added
+        assert modes(team) == created
 
-    for path in [answers, judges, *answers.iterdir(), *judges.iterdir()]:
-        path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
-    archived = {p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]}
+        for path in [answers, judges, *answers.iterdir(), *judges.iterdir()]:
+            path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+        archived = {p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]}
 
-    again, paid = run(BOB, bob, out="again")
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert paid == (0, 0, 0)
-    assert "this cache is read-only: 0 answers / 0 judgments would not be kept" in " ".join(
-        again.stderr.split()
-    )
+        again, paid = run(as_bob, bob, out="again")
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert paid == (0, 0, 0)
+        assert "this cache is read-only: 0 answers / 0 judgments would not be kept" in " ".join(
+            again.stderr.split()
+        )
 
-    (tmp_path / "panel").mkdir()
-    panel = answers_file(
-        tmp_path / "panel" / "m-panel.jsonl",
-        "m-panel",
-        {
-            r.question_id: f"Resposta do painel para {r.question_id}."
-            for r in built_rows[0]
-            if "penal" in r.exam_id
-        },
-    ).parent
-    # (a --panel's judgments count among those a read-only cache would not keep: test_stored_state.py)
-    refused, paid = run(BOB, bob, model="openai/cand-other", out="other")
-    assert refused.returncode == 2 and paid == (0, 0, 0)
-    message = " ".join(refused.stderr.split())
-    print("refused (read-only cache, new model):", paid, refused.stderr[-1500:])
-    assert "this cache is read-only: 15 answers / 15 judgments would not be kept" in message
-    assert f"--answer-cache {answers}" in message and f"--judge-cache {judges}" in message
-    assert "--cache-read-only" in message and "chmod g+w" in message
-    assert not (bob / "other").exists()
+        (tmp_path / "panel").mkdir()
+        panel = answers_file(
+            tmp_path / "panel" / "m-panel.jsonl",
+            "m-panel",
+            {
+                r.question_id: f"Resposta do painel para {r.question_id}."
+                for r in built_rows[0]
+                if "penal" in r.exam_id
+            },
+        ).parent
+        # (a --panel's judgments count among those a read-only cache would not keep: test_stored_state.py)
+        refused, paid = run(as_bob, bob, model="openai/cand-other", out="other")
+        assert refused.returncode == 2 and paid == (0, 0, 0)
+        message = " ".join(refused.stderr.split())
+        print("refused (read-only cache, new model):", paid, refused.stderr[-1500:])
+        assert "this cache is read-only: 15 answers / 15 judgments would not be kept" in message
+        assert f"--answer-cache {answers}" in message and f"--judge-cache {judges}" in message
+        assert "--cache-read-only" in message and "chmod g+w" in message
+        assert not (bob / "other").exists()
 
-    went_on, paid = run(
-        BOB,
-        bob,
-        "--cache-read-only",
-        "--max-samples",
-        "3",
-        "--panel",
-        panel,
-        model="openai/cand-other",
-        out="other",
-    )
-    assert went_on.returncode == 0, went_on.stderr[-3000:]
-    assert paid == (3, 3 + 3, 2)  # the panel judged on the same 3 questions, served, kept nowhere
-    assert len((bob / "other" / "panel_judgments.jsonl").read_text().splitlines()) == 3
-    assert {p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]} == archived  # nothing kept
+        went_on, paid = run(
+            as_bob,
+            bob,
+            "--cache-read-only",
+            "--max-samples",
+            "3",
+            "--panel",
+            panel,
+            model="openai/cand-other",
+            out="other",
+        )
+        assert went_on.returncode == 0, went_on.stderr[-3000:]
+        assert paid == (3, 3 + 3, 2)  # the panel judged on the same 3 questions, served, kept nowhere
+        assert len((bob / "other" / "panel_judgments.jsonl").read_text().splitlines()) == 3
+        assert {
+            p: p.read_bytes() for p in [*answers.iterdir(), *judges.iterdir()]
+        } == archived  # nothing kept
 
 
 def refused_run(server, dataset, tmp_path, uid, env, *extra, answers=None, judges=None):

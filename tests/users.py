@@ -8,9 +8,13 @@ only where its ids and groups allow, which is what these tests are about.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,6 +41,44 @@ def run_as(uid: int, cmd: list[str], *, env: dict, umask: int = 0o022, team: boo
     return subprocess.run(
         [*as_user(uid, team=team), *map(str, cmd)], env=env, umask=umask, capture_output=True, text=True, **kw
     )
+
+
+@contextlib.contextmanager
+def session_as(uid: int, *, env: dict, umask: int = 0o022, cwd: Path, team: bool = True):
+    """One process of `uid` that runs `oab-bench` commands one after another (tests/cli_session.py):
+    `run(argv)` gives each one's CompletedProcess. For a user's several runs where a process each is
+    not the point: lighteval's imports are paid once, the user, umask, folder and environment kept."""
+    cmd = [*as_user(uid, team=team), sys.executable, "-m", "tests.cli_session"]
+    repo = Path(__file__).resolve().parent.parent
+    env = env | {"PYTHONPATH": os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH", "")]))}
+    with (
+        tempfile.TemporaryFile("w+") as log,
+        subprocess.Popen(
+            cmd,
+            env=env,
+            umask=umask,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        ) as proc,
+    ):
+
+        def run(argv: list) -> subprocess.CompletedProcess:
+            proc.stdin.write(json.dumps([str(a) for a in argv]) + "\n")
+            proc.stdin.flush()
+            if not (line := proc.stdout.readline()):
+                log.seek(0)
+                raise AssertionError(f"the session of user {uid} ended: {log.read()[-3000:]}")
+            reply = json.loads(line)
+            return subprocess.CompletedProcess(argv, reply["code"], reply["stdout"], reply["stderr"])
+
+        try:
+            yield run
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=60)
 
 
 def team_folder(path: Path) -> Path:
