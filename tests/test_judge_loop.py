@@ -138,8 +138,8 @@ def test_the_cost_cap_never_hangs_on_rounding(stub, judge_key):
     prices = dict(price_input=1000.0, price_output=1000.0, timeout=10)
     cases = [
         (n, frac, c, extra)
-        for n in (16, 24, 32)
-        for frac in (0.3, 0.5, 0.7)
+        for n in (16, 32)
+        for frac in (0.3, 0.7)
         for c in (1, 4)
         for extra in ({}, {"repeats": 2})
     ]

@@ -6,11 +6,9 @@ permission check, so only they show what a teammate meets."""
 
 from __future__ import annotations
 
-import os
 import stat
-import subprocess
 import sys
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -78,40 +76,6 @@ def modes(folder: Path) -> dict[str, tuple[str, int]]:
     }
 
 
-def test_two_runs_sharing_their_caches_pay_for_nothing_twice(stub, built_dataset, tmp_path):
-    """Started 2 s apart on the same task: both finish, and each answer and judgment is paid once.
-    Each run calls with a key of its own, so the stub tells whose each call was."""
-    server = stub(policy="max", latency=1.0)
-    procs = []
-    for n in (1, 2):
-        key = f"{SECRET}-{n}"
-        env = user_env(os.environ.get("HOME", tmp_path), OPENAI_API_KEY=key, OAB_JUDGE_API_KEY=key)
-        cmd = run_args(server, built_dataset, tmp_path / f"run{n}", tmp_path / "ac", tmp_path / "jc")
-        procs.append(
-            subprocess.Popen(
-                [*cmd, "--concurrency", "2", "--judge-concurrency", "2"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=(tmp_path / f"run{n}.stderr").open("w"),
-            )
-        )
-        time.sleep(2)
-    codes = [p.wait(timeout=900) for p in procs]
-    assert codes == [0, 0], [(tmp_path / f"run{n}.stderr").read_text()[-3000:] for n in (1, 2)]
-    assert calls(server.requests)[:2] == (15, 15)
-    for n in (1, 2):
-        assert len((tmp_path / f"run{n}" / "judgments.jsonl").read_text().splitlines()) == 15
-    whose = {
-        n: [r for r in server.requests if r["headers"].get("Authorization", "").endswith(f"-{n}")]
-        for n in (1, 2)
-    }
-    print(
-        "calls of each run (answers, judgments, check calls):",
-        {n: calls(r) for n, r in whose.items()},
-    )
-    assert sum(map(len, whose.values())) == len(server.requests)
-
-
 def test_cache_read_only_writes_no_cache_it_could_write(stub, built_dataset, tmp_path):
     """--cache-read-only means no write to any cache, whatever the permissions: a run that needs new
     answers and judgments says so, serves them to itself only, and leaves the caches as they were."""
@@ -137,13 +101,14 @@ def test_cache_read_only_writes_no_cache_it_could_write(stub, built_dataset, tmp
 def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
     stub, built_dataset, built_rows, tmp_path
 ):
-    """Two users of one group, a setgid folder, umask 002: the files are the group's to write, so
-    the second user reuses the first one's answers and judgments and adds to them. Made read-only,
+    """Two users of one group, a setgid folder, umask 002: the files are the group's to write. Their
+    runs start together on the fresh cache (each with a key of its own) and every answer and judgment
+    is paid once, whoever claims it first; later runs reuse them. Made read-only,
     the complete cache serves a rerun without a call; a run that would need new entries (a new
     model) is refused before any call, and goes on with --cache-read-only (a --panel too), keeping
     nothing."""
     require_users()
-    server = stub(policy="max")
+    server = stub(policy="max", latency=0.5)  # calls last: the two first runs overlap
     team = team_folder(tmp_path / "team")
     answers, judges = team / "answers", team / "judge"
     alice, bob = home_of(tmp_path / "alice", ALICE), home_of(tmp_path / "bob", BOB)
@@ -153,13 +118,30 @@ def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
         proc = user(run_args(server, built_dataset, home / out, answers, judges, *extra, model=model)[3:])
         return proc, calls(server.requests[before:])
 
+    keys = {
+        who: user_env(home, OPENAI_API_KEY=f"{SECRET}-{who}", OAB_JUDGE_API_KEY=f"{SECRET}-{who}")
+        for who, home in (("alice", alice), ("bob", bob))
+    }
     with (  # each user's runs in one process of theirs: lighteval's imports paid once a user
-        session_as(ALICE, env=user_env(alice), umask=0o002, cwd=alice) as as_alice,
-        session_as(BOB, env=user_env(bob), umask=0o002, cwd=bob) as as_bob,
+        session_as(ALICE, env=keys["alice"], umask=0o002, cwd=alice) as as_alice,
+        session_as(BOB, env=keys["bob"], umask=0o002, cwd=bob) as as_bob,
+        ThreadPoolExecutor(2) as pool,
     ):
-        first, paid = run(as_alice, alice, "--max-samples", "5")
+        started = [pool.submit(run, as_alice, alice, "--max-samples", "5"), pool.submit(run, as_bob, bob)]
+        (first, _), (second, _) = (f.result() for f in started)
         assert first.returncode == 0, first.stderr[-3000:]
-        assert paid == (5, 5, 2)
+        assert second.returncode == 0, second.stderr[-3000:]
+        whose = {
+            who: calls(
+                [r for r in server.requests if r["headers"].get("Authorization", "").endswith(f"-{who}")]
+            )
+            for who in keys
+        }
+        print("calls of each user's first run (answers, judgments, check calls):", whose)
+        assert calls(server.requests)[:2] == (15, 15)  # Alice's 5 questions among Bob's 15: each paid once
+        assert sum(n for c in whose.values() for n in c) == len(server.requests)
+        assert len((alice / "run" / "judgments.jsonl").read_text().splitlines()) == 5
+        assert len((bob / "run" / "judgments.jsonl").read_text().splitlines()) == 15
         created = modes(team)
         print("modes after a umask 002 run in a setgid folder:", created)
         assert created == {
@@ -179,11 +161,6 @@ def test_a_team_shares_one_cache_folder_and_a_read_only_copy_serves_its_hits(
         )
         assert {made[name] for name in ours} == {"0o664"}
         assert stat.S_IMODE((alice / "run").stat().st_mode) == 0o775
-
-        second, paid = run(as_bob, bob)
-        assert second.returncode == 0, second.stderr[-3000:]
-        assert paid == (10, 10, 2)  # the 5 of the first user reused, 10 added
-        assert modes(team) == created
 
         for path in [answers, judges, *answers.iterdir(), *judges.iterdir()]:
             path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
