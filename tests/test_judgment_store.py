@@ -7,8 +7,6 @@ import json
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -16,8 +14,7 @@ from oab_bench.judge.grading.judgment_store import JudgmentStore
 from oab_bench.judge.settings import settings_from
 from oab_bench.keyed_store import KeyedStore
 from oab_bench.scripts.cli import main
-from tests.conftest import REPO, SECRET
-from tests.helpers import _answers_file, _ok, clean_env, grade, made_up_row
+from tests.helpers import _answers_file, _ok, grade, made_up_row
 
 
 def test_a_tampered_cache_row_is_judged_again(stub, judge_key, tmp_path, caplog):
@@ -63,48 +60,6 @@ def test_a_failed_commit_fails_every_append_waiting_for_it(tmp_path, monkeypatch
         )
 
     assert [str(e) for e in asyncio.run(main())] == ["database or disk is full"] * 3
-
-
-def test_two_judge_processes_sharing_a_cache_pay_once(stub, tmp_path, built_dataset, upstream_v1):
-
-    server = stub(policy="max", latency=0.3)
-    answers, ids = _answers_file(tmp_path, upstream_v1, 6)
-    cache = tmp_path / "cache"
-
-    def start(n):
-        args = [
-            "judge",
-            "--dataset",
-            built_dataset,
-            "--answers",
-            answers,
-            "--judge-model",
-            "openai/judge-test",
-        ]
-        args += [
-            "--api-base",
-            server.url,
-            "--cache",
-            cache,
-            "--output",
-            tmp_path / f"o{n}.jsonl",
-            "--no-progress",
-            "--questions",
-            *ids,
-        ]
-        cmd = [sys.executable, "-m", "oab_bench.scripts.cli", *map(str, args)]
-        return subprocess.Popen(
-            cmd, cwd=REPO, env=clean_env(OAB_JUDGE_API_KEY=SECRET), stderr=subprocess.PIPE
-        )
-
-    procs = [start(1), start(2)]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
-    assert server.count == len(ids)
-    for n in (1, 2):
-        rows = [json.loads(x) for x in (tmp_path / f"o{n}.jsonl").read_text().splitlines()]
-        assert len(rows) == len(ids) and {r["status"] for r in rows} == {"ok"}
 
 
 def test_a_foreign_judgments_file_in_the_cache_is_refused_untouched(
