@@ -41,6 +41,10 @@ browser:
 # stays on one worker, so the lighteval run a module's tests share is made once. -rs: every skip
 # says why.
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# The suite starts dozens of Python processes: each compiles our modules again, and pytest rewrites
+# the test modules again, where bytecode is not cached (PYTHONDONTWRITEBYTECODE=1, as on this
+# project's CI machines): ~3 s of CPU a worker and ~1 s a process (docs/performance.md).
+unexport PYTHONDONTWRITEBYTECODE
 PYTEST := $(BIN)/python -m pytest -q -rs -n $(WORKERS) --dist loadfile
 # Upstream's data: ../shared/data, else upstream's release fetched once (pinned by commit, checked by
 # SHA-256) into ~/.cache/oab-bench/upstream-data/; offline, the tests that read it are skipped.

@@ -143,6 +143,7 @@ def test_constant_input_is_null_with_a_reason(tmp_path):
     render_text(r)  # never a crash
 
 
+@pytest.mark.slow
 def test_three_sources_pairwise_and_alpha(tmp_path):
     a = source_a(tmp_path)
     r = report_of(a, a, a)
@@ -241,6 +242,7 @@ def test_cli_bad_input_exits_2(tmp_path):
 # --- end to end on the published data ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_upstream_o3_against_our_judge_through_the_stub(
     stub, judge_key, tmp_path, upstream_v1, built_dataset
 ):
@@ -326,6 +328,7 @@ def test_human_csv_items_are_checked_against_the_dataset(tmp_path, built_rows):
     assert graded.items[item.item_id] == item.max_score and graded.max_score == row.max_score
 
 
+@pytest.mark.slow
 def test_a_question_twice_in_one_source_is_chosen_whatever_the_line_order(tmp_path):
     """As in the leaderboard: copies are one, an ok judgment is used over a failure (with a note),
     two different scores stop naming both lines; never the last line read."""

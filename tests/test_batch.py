@@ -162,6 +162,7 @@ def test_a_rerun_over_fewer_answers_keeps_the_others_replies(stub, judge_key, tm
     assert len(JudgmentStore(tmp_path)) == 4
 
 
+@pytest.mark.slow
 def test_cli_batch_wait_kill_and_reattach(stub, judge_key, tmp_path, upstream_v1, built_dataset):
     """`oab-bench judge --batch`: stop waiting (exit 3, resume command), SIGKILL while waiting,
     then a run that reattaches; the server saw one batch, and every judgment is at the batch price."""

@@ -100,6 +100,7 @@ def test_card_yaml_parses_and_names_what_the_hub_needs(built_dataset):
     assert "41_direito_do_trabalho_questao_3" in text  # corrections are listed on the card
 
 
+@pytest.mark.slow
 def test_cli_build_writes_and_refuses_to_clobber(upstream_v1, tmp_path):
     out = tmp_path / "ds"
     cmd = [

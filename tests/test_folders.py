@@ -284,6 +284,7 @@ def test_probe_output_into_a_folder_it_did_not_write_is_refused_untouched(
     assert main([*args, "--output", str(fresh)]) == 0  # ours now: a rerun writes there again
 
 
+@pytest.mark.slow
 def test_judge_sweep_output_into_a_folder_it_did_not_write_is_refused_untouched(
     stub, probe_dataset, notes, tmp_path, capsys
 ):

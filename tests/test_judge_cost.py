@@ -191,6 +191,7 @@ def test_a_jurys_members_share_one_cap_each_reserved_at_its_own_price(stub, judg
     assert dear.budget.in_flight == pytest.approx(got_dear + got_cheap)
 
 
+@pytest.mark.slow
 def test_litellms_bundled_cost_map_whatever_is_imported_first(tmp_path):
     """judge/batch imported litellm before judge/client asked for the bundled map: every command
     then fetched prices from GitHub (offline: three warnings; online: prices of the day)."""

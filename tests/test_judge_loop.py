@@ -128,6 +128,7 @@ def test_a_stopped_run_keeps_judgments_with_more_than_one_call(
     assert stored >= 2 and server.count == 2 * stored  # every call paid for is in a stored judgment
 
 
+@pytest.mark.slow
 def test_the_cost_cap_never_hangs_on_rounding(stub, judge_key):
     """The cap waits for calls in flight to settle; float sums of reservations once left 4e-16
     'in flight' with nothing running, and the run waited forever (jury, repeats, one judge)."""
@@ -197,6 +198,7 @@ def test_a_second_signal_never_breaks_off_the_cleanup_and_none_is_lost(sig, when
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
+@pytest.mark.slow
 def test_sigterm_and_sighup_stop_the_judge_as_ctrl_c_does(
     stub, judge_key, tmp_path, upstream_v1, built_dataset, sig
 ):

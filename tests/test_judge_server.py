@@ -205,6 +205,7 @@ def test_cli_exits_nonzero_after_writing_all_when_a_judgment_fails(
     assert "not ok: o3-2025-04-16 39_direito_administrativo_questao_1: api_error" in stderr
 
 
+@pytest.mark.slow
 def test_cli_resumes_after_a_kill_and_bills_nothing_twice(
     stub, judge_key, tmp_path, upstream_v1, built_dataset
 ):

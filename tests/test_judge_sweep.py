@@ -90,6 +90,7 @@ def material(built_rows, tmp_path):
     return made_up_answers(built_rows[0], tmp_path)
 
 
+@pytest.mark.slow
 def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset, material, tmp_path, capsys):
     content, full, zero = stub(policy="overlap"), stub(policy="max"), stub(policy="min")
     ref = spec("ref", content)
@@ -173,6 +174,7 @@ def test_only_the_judge_that_credits_content_is_recommended(stub, built_dataset,
     assert sum(j["calls"] for j in report["judges"]) == 80
 
 
+@pytest.mark.slow
 def test_blind_judges_are_never_recommended_and_failed_calls_are_not_findings(
     stub, built_dataset, material, tmp_path, capsys
 ):
@@ -221,6 +223,7 @@ def test_bad_input_writes_nothing(stub, built_dataset, material, tmp_path, capsy
     assert content.count == 0 and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_batch_judge_is_judged_through_the_batch_api_and_a_rerun_reattaches(
     stub, built_dataset, material, tmp_path, capsys
 ):
@@ -255,6 +258,7 @@ def test_the_dataset_defaults_as_runs_does(stub, built_dataset, material, tmp_pa
     assert content.count == 0 and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_one_model_at_two_efforts_is_two_judges_after_the_sweep(
     stub, built_dataset, material, tmp_path, capsys
 ):

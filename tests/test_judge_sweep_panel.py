@@ -26,6 +26,7 @@ def calls(*servers) -> int:
     return sum(s.count for s in servers)
 
 
+@pytest.mark.slow
 def test_the_panel_is_the_material_estimate_and_rerun_call_nothing(
     stub, built_dataset, panel, tmp_path, capsys
 ):
@@ -54,6 +55,7 @@ def test_the_panel_is_the_material_estimate_and_rerun_call_nothing(
     assert rc == 0 and calls(content, full) == 240 and json.loads(out)["recommended"] == cands[0]
 
 
+@pytest.mark.slow
 def test_answers_and_panel_together_are_graded_together(stub, built_dataset, panel, tmp_path, capsys):
     folder, files = panel
     bad = files[2].rename(tmp_path / "mine.jsonl")  # the panel keeps two models; --answers gives the third

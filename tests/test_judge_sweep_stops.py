@@ -70,6 +70,7 @@ def test_a_stop_while_a_candidate_grades_keeps_what_was_paid(
     assert (folder / SWEEP_FILE).exists() and (folder / SWEEP_PAGE_FILE).exists()
 
 
+@pytest.mark.slow
 def test_a_stop_between_the_report_and_its_page_leaves_no_older_page(
     stub, built_rows, built_dataset, tmp_path, capsys, monkeypatch
 ):

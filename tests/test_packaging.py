@@ -90,7 +90,11 @@ def test_installed_the_cli_and_lighteval_find_everything(wheel, tmp_path, built_
     away.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OAB_")} | {"PYTHONPATH": ""}
     where = subprocess.run(
-        [py, "-c", "from importlib.util import find_spec as f; print(f('oab_bench').origin, f('oab_bench_task').origin)"],
+        [
+            py,
+            "-c",
+            "from importlib.util import find_spec as f; print(f('oab_bench').origin, f('oab_bench_task').origin)",
+        ],
         cwd=away,
         env=env,
         capture_output=True,

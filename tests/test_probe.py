@@ -251,6 +251,7 @@ def test_a_subset_of_probes_and_bad_flags(stub, built_dataset, tmp_path, capsys)
     assert rc == 2 and "oab-bench probe: error: --probes 'reference,bogus'" in err
 
 
+@pytest.mark.slow
 def test_probe_estimate_and_a_jury_of_two(stub, built_dataset, tmp_path, capsys):
     """--estimate prices the probe run and calls nothing; a jury grades every probe with each member."""
     server = stub(policy="max")

@@ -22,6 +22,7 @@ def dataset(tmp_path):
     return write_dataset(rows, report, tmp_path / "ds")
 
 
+@pytest.mark.slow
 def test_a_member_failing_every_grading_makes_the_verdict_incomplete(stub, dataset, tmp_path, capsys):
     server = stub(policy="overlap", faults=[{"kind": "500", "match": '"judge-dead"'}])
     args = ["probe", "--dataset", str(dataset), "--api-base", server.url, "--max-attempts", "1"]

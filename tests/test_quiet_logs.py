@@ -51,6 +51,7 @@ print(len(registry._task_registry))
     assert "nltk_data" not in proc.stderr and "FutureWarning" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_zero_shot_task_does_not_warn_about_few_shot_examples(built_dataset, monkeypatch, caplog):
     monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")

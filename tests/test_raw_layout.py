@@ -87,6 +87,7 @@ def test_built_layouts_pass_through(built_dataset, upstream_v1, builds):
     assert not builds.exists()
 
 
+@pytest.mark.slow  # imports the task file, so lighteval (seconds)
 def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
     monkeypatch.delenv("OAB_BENCH_DATASET", raising=False)
     monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")

@@ -99,6 +99,7 @@ def test_report_file_is_self_contained_and_escaped(report):
     assert failed["score"] is None and "400" in (failed["error"] or "")  # a failure, never a zero
 
 
+@pytest.mark.slow
 def test_report_in_headless_chromium(report, tmp_path):
     exe = chromium()
     html_path, _ = report

@@ -62,6 +62,7 @@ def candidate_request(server, model: str, monkeypatch, max_new_tokens: int = 819
     return server.requests[-1]["body"]
 
 
+@pytest.mark.slow  # imports lighteval's model code (seconds)
 @pytest.mark.parametrize(
     ("model", "limit", "expected"),
     [

@@ -81,6 +81,7 @@ def test_server_names_and_command(tmp_path):
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and str(folder.resolve()) in cmd
 
 
+@pytest.mark.slow
 def test_make_test_vllm_fails_without_its_data_or_vllm(tmp_path):
     dry = subprocess.run(["make", "-n", "test-vllm"], cwd=REPO, capture_output=True, text=True, timeout=60)
     (line,) = [x for x in dry.stdout.splitlines() if "pytest" in x]

@@ -125,6 +125,7 @@ def test_overlapping_tasks_fail_at_once_naming_both(tmp_path, capsys, tasks, nam
     assert check_tasks("oab_bench:39,oab_bench:40") == ["oab_bench:39", "oab_bench:40"]
 
 
+@pytest.mark.slow
 def test_the_task_names_are_those_of_the_task_file(task_module):
     assert [c.name for c in task_module.TASKS_TABLE] == task_names()
 

@@ -86,6 +86,7 @@ def bench(stub, built_dataset, tmp_path, monkeypatch):
         ("after", signal.SIGHUP),
     ],
 )
+@pytest.mark.slow
 def test_a_signal_at_each_phase_ends_the_run_with_its_code(bench, capsys, tmp_path, phase, sig):
     code, err, out, server = bench(phase, sig, capsys)
     assert code == 128 + sig, err[-20:]

@@ -60,6 +60,7 @@ def test_the_page_names_every_judge_marks_the_decision_and_embeds_the_plot(made_
     assert "openai/wide</b>: kappa_pass lower bound 0.70 &lt; 0.8" in chosen and "openai/broken" not in chosen
 
 
+@pytest.mark.slow
 def test_report_shows_a_sweep_as_a_page_or_alone(made_up, tmp_path, capsys):
     report, _ = made_up
     folder = tmp_path / "sweep"
@@ -96,6 +97,7 @@ def test_a_sweep_json_that_is_not_one_names_its_file_and_field(made_up, tmp_path
     assert str(path) in err and "judges.0.calls" in err and not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.slow
 def test_the_sweep_page_of_a_report_in_headless_chromium(made_up, tmp_path):
     from tests.helpers import browse, chromium
 

@@ -8,6 +8,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # the task file imports lighteval's task code: ~12 s of CPU
+
 
 def test_exact_task_name_is_one_task_and_subtasks_exist(task_module):
     from lighteval.tasks.registry import Registry
