@@ -25,7 +25,7 @@ NULL = Figure(value=None, ci_low=None, ci_high=None)
 
 
 def _kappa(a, b, labels, weights: str | None = None) -> float:
-    """Cohen's kappa (unweighted or "quadratic"), sklearn's `cohen_kappa_score` to the last bit
+    """Cohen's kappa (unweighted or "quadratic"): sklearn's `cohen_kappa_score` to 1e-12
     (tests/test_agreement.py checks), in numpy: the bootstrap computes it thousands of times, where
     sklearn's input checks cost ~1 ms a call (docs/performance.md). `labels` sorted, holding every value."""
     labels = np.asarray(labels)
