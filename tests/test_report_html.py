@@ -272,3 +272,23 @@ def test_a_model_page_says_what_judging_it_cost_in_all(tmp_path):
     html = report_html([path], [], {}, resamples=50)
     assert "judging them cost in all: $0.0500 " in html
     assert "judging them cost in all: $0.0200 for 1 of its judgments with a recorded cost" in html
+
+
+@pytest.mark.parametrize(
+    ("summary", "says"),
+    [
+        ("[1]", "a JSON object, not list"),
+        ('{"model": "m", "cost_usd_total": "12"}', "field 'cost_usd_total': '12' is not a cost in USD"),
+        ('{"model": "m", "cost_usd_total": true}', "field 'cost_usd_total': True is not a cost in USD"),
+    ],
+)
+def test_a_run_summary_not_ours_to_read_is_one_line_naming_it(tmp_path, summary, says):
+    from oab_bench.dataset_builder.errors import SourceError
+    from oab_bench.judge.audit.collect import paid_in_all
+
+    (tmp_path / "oab_bench_summary.json").write_text(summary, encoding="utf-8")
+    with pytest.raises(SourceError) as e:
+        paid_in_all(tmp_path, [])
+    assert str(e.value).startswith(str(tmp_path / "oab_bench_summary.json")) and says in str(e.value)
+    (tmp_path / "oab_bench_summary.json").write_text('{"model": "m"}', encoding="utf-8")
+    assert paid_in_all(tmp_path, []) == {}  # no total said: the judgments' own costs are used

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -127,6 +128,16 @@ def test_a_killed_run_resumes_paying_only_what_is_missing_and_costs_what_an_unin
     assert second["figures"].pop("cost_usd") == 0.0 and second["cost_usd_total"] == total
     report = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert f"judging them cost in all: ${total:.4f} " in report  # the details say $0: the report says all
+    # a folder given twice counts once; two run folders sharing cached judgments are not added up
+    for inputs in ([tmp_path / "run", tmp_path / "run"], [tmp_path / "run", tmp_path / "whole"]):
+        assert oab("report", *inputs, "--output", tmp_path / "r.html", env=env_for()).returncode == 0
+        page = (tmp_path / "r.html").read_text(encoding="utf-8")
+        assert (
+            f"${2 * total:.4f}" not in page and f"${total + uninterrupted['cost_usd_total']:.4f}" not in page
+        )
+        (said,) = re.findall(r"judging them cost in all: \$([0-9.]+)", page)
+        print("judging cost said for", [p.name for p in inputs], said)
+        assert float(said) == pytest.approx(total, abs=0.01)  # what judging these answers cost, once
     first["figures"].pop("cost_usd")
     assert second["figures"] == first["figures"] and second["figures"]["coverage"] == 1.0
     check_no_secret(tmp_path / "ac", again.stderr)

@@ -117,3 +117,17 @@ def test_the_sweep_page_of_a_report_in_headless_chromium(made_up, tmp_path):
     page = section(dom, "sweep-1")
     assert "openai/x&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert(1)" not in dom
     assert len(re.findall(r'<tr class="sweep-row', page)) == len(report.judges)
+
+
+def test_a_page_whose_code_cannot_even_be_imported_is_a_note_not_a_failed_sweep(
+    monkeypatch, tmp_path, capsys
+):
+    """sweep.json is written before the page: a page that cannot be made (its imports included, such
+    as matplotlib's) is one note, never a failed sweep."""
+    from oab_bench.judge.sweep.sweep import write_page
+
+    monkeypatch.setitem(__import__("sys").modules, "oab_bench.judge.sweep.sweep_page", None)
+    write_page(None, {}, "", tmp_path)
+    err = capsys.readouterr().err
+    assert "note: no sweep.html (ModuleNotFoundError: " in err and "sweep_page" in err
+    assert not (tmp_path / "sweep.html").exists()

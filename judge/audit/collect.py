@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from oab_bench.conventions import PANEL_JUDGMENTS_FILE, PROBE_ANSWERS_DIR, SUMMARY_FILE
+from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.source import HF_PREFIX, read_objects
 from oab_bench.judge.answers import Answer, answer_files_in, load_answers, one_per_question
 from oab_bench.judge.leaderboard.inputs import NoResults, Record, is_probe_folder, load_records
@@ -21,7 +23,7 @@ class Inputs(BaseModel):
     records: list[Record]
     answers: dict[tuple[str, str], str]  # (model, question) -> answer text
     generation: dict[tuple[str, str], dict] = {}  # what generating it cost, where its file says
-    paid: dict[tuple[str, str], list[float | None]] = {}  # (judge, model): its run folders' cost in all
+    paid: dict[tuple[str, str], dict[str, float | None]] = {}  # (judge, model): run folder -> cost in all
     notes: list[str]
 
 
@@ -46,13 +48,22 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
 
 
 def paid_in_all(path: Path, records: list[Record]) -> dict[tuple[str, str], float | None]:
-    """A run folder's `cost_usd_total` (resumes included) by its candidate's (judge, model)."""
+    """A run folder's `cost_usd_total` (resumes included) by its candidate's (judge, model); none where
+    the summary does not say it. A summary that is not ours to read is an error naming it."""
+    file = Path(path) / SUMMARY_FILE
     try:
-        summary = json.loads((Path(path) / SUMMARY_FILE).read_text(encoding="utf-8"))
+        summary = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    if not isinstance(summary, dict):
+        raise SourceError(f"a JSON object, not {type(summary).__name__}", file=str(file))
+    if "cost_usd_total" not in summary:
+        return {}
+    total = summary["cost_usd_total"]
+    if isinstance(total, bool) or not (total is None or isinstance(total, int | float)):
+        raise SourceError(f"{total!r} is not a cost in USD (or null)", file=str(file), field="cost_usd_total")
     mine = {(r.judge, r.model) for r in records if r.model == summary.get("model") and not r.panel}
-    return dict.fromkeys(mine, summary.get("cost_usd_total"))
+    return dict.fromkeys(mine, total)
 
 
 def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict | None = None) -> Inputs:
@@ -60,7 +71,7 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
     records: list[Record] = []
     answers: list[Answer] = [a for path in answer_files for a in load_answers(Path(path))]
     notes: list[str] = []
-    paid: dict[tuple[str, str], list[float | None]] = defaultdict(list)
+    paid: dict[tuple[str, str], dict[str, float | None]] = defaultdict(dict)
     for path in map(Path, inputs):
         if path.is_file() and path.suffix not in (".parquet", ".eval"):  # answers given among the inputs
             first = next(iter(read_objects(path)), (0, {}))[1]
@@ -74,7 +85,7 @@ def read_inputs(inputs: list[Path], answer_files: list[Path] = (), dataset: dict
             continue
         records += got
         for key, cost in paid_in_all(path, got).items():
-            paid[key].append(cost)
+            paid[key][os.path.realpath(path)] = cost  # a folder given twice counts once
         got, gone = (load_answers(path), []) if open_shared(path) else carried_answers(path)
         answers += got
         notes += gone

@@ -95,9 +95,10 @@ def cost_text(costs: list[float | None], what: str) -> str | None:
 
 
 def judging_cost(inputs: Inputs, t: lb.Table, model: str) -> str | None:
-    """What judging a model's answers cost in all: its run folders' summaries, else its judgments' costs."""
-    if (t.judge, model) in inputs.paid:
-        total = total_cost(inputs.paid[(t.judge, model)])
+    """What judging a model's answers cost in all: its run folder's summary, else (no run folder, or
+    several, whose totals share the judgments a later run took from the cache) its judgments' costs."""
+    if len(folders := inputs.paid.get((t.judge, model), {})) == 1:
+        total = total_cost(list(folders.values()))
         return "unknown (no price)" if total is None else f"${total:.4f}"
     costs = [r.cost_usd for r in t.chosen[model].values()]
     return cost_text(costs, "judgments") if any(c is not None for c in costs) else None

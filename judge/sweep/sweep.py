@@ -306,9 +306,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
 def write_page(report, why: dict[str, str], scaled: str, out: Path) -> None:
     """sweep.html beside sweep.json; a page that cannot be written is a note, never a failed sweep."""
-    from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
+    try:  # its imports too (matplotlib, jinja2): a page that cannot be made never fails the sweep
+        from oab_bench.judge.sweep.sweep_page import sweep_view, write_sweep_page
 
-    try:
         view = sweep_view(report, why=why, scaled=scaled, name=str(out))
         path = write_sweep_page([view], out / names.SWEEP_PAGE_FILE, f"OAB-Bench judge sweep: {out.name}")
     except Exception as e:  # a page is a by-product of the sweep
