@@ -156,7 +156,11 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
     revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision
     name = (spec.repo or str(spec.folder)) if spec else source  # a Hub id: the sha says which revision
     key = hashlib.sha256(f"{name}\0{revision}\0".encode() + errata.read_bytes())
-    for p in sorted(Path(__file__).parent.glob("*.py")):  # a new builder never reuses an old builder's rows
+    here = Path(__file__).parent
+    for p in [
+        *sorted(here.glob("*.py")),
+        here / "card.md.j2",
+    ]:  # a new builder never reuses an old one's build
         key.update(p.name.encode() + b"\0" + p.read_bytes())
     folder = builds_dir() / key.hexdigest()[:20]
     short = revision.removeprefix("sha256:")[:12]

@@ -34,15 +34,19 @@ def _files(path: Path) -> list[str]:
     return sorted(info.name.removeprefix("file://") for info in list_eval_logs(str(path), formats=["eval"]))
 
 
-def log_samples(path: Path) -> list[LogSample]:
+def _read(file: str, header_only: bool = False):
     from inspect_ai.log import read_eval_log
 
+    try:
+        return read_eval_log(file, header_only=header_only)
+    except Exception as e:  # a zip that is not an inspect log, a log of a newer inspect...
+        raise SourceError(f"not a readable inspect log ({str(e).splitlines()[0]})", file=file) from None
+
+
+def log_samples(path: Path) -> list[LogSample]:
     out = []
     for file in _files(path):
-        try:
-            log = read_eval_log(file)
-        except Exception as e:  # a zip that is not an inspect log, a log of a newer inspect...
-            raise SourceError(f"not a readable inspect log ({str(e).splitlines()[0]})", file=file) from None
+        log = _read(file)
         for n, s in enumerate(log.samples or [], start=1):
             score = (s.scores or {}).get(SCORER)
             judgment = score.metadata.get("judgment") if score and score.metadata else None
@@ -52,9 +56,7 @@ def log_samples(path: Path) -> list[LogSample]:
 
 def recorded_dataset(path: Path) -> str | None:
     """The dataset folder the task was run on (its log's task metadata)."""
-    from inspect_ai.log import read_eval_log
-
-    found = {(read_eval_log(f, header_only=True).eval.metadata or {}).get("dataset") for f in _files(path)}
+    found = {(_read(f, header_only=True).eval.metadata or {}).get("dataset") for f in _files(path)}
     if len(found - {None}) > 1:
         raise SourceError(
             f"made with several datasets ({', '.join(sorted(found - {None}))}): pass --dataset",

@@ -106,7 +106,8 @@ def check_replaceable(output: Path, writer: Writer) -> None:
 
 def write_listed(output: Path, writer: Writer, fill: Callable[[Path], None], *, overwrite: bool) -> Path:
     """`fill` a temporary sibling, list its files in the marker, rename it into place (the old folder
-    aside as `.NAME.old-PID` meanwhile): a failure leaves `output` as it was."""
+    aside as `.NAME.old-PID` meanwhile): a failure leaves `output` as it was; a kill between the two
+    renames leaves no `output`, the old folder whole beside it as `.NAME.old-PID`."""
     output = Path(output).resolve()
     check_folder(output, writer, "--output", output)  # a file, or a folder the writer did not write
     if output.is_dir() and any(output.iterdir()):

@@ -401,3 +401,16 @@ def test_a_mean_a_floats_width_outside_its_interval_still_plots():
     )
     assert row.mean_exam_score > row.ci_high
     assert plot_png_bytes([lb.Table(judge=J1, rows=[row])]).startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("command", ["leaderboard", "report", "agreement"])
+def test_a_file_named_eval_that_is_no_inspect_log_is_one_line_naming_it(tmp_path, command):
+    """inspect logs are read twice (their headers for the dataset, then their samples): either way a
+    bad one is one line naming the file, never an error without a file or a traceback."""
+    bad = tmp_path / "bad.eval"
+    bad.write_bytes(b"not a zip")
+    extra = [bad] if command == "agreement" else []
+    proc = oab(command, bad, *extra, *(["--output", tmp_path / "r.html"] if command == "report" else []))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "error" in x]
+    assert f"{bad}: not a readable inspect log" in line

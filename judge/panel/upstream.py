@@ -75,7 +75,8 @@ def unavailable(folder: Path, missing: list[str], why: str) -> PanelUnavailable:
 
 
 def fetch(url: str, dest: Path) -> Path:
-    """`url` written to `dest` once it verifies against `dest`'s pin (else PanelUnavailable)."""
+    """`url` written to `dest` once it verifies against `dest`'s pin (else PanelUnavailable); a file that
+    cannot be fetched is an OSError (the caller keeps what it has and tries again later)."""
     import httpx  # ~0.3 s: only when something is to be fetched
 
     from oab_bench.judge.output import write_atomic
