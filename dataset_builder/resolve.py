@@ -156,11 +156,8 @@ def prepare_dataset(dataset: str, errata: Path = DEFAULT_ERRATA) -> str:
     revision = hub_revision(spec) if spec else file_source(Path(source)).provenance.revision
     name = (spec.repo or str(spec.folder)) if spec else source  # a Hub id: the sha says which revision
     key = hashlib.sha256(f"{name}\0{revision}\0".encode() + errata.read_bytes())
-    here = Path(__file__).parent
-    for p in [
-        *sorted(here.glob("*.py")),
-        here / "card.md.j2",
-    ]:  # a new builder never reuses an old one's build
+    code = sorted(p for p in Path(__file__).parent.iterdir() if p.suffix in (".py", ".j2"))  # the card's too
+    for p in code:  # a new builder never reuses an old builder's build
         key.update(p.name.encode() + b"\0" + p.read_bytes())
     folder = builds_dir() / key.hexdigest()[:20]
     short = revision.removeprefix("sha256:")[:12]

@@ -48,8 +48,7 @@ def carried_answers(path: Path) -> tuple[list[Answer], list[str]]:
 
 
 def paid_in_all(path: Path, records: list[Record]) -> dict[tuple[str, str], float | None]:
-    """A run folder's `cost_usd_total` (resumes included) by its candidate's (judge, model); none where
-    the summary does not say it. A summary that is not ours to read is an error naming it."""
+    """A run folder's `cost_usd_total` (resumes included) by (judge, model), if said; a bad one: an error."""
     file = Path(path) / SUMMARY_FILE
     try:
         summary = json.loads(file.read_text(encoding="utf-8"))
