@@ -59,7 +59,7 @@ def load_rows(
 
     with quiet(datasets):  # no "Generating test split" bars for a folder of a hundred rows
         ds = datasets.load_dataset(resolve_dataset(dataset, origin), split="test")
-    return select_rows([QuestionRow.model_validate(r) for r in ds], questions)
+    return select_rows([QuestionRow.model_validate(r) for r in ds.to_list()], questions)
 
 
 def select_rows(rows: list[QuestionRow], questions: list[str] | None) -> list[QuestionRow]:
