@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -104,15 +105,11 @@ def judging_cost(inputs: Inputs, t: lb.Table, model: str) -> str | None:
     return cost_text(costs, "judgments") if any(c is not None for c in costs) else None
 
 
+@functools.cache  # its templates compiled once a process
 def environment() -> jinja2.Environment:
     """The templates' environment: inputs' text escaped, |tojson safe inside a <script> element."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("oab_bench.judge.audit", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    options = dict(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("oab_bench.judge.audit", "templates"), **options)
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
     env.filters["cents"] = lb.cents
     return env
