@@ -27,10 +27,6 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before lighteval imports litellm
 
 from inspect_ai import Task, task
-from lighteval.metrics.metrics_sample import SampleLevelComputation
-from lighteval.metrics.utils.metric_utils import SampleLevelMetric
-from lighteval.tasks.lighteval_task import LightevalTaskConfig
-from lighteval.tasks.requests import Doc, SamplingMethod
 
 from oab_bench.dataset_builder.errors import SourceError
 from oab_bench.dataset_builder.resolve import UPSTREAM_DATASET, resolve_dataset
@@ -74,48 +70,17 @@ def check_judge_configured() -> None:
             raise SystemExit(f"oab_bench: error: {e}") from None
 
 
-def oab_prompt(line: dict, task_name: str = "") -> Doc:
+def oab_prompt(line: dict, task_name: str = ""):
+    from lighteval.tasks.requests import Doc
+
     row = QuestionRow.model_validate(line)
     specific = {SYSTEM_KEY: row.system_prompt, "question_id": row.question_id, "row": line}
     return Doc(task_name=task_name, query=candidate_prompt(row), choices=[], gold_index=[], specific=specific)
 
 
-lighteval_compat.install(
-    task=TASK, system_key=SYSTEM_KEY, prepare=prepare, before_evaluating=check_judge_configured
-)
-
-
-class OabJudge(SampleLevelComputation):
-    """Grade a task's answers in one batch with our judge (never lighteval's JudgeLLM)."""
-
-    def compute(self, responses, docs, **kwargs) -> list[dict]:
-        if task_run.REFUSED and task_run.RUN is None:  # the plain CLI: one line, nothing judged
-            raise SystemExit(f"oab_bench: error: {REFUSED}{task_run.REFUSED[0]}")
-        rows = [QuestionRow.model_validate(doc.specific["row"]) for doc in docs]
-        texts = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
-        run = task_run.RUN
-        judge, candidate = (
-            (run.judge, run.candidate) if run else (lighteval_judge.judge_from_env(), "candidate")
-        )
-        judgments = lighteval_judge.judge_answers(judge, rows, texts, candidate, task_run.STOPPING)
-        if run:
-            run.judged.extend(judgments)
-        return [j.sample() for j in judgments]
-
-
 def corpus_figures(values: list[dict]) -> dict[str, float]:
     """Exam figures from the per-question values (a dict: lighteval bootstraps no float)."""
     return task_figures([QuestionResult.model_validate(v) for v in values])
-
-
-oab_judge = SampleLevelMetric(
-    metric_name="oab_judgment",
-    higher_is_better=True,
-    category=SamplingMethod.GENERATIVE,
-    sample_level_fn=OabJudge(),
-    corpus_level_fn=corpus_figures,
-    batched_compute=True,
-)
 
 
 @task
@@ -137,26 +102,63 @@ def _keep(task: str, line: dict) -> bool:
     return task.partition(":")[2] in (line["area"], str(line["edition"]))
 
 
-class _TaskConfig(LightevalTaskConfig):
-    """The dataset and answer budget are `oab-bench run`'s, else the plain CLI's; `hf_repo` is the
-    dataset as given, so listing the tasks fetches and builds nothing (`prepare` sets the folder)."""
+def __getattr__(name: str) -> list:  # TASKS_TABLE when lighteval asks: `inspect eval` needs no lighteval
+    if name == "TASKS_TABLE":
+        return _tasks_table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    hf_repo = property(
-        lambda self: task_run.RUN.dataset if task_run.RUN else dataset_given()[0], lambda *_: None
+
+@functools.cache
+def _tasks_table() -> list:
+    from lighteval.metrics.metrics_sample import SampleLevelComputation
+    from lighteval.metrics.utils.metric_utils import SampleLevelMetric
+    from lighteval.tasks.lighteval_task import LightevalTaskConfig
+    from lighteval.tasks.requests import SamplingMethod
+
+    lighteval_compat.install(
+        task=TASK, system_key=SYSTEM_KEY, prepare=prepare, before_evaluating=check_judge_configured
     )
-    generation_size = property(
-        lambda self: task_run.RUN.max_new_tokens if task_run.RUN else 8192, lambda *_: None
-    )
 
-    def __post_init__(self):  # lighteval's inspect-ai backend (`lighteval eval`) makes it an inspect Task
-        super().__post_init__()
-        inspect_task.set_inspect_fields(self)
+    class OabJudge(SampleLevelComputation):
+        """Grade a task's answers in one batch with our judge (never lighteval's JudgeLLM)."""
 
+        def compute(self, responses, docs, **kwargs) -> list[dict]:
+            if task_run.REFUSED and task_run.RUN is None:  # the plain CLI: one line, nothing judged
+                raise SystemExit(f"oab_bench: error: {REFUSED}{task_run.REFUSED[0]}")
+            rows = [QuestionRow.model_validate(doc.specific["row"]) for doc in docs]
+            texts = [(r.final_text[0] if r.final_text else "") or "" for r in responses]
+            run = task_run.RUN
+            judge, candidate = (
+                (run.judge, run.candidate) if run else (lighteval_judge.judge_from_env(), "candidate")
+            )
+            judgments = lighteval_judge.judge_answers(judge, rows, texts, candidate, task_run.STOPPING)
+            if run:
+                run.judged.extend(judgments)
+            return [j.sample() for j in judgments]
 
-COMMON = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
-COMMON |= dict(hf_avail_splits=["test"], evaluation_splits=["test"], few_shots_split=None)
-COMMON |= dict(few_shots_select=None, generation_size=8192, stop_sequence=[], metrics=[oab_judge])
-TASKS_TABLE = [  # oab_bench, oab_bench:<area>, oab_bench:<edition>
-    _TaskConfig(name=n, hf_filter=functools.partial(_keep, n) if ":" in n else None, **COMMON)
-    for n in task_names()
-]
+    judge = dict(metric_name="oab_judgment", higher_is_better=True, category=SamplingMethod.GENERATIVE)
+    judge |= dict(sample_level_fn=OabJudge(), corpus_level_fn=corpus_figures, batched_compute=True)
+
+    class _TaskConfig(LightevalTaskConfig):
+        """The dataset and answer budget are `oab-bench run`'s, else the plain CLI's; `hf_repo` is the
+        dataset as given, so listing the tasks fetches and builds nothing (`prepare` sets the folder)."""
+
+        hf_repo = property(
+            lambda self: task_run.RUN.dataset if task_run.RUN else dataset_given()[0], lambda *_: None
+        )
+        generation_size = property(
+            lambda self: task_run.RUN.max_new_tokens if task_run.RUN else 8192, lambda *_: None
+        )
+
+        def __post_init__(self):  # lighteval's inspect-ai backend (`lighteval eval`) makes it an inspect Task
+            super().__post_init__()
+            inspect_task.set_inspect_fields(self)
+
+    common = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
+    common |= dict(hf_avail_splits=["test"], evaluation_splits=["test"], generation_size=8192)
+    common |= dict(few_shots_split=None, few_shots_select=None, stop_sequence=[])
+    common |= dict(metrics=[SampleLevelMetric(**judge)])
+    return [  # oab_bench, oab_bench:<area>, oab_bench:<edition>
+        _TaskConfig(name=n, hf_filter=functools.partial(_keep, n) if ":" in n else None, **common)
+        for n in task_names()
+    ]
