@@ -38,14 +38,15 @@ browser:
 
 # Tests run in parallel (pytest-xdist): one worker more than the cores, since many tests wait on a
 # server or a child process and a core would idle meanwhile (docs/performance.md). A test module
-# stays on one worker, so the lighteval run a module's tests share is made once. -rs: every skip
-# says why.
+# stays on one worker, so the lighteval run a module's tests share is made once; the longest modules
+# go first (tests/conftest.py's LONGEST_FIRST; --no-loadscope-reorder keeps that order). -rs: every
+# skip says why.
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # The suite starts dozens of Python processes: each compiles our modules again, and pytest rewrites
 # the test modules again, where bytecode is not cached (PYTHONDONTWRITEBYTECODE=1, as on this
 # project's CI machines): ~3 s of CPU a worker and ~1 s a process (docs/performance.md).
 unexport PYTHONDONTWRITEBYTECODE
-PYTEST := $(BIN)/python -m pytest -q -rs -n $(WORKERS) --dist loadfile
+PYTEST := $(BIN)/python -m pytest -q -rs -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 # Upstream's data: ../shared/data, else upstream's release fetched once (pinned by commit, checked by
 # SHA-256) into ~/.cache/oab-bench/upstream-data/; offline, the tests that read it are skipped.
 WITH_DATA := data=$$($(BIN)/python -m tests.upstream_data --shared $(SHARED_DATA)) && OAB_BENCH_SHARED_DATA=$$data

@@ -29,6 +29,29 @@ signal.signal(signal.SIGHUP, signal.SIG_DFL)
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("OAB_BENCH_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
 
+# The modules that take longest (`make test --durations`, docs/performance.md), handed out first: with
+# `--no-loadscope-reorder` xdist gives modules out in collection order, so none of them starts last
+# and keeps one core busy alone (xdist's own order, most tests first, started them last).
+LONGEST_FIRST = [
+    "test_run_lifecycle.py",
+    "test_judge_loop.py",
+    "test_shared_caches.py",
+    "test_judge_sweep_stops.py",
+    "test_raw_layout.py",
+    "test_inspect.py",
+    "test_judge_sweep.py",
+    "test_lighteval_cli.py",
+    "test_quiet_logs.py",
+    "test_sharing.py",
+    "test_packaging.py",
+    "test_e2e.py",
+]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest as collected
+
 
 def _require(path: Path) -> Path:
     if path.exists():

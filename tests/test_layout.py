@@ -208,3 +208,10 @@ def test_every_package_is_in_the_wheel():
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     packages = {name for name, path in modules().items() if path.name == "__init__.py"}
     assert packages == listed, f"missing: {sorted(packages - listed)}; extra: {sorted(listed - packages)}"
+
+
+def test_the_longest_modules_named_to_run_first_exist():
+    """A renamed module would silently lose its early start (tests/conftest.py LONGEST_FIRST)."""
+    from tests.conftest import LONGEST_FIRST
+
+    assert [n for n in LONGEST_FIRST if not (REPO / "tests" / n).is_file()] == []
