@@ -41,7 +41,9 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
     server = stub(policy="alternate", served=("cand-i", "judge-i"), max_model_len=1_000_000)
     judge = ["--judge-model", "openai/judge-i", "--judge-api-base", server.url]
     run = ["run", "--model", "openai/cand-i", "--api-base", server.url, "--dataset", built_dataset, *judge]
-    run += [
+    run += [  # one area: every question of the task, at a seventh of the calls
+        "--tasks",
+        "oab_bench:penal",
         "--judge-cache",
         tmp_path / "jc",
         "--answer-cache",
@@ -62,6 +64,8 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
     args = ["--model", "openai/cand-i", "--model-base-url", server.url, "-M", "responses_api=false"]
     args += [
         "-T",
+        "area=penal",
+        "-T",
         f"dataset={built_dataset}",
         "-T",
         "judge_model=openai/judge-i",
@@ -71,14 +75,14 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
     proc = inspect_cli("eval", f"{TASK_FILE}@oab_bench", *args, "--log-dir", "logs", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     fresh = server.requests[before:]
-    assert len(fresh) == 105 and judge_calls(fresh) == []  # 105 answers asked, 0 judgments paid again
+    assert len(fresh) == 15 and judge_calls(fresh) == []  # 15 answers asked, 0 judgments paid again
     (log,) = (tmp_path / "logs").glob("*.eval")
     from inspect_ai.log import read_eval_log
 
     dump = read_eval_log(str(log)).model_dump_json()  # as `inspect log dump` prints it
     assert SECRET not in dump
     samples = json.loads(dump)["samples"]
-    assert len(samples) == 105 and not any(s.get("error") for s in samples)
+    assert len(samples) == 15 and not any(s.get("error") for s in samples)
     score = samples[0]["scores"]["oab_judge"]
     item = score["metadata"]["items"][0]
     assert (
@@ -100,9 +104,9 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
     agree = oab("agreement", tmp_path / "logs", tmp_path / "run", "--format", "json")
     assert agree.returncode == 0, agree.stderr
     figures = json.loads(agree.stdout)
-    assert figures["n_pairs"] == 105 and figures["item"]["exact"]["value"] == 1.0
+    assert figures["n_pairs"] == 15 and figures["item"]["exact"]["value"] == 1.0
     (model,) = figures["models"]
-    assert model["mean_a"] == model["mean_b"] and model["exams"] == 21
+    assert model["mean_a"] == model["mean_b"] and model["exams"] == 3
     kept = ["question_id", "status", "score", "items"]
     exported = []
     for source in ("logs", "run"):
@@ -118,12 +122,14 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    task_args = dict(dataset=str(built_dataset), judge_model="openai/judge-i", judge_api_base=server.url)
+    task_args = dict(
+        dataset=str(built_dataset), judge_model="openai/judge-i", judge_api_base=server.url, area="penal"
+    )
     (again,) = inspect_ai.eval(
         f"{TASK_FILE}@oab_bench", model="openai/cand-i", model_base_url=server.url,
         model_args={"responses_api": False}, task_args=task_args, log_dir=str(tmp_path / "logs2"), display="none",
     )  # fmt: skip
-    assert again.status == "success" and len(server.requests) == before + 105
+    assert again.status == "success" and len(server.requests) == before + 15
     assert again.results.scores[0].metrics["exam_score"].value == pytest.approx(
         json.loads(oab("leaderboard", tmp_path / "logs", "--format", "json").stdout)["rows"][0][
             "mean_exam_score"

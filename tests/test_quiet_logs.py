@@ -7,8 +7,6 @@ import json
 import logging
 import math
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -18,37 +16,36 @@ from tests.conftest import REPO
 from tests.helpers import made_up_judgment
 
 
-@pytest.mark.slow  # a fresh process importing lighteval
-def test_the_run_loads_only_our_tasks(built_dataset, tmp_path):
-    """As `oab-bench run` loads them: the registry loads the custom tasks alone, so no built-in task
-    downloads nltk's punkt or calls the Hub's deprecated list_models (a FutureWarning)."""
-    script = f"""
-import sys, warnings
-warnings.simplefilter("always")
-import nltk
-nltk.download = lambda *a, **k: sys.exit("nltk.download called")
-from oab_bench.judge.generation.lighteval_compat import load_only_custom_tasks
-load_only_custom_tasks()
-from lighteval.tasks.registry import Registry
-with warnings.catch_warnings(record=True) as seen:
-    registry = Registry(tasks="oab_bench|0", custom_tasks={str(REPO / "oab_bench_task.py")!r})
-assert list(registry.task_to_configs) == ["oab_bench"], registry.task_to_configs
-assert not [m for m in sys.modules if m.startswith("lighteval.tasks.tasks.")], "a built-in task was imported"
-assert not [w for w in seen if issubclass(w.category, FutureWarning)], [str(w.message) for w in seen]
-print(len(registry._task_registry))
-"""
-    env = {"OAB_BENCH_DATASET": str(built_dataset), "OAB_JUDGE_MODEL": "openai/judge-unit"}
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**__import__("os").environ, **env},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == str(1 + 7 + 6)  # oab_bench, 7 areas, 6 editions
-    assert "nltk_data" not in proc.stderr and "FutureWarning" not in proc.stderr
+@pytest.mark.slow  # imports lighteval
+def test_the_run_loads_only_our_tasks(built_dataset, monkeypatch):
+    """As `oab-bench run` loads them: the registry imports the custom tasks alone, never a built-in
+    one (they download nltk's punkt and call the Hub's deprecated list_models, a FutureWarning)."""
+    import importlib
+    import warnings
+
+    import nltk
+    from lighteval.tasks.registry import Registry
+
+    from oab_bench.judge.generation.lighteval_compat import load_only_custom_tasks
+
+    monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
+    monkeypatch.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
+    monkeypatch.setattr(nltk, "download", lambda *a, **k: pytest.fail("nltk.download called"))
+    imported, import_module = [], importlib.import_module  # the registry imports each task module so
+
+    def spy(name: str, *args, **kwargs):
+        imported.append(name)
+        return import_module(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", spy)
+    load_only_custom_tasks()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        registry = Registry(tasks="oab_bench|0", custom_tasks=str(REPO / "oab_bench_task.py"))
+    assert list(registry.task_to_configs) == ["oab_bench"], registry.task_to_configs
+    assert [name for name in imported if name.startswith("lighteval.tasks.")] == []  # no built-in task
+    assert not [w for w in seen if issubclass(w.category, FutureWarning)], [str(w.message) for w in seen]
+    assert len(registry._task_registry) == 1 + 7 + 6  # oab_bench, 7 areas, 6 editions
 
 
 @pytest.mark.slow
