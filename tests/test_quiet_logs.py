@@ -38,6 +38,8 @@ def test_the_run_loads_only_our_tasks(built_dataset, monkeypatch):
         return import_module(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib, "import_module", spy)
+    patched = Registry.__dict__["load_all_task_configs"]  # restored after the test, whatever it was
+    monkeypatch.setattr(Registry, "load_all_task_configs", patched)
     load_only_custom_tasks()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
