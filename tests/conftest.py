@@ -36,14 +36,13 @@ LONGEST_FIRST = [
     "test_run_lifecycle.py",
     "test_judge_loop.py",
     "test_shared_caches.py",
+    "test_lighteval_cli.py",
     "test_judge_sweep_stops.py",
     "test_raw_layout.py",
     "test_inspect.py",
     "test_judge_sweep.py",
-    "test_lighteval_cli.py",
-    "test_quiet_logs.py",
-    "test_sharing.py",
     "test_packaging.py",
+    "test_sharing.py",
     "test_e2e.py",
 ]
 
