@@ -11,7 +11,6 @@ from oab_bench.dataset_builder.ids import parse_question_id
 from oab_bench.judge.judge_label import member_label, member_spec
 from oab_bench.judge.leaderboard.inputs import Record
 from oab_bench.judge.results_layout import open_shared
-from oab_bench.judge.validity.agreement import alpha_over, compare_two, figure_text
 from oab_bench.judge.validity.sources import (
     Source,
     nested_graded,
@@ -32,6 +31,8 @@ def member_sources(records: list[dict], path: str = "jury member") -> list[Sourc
 
 def jury_lines(records: list[dict], *, resamples: int = 500, seed: int = 0) -> list[str]:
     """Per member: coverage and cost; then the members' agreement (pairwise exam CCC, alpha)."""
+    from oab_bench.judge.validity.agreement import alpha_over, compare_two, figure_text  # scipy: ~0.7 s
+
     sources = member_sources(records)
     if len(sources) < 2:
         return []
