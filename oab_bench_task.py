@@ -47,8 +47,7 @@ dataset_given = functools.partial(dataset_argument, None, "the task's default da
 
 @functools.cache
 def dataset_path() -> str:
-    """What lighteval loads: a folder on disk (it takes a relative path for a Hub id); a dataset that
-    cannot be had is one line naming the variable."""
+    """The folder lighteval loads (it takes a relative path for a Hub id); none: one line naming the variable."""
     try:
         return resolve_dataset(*dataset_given())
     except SourceError as e:
