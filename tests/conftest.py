@@ -37,11 +37,11 @@ LONGEST_FIRST = [
     "test_judge_loop.py",
     "test_shared_caches.py",
     "test_lighteval_cli.py",
-    "test_judge_sweep_stops.py",
     "test_raw_layout.py",
     "test_inspect.py",
     "test_judge_sweep.py",
     "test_packaging.py",
+    "test_judge_sweep_stops.py",
     "test_sharing.py",
     "test_e2e.py",
 ]
