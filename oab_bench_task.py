@@ -54,11 +54,6 @@ def dataset_path() -> str:
         raise SystemExit(f"oab_bench: error: {advised(e, 'lighteval')}") from None
 
 
-def prepare(task) -> None:
-    """Our task, as lighteval builds it to run: `oab-bench run`'s dataset folder, or the plain CLI's."""
-    task.dataset_path = task_run.RUN.dataset if task_run.RUN else dataset_path()
-
-
 def check_judge_configured() -> None:
     """Before an evaluation's first call (not while the task is browsed), the plain CLI's judge is
     usable, or one line and a non-zero exit (`oab-bench run` checked its own)."""
@@ -97,14 +92,13 @@ def oab_bench(
     return inspect_task.oab_task(given, area, edition, max_tokens, judge)
 
 
-def _keep(task: str, line: dict) -> bool:
-    return task.partition(":")[2] in (line["area"], str(line["edition"]))
-
-
 def __getattr__(name: str) -> list:  # TASKS_TABLE when lighteval asks: `inspect eval` needs no lighteval
-    if name == "TASKS_TABLE":
+    if name != "TASKS_TABLE":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
         return _tasks_table()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    except AttributeError as e:  # lighteval's hasattr would take it for "no TASKS_TABLE here"
+        raise RuntimeError(f"oab_bench_task: making TASKS_TABLE: {e!r}") from e
 
 
 @functools.cache
@@ -113,6 +107,10 @@ def _tasks_table() -> list:
     from lighteval.metrics.utils.metric_utils import SampleLevelMetric
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
     from lighteval.tasks.requests import SamplingMethod
+
+    def prepare(task) -> None:
+        """Our task, as lighteval builds it to run: `oab-bench run`'s dataset folder, or the plain CLI's."""
+        task.dataset_path = task_run.RUN.dataset if task_run.RUN else dataset_path()
 
     lighteval_compat.install(
         task=TASK, system_key=SYSTEM_KEY, prepare=prepare, before_evaluating=check_judge_configured
@@ -154,10 +152,13 @@ def _tasks_table() -> list:
             inspect_task.set_inspect_fields(self)
 
     common = dict(prompt_function=oab_prompt, hf_repo=DEFAULT_DATASET, hf_subset="default", version=1)
-    common |= dict(hf_avail_splits=["test"], evaluation_splits=["test"], generation_size=8192)
-    common |= dict(few_shots_split=None, few_shots_select=None, stop_sequence=[])
-    common |= dict(metrics=[SampleLevelMetric(**judge)])
+    common |= dict(hf_avail_splits=["test"], evaluation_splits=["test"], stop_sequence=[])  # zero-shot
+    common |= dict(metrics=[SampleLevelMetric(**judge)])  # generation_size: _TaskConfig's
+
+    def keep(task: str, line: dict) -> bool:
+        return task.partition(":")[2] in (line["area"], str(line["edition"]))
+
     return [  # oab_bench, oab_bench:<area>, oab_bench:<edition>
-        _TaskConfig(name=n, hf_filter=functools.partial(_keep, n) if ":" in n else None, **common)
+        _TaskConfig(name=n, hf_filter=functools.partial(keep, n) if ":" in n else None, **common)
         for n in task_names()
     ]

@@ -209,4 +209,5 @@ def task_module(built_dataset):
         mp.setenv("OAB_JUDGE_MODEL", "openai/judge-unit")
         import oab_bench_task
 
+        assert oab_bench_task.TASKS_TABLE  # made, and lighteval patched, when lighteval first reads it
         yield oab_bench_task

@@ -4,6 +4,7 @@ scored by our judge with the judgment cache `oab-bench run` fills, its log read 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,10 @@ def test_inspect_eval_scores_every_question_with_the_runs_judgments(
     blocked = tmp_path / "no-lighteval" / "lighteval"  # inspect's path imports no lighteval (~7 s a start)
     blocked.mkdir(parents=True)
     (blocked / "__init__.py").write_text("raise ImportError('inspect eval imported lighteval')\n")
-    env |= {"INSPECT_CACHE_DIR": str(tmp_path / "inspect-cache"), "PYTHONPATH": str(blocked.parent)}
+    env |= {
+        "INSPECT_CACHE_DIR": str(tmp_path / "inspect-cache"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(blocked.parent), env.get("PYTHONPATH")])),
+    }
     args = ["--model", "openai/cand-i", "--model-base-url", server.url, "-M", "responses_api=false"]
     args += [
         "-T",

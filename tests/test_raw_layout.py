@@ -95,7 +95,8 @@ def test_task_and_run_default_to_upstreams_hub_id(built_dataset, monkeypatch):
     from oab_bench.scripts.cli import build_parser
 
     assert oab_bench_task.DEFAULT_DATASET == "maritaca-ai/oab-bench"
-    # importing the task (offline here) fetched nothing: hf_repo is resolved when lighteval reads it
+    # the tasks made offline fetch nothing: hf_repo is the id as given, the folder found when a task runs
+    assert oab_bench_task.TASKS_TABLE[0].hf_repo == "maritaca-ai/oab-bench"
     monkeypatch.setenv("OAB_BENCH_DATASET", str(built_dataset))
     oab_bench_task.dataset_path.cache_clear()
     assert oab_bench_task.TASKS_TABLE[0].hf_repo == str(built_dataset)

@@ -150,3 +150,16 @@ def test_corpus_figures_leave_out_incomplete_exams(task_module):
     assert f["coverage"] == pytest.approx(9 / 10)
     none = task_module.corpus_figures(values[5:])
     assert math.isnan(none["exam_score"]) and math.isnan(none["pass_rate"]) and none["exams_complete"] == 0.0
+
+
+def test_a_broken_patch_is_its_own_error_not_a_missing_task_table(task_module, monkeypatch):
+    """lighteval looks TASKS_TABLE up with hasattr, which took an AttributeError while making it (a
+    lighteval internal moved) for "no tasks here": "Cannot find task oab_bench" instead of the cause."""
+
+    def broken():
+        raise AttributeError("type object 'LiteLLMClient' has no attribute '_moved'")
+
+    monkeypatch.setattr(task_module, "_tasks_table", broken)
+    with pytest.raises(RuntimeError, match=r"making TASKS_TABLE: AttributeError.*_moved"):
+        hasattr(task_module, "TASKS_TABLE")
+    assert not hasattr(task_module, "NOT_OURS")
